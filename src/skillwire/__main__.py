@@ -1,0 +1,5 @@
+import sys
+
+from skillwire.cli import main
+
+sys.exit(main())

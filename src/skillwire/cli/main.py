@@ -1,0 +1,104 @@
+"""``skillwire serve TARGET``: serve an agent.
+
+TARGET is a folder holding an ``agent.py`` that defines ``agent``, or ``module:attribute``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from skillwire.agent import DEFAULT_STORE, Agent
+from skillwire.errors import SkillwireError
+from skillwire.stores.base import open_store
+
+__all__ = ["load_agent", "main"]
+
+
+def load_agent(target: str) -> Agent:
+    """The Agent named by ``target`` (a folder with ``agent.py``, a ``.py`` file, or ``module:attr``)."""
+    path = Path(target)
+    attribute = "agent"
+    if path.is_dir() or path.suffix == ".py":
+        file = path / "agent.py" if path.is_dir() else path
+        if not file.is_file():
+            raise SkillwireError(f"{target}: no agent.py found (expected {file})")
+        folder = str(file.parent.resolve())
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        name = f"skillwire_target_{file.parent.resolve().name}_{abs(hash(str(file.resolve())))}"
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise SkillwireError(f"{file}: cannot be imported")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    elif ":" in target:
+        module_name, _, attribute = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise SkillwireError(f"{target}: cannot import {module_name}: {exc}") from exc
+    else:
+        raise SkillwireError(f"{target}: not a folder, a .py file or module:attribute")
+    agent = getattr(module, attribute, None)
+    if not isinstance(agent, Agent):
+        raise SkillwireError(f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}")
+    return agent
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skillwire", description="Build, serve and call A2A agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve an agent over A2A")
+    serve.add_argument("target", help="a folder with agent.py, or module:attribute")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument(
+        "--store",
+        default=os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE),
+        help=f"memory:// or sqlite:///PATH (default {DEFAULT_STORE})",
+    )
+    serve.add_argument("--public-url", default=None, help="the base URL clients reach the agent at")
+    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from skillwire.server.serve import serve
+
+    agent = load_agent(args.target)
+    store = open_store(args.store)
+    app = agent.asgi(store=store, public_url=args.public_url)
+    shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
+    base = args.public_url.rstrip("/") if args.public_url else f"http://{shown_host}:{args.port}"
+
+    def ready() -> None:
+        print(f"skillwire: serving {agent.name!r} at {base}/", flush=True)
+        print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+        print(f"  task store: {store.url}", flush=True)
+
+    serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "serve":
+            return _serve(args)
+    except SkillwireError as exc:
+        print(f"skillwire: {exc}", file=sys.stderr)
+        return 2
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

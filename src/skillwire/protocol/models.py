@@ -1,0 +1,350 @@
+"""The A2A v1.0 data model as msgspec Structs.
+
+Encoding a Struct gives exactly the ProtoJSON of the matching ``lf.a2a.v1`` message: lowerCamelCase names,
+enum names as strings, default values omitted (fields with presence use ``None``/``UNSET`` for "not set"),
+timestamps as RFC 3339 in UTC with ``Z``, bytes as base64. Unknown fields are ignored on decode, as the
+specification asks. Field order follows the proto.
+
+Event objects (status and artifact updates) are frozen; Task and its parts are mutable because the runtime
+builds them up.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from skillwire.protocol.states import TaskState
+
+__all__ = [
+    "AgentCapabilities",
+    "AgentCard",
+    "AgentCardSignature",
+    "AgentExtension",
+    "AgentInterface",
+    "AgentProvider",
+    "AgentSkill",
+    "Artifact",
+    "AuthenticationInfo",
+    "CancelTaskRequest",
+    "DeleteTaskPushNotificationConfigRequest",
+    "GetExtendedAgentCardRequest",
+    "GetTaskPushNotificationConfigRequest",
+    "GetTaskRequest",
+    "ListTaskPushNotificationConfigsRequest",
+    "ListTaskPushNotificationConfigsResponse",
+    "ListTasksRequest",
+    "ListTasksResponse",
+    "Message",
+    "Part",
+    "Role",
+    "SecurityRequirement",
+    "SendMessageConfiguration",
+    "SendMessageRequest",
+    "SendMessageResponse",
+    "StreamResponse",
+    "SubscribeToTaskRequest",
+    "Task",
+    "TaskArtifactUpdateEvent",
+    "TaskPushNotificationConfig",
+    "TaskState",
+    "TaskStatus",
+    "TaskStatusUpdateEvent",
+]
+
+Json = dict[str, Any]
+
+
+class Role(enum.StrEnum):
+    UNSPECIFIED = "ROLE_UNSPECIFIED"
+    USER = "ROLE_USER"
+    AGENT = "ROLE_AGENT"
+
+
+class _Proto(Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """Base of every protocol message: ProtoJSON naming and presence rules."""
+
+
+# -- Parts, messages, artifacts --------------------------------------------------------------------------
+
+
+class Part(_Proto, kw_only=True):
+    """One piece of content: exactly one of ``text``, ``raw`` (bytes), ``url`` or ``data`` (any JSON)."""
+
+    text: str | UnsetType = UNSET
+    raw: bytes | UnsetType = UNSET
+    url: str | UnsetType = UNSET
+    data: Any | UnsetType = UNSET
+    metadata: Json | None = None
+    filename: str = ""
+    media_type: str = ""
+
+    def __post_init__(self) -> None:
+        present = (
+            (self.text is not UNSET)
+            + (self.raw is not UNSET)
+            + (self.url is not UNSET)
+            + (self.data is not UNSET)
+        )
+        if present != 1:
+            raise ValueError("a Part must have exactly one of `text`, `raw`, `url` or `data`")
+
+
+NonEmptyParts = Annotated[list[Part], Meta(min_length=1)]
+
+
+class Message(_Proto, kw_only=True):
+    message_id: Annotated[str, Meta(min_length=1)]
+    context_id: str = ""
+    task_id: str = ""
+    role: Role
+    parts: NonEmptyParts
+    metadata: Json | None = None
+    extensions: list[str] = []
+    reference_task_ids: list[str] = []
+
+    def text(self) -> str:
+        """The text parts joined by newlines (a convenience for agents)."""
+        return "\n".join(p.text for p in self.parts if isinstance(p.text, str))
+
+
+class Artifact(_Proto, kw_only=True):
+    artifact_id: Annotated[str, Meta(min_length=1)]
+    name: str = ""
+    description: str = ""
+    parts: NonEmptyParts
+    metadata: Json | None = None
+    extensions: list[str] = []
+
+
+# -- Tasks ------------------------------------------------------------------------------------------------
+
+
+class TaskStatus(_Proto, kw_only=True):
+    state: TaskState
+    message: Message | None = None
+    timestamp: datetime | None = None
+
+
+class Task(_Proto, kw_only=True):
+    id: str
+    context_id: str = ""
+    status: TaskStatus
+    artifacts: list[Artifact] = []
+    history: list[Message] = []
+    metadata: Json | None = None
+
+
+class TaskStatusUpdateEvent(_Proto, frozen=True, kw_only=True):
+    task_id: str
+    context_id: str
+    status: TaskStatus
+    metadata: Json | None = None
+
+
+class TaskArtifactUpdateEvent(_Proto, frozen=True, kw_only=True):
+    task_id: str
+    context_id: str
+    artifact: Artifact
+    append: bool = False
+    last_chunk: bool = False
+    metadata: Json | None = None
+
+
+class StreamResponse(_Proto, frozen=True, kw_only=True):
+    """The envelope of every stream event and push notification: exactly one member is set."""
+
+    task: Task | None = None
+    message: Message | None = None
+    status_update: TaskStatusUpdateEvent | None = None
+    artifact_update: TaskArtifactUpdateEvent | None = None
+
+
+class SendMessageResponse(_Proto, kw_only=True):
+    task: Task | None = None
+    message: Message | None = None
+
+
+# -- Push notification configuration ---------------------------------------------------------------------
+
+
+class AuthenticationInfo(_Proto, kw_only=True):
+    scheme: str
+    credentials: str = ""
+
+
+class TaskPushNotificationConfig(_Proto, kw_only=True):
+    tenant: str = ""
+    id: str = ""
+    task_id: str = ""
+    url: str
+    token: str = ""
+    authentication: AuthenticationInfo | None = None
+
+
+# -- Requests and responses -------------------------------------------------------------------------------
+
+NonNegative = Annotated[int, Meta(ge=0)]
+
+
+class SendMessageConfiguration(_Proto, kw_only=True):
+    accepted_output_modes: list[str] = []
+    task_push_notification_config: TaskPushNotificationConfig | None = None
+    history_length: NonNegative | None = None
+    return_immediately: bool = False
+
+
+class SendMessageRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    message: Message
+    configuration: SendMessageConfiguration | None = None
+    metadata: Json | None = None
+
+
+class GetTaskRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    id: Annotated[str, Meta(min_length=1)]
+    history_length: NonNegative | None = None
+
+
+class ListTasksRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    context_id: str = ""
+    status: TaskState = TaskState.UNSPECIFIED
+    page_size: Annotated[int, Meta(ge=1, le=100)] | None = None
+    page_token: str = ""
+    history_length: NonNegative | None = None
+    status_timestamp_after: datetime | None = None
+    include_artifacts: bool | None = None
+
+
+class ListTasksResponse(Struct, rename="camel", kw_only=True):
+    """Every field is REQUIRED and printed even when empty (``nextPageToken: ""`` on the last page)."""
+
+    tasks: list[Task]
+    next_page_token: str
+    page_size: int
+    total_size: int
+
+
+class CancelTaskRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    id: Annotated[str, Meta(min_length=1)]
+    metadata: Json | None = None
+
+
+class SubscribeToTaskRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    id: Annotated[str, Meta(min_length=1)]
+
+
+class GetTaskPushNotificationConfigRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    task_id: Annotated[str, Meta(min_length=1)]
+    id: Annotated[str, Meta(min_length=1)]
+
+
+class DeleteTaskPushNotificationConfigRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    task_id: Annotated[str, Meta(min_length=1)]
+    id: Annotated[str, Meta(min_length=1)]
+
+
+class ListTaskPushNotificationConfigsRequest(_Proto, kw_only=True):
+    tenant: str = ""
+    task_id: Annotated[str, Meta(min_length=1)]
+    page_size: int = 0
+    page_token: str = ""
+
+
+class ListTaskPushNotificationConfigsResponse(_Proto, kw_only=True):
+    configs: list[TaskPushNotificationConfig] = []
+    next_page_token: str = ""
+
+
+class GetExtendedAgentCardRequest(_Proto, kw_only=True):
+    tenant: str = ""
+
+
+# -- Agent card -------------------------------------------------------------------------------------------
+
+
+class AgentInterface(_Proto, kw_only=True):
+    url: str
+    protocol_binding: str
+    tenant: str = ""
+    protocol_version: str
+
+
+class AgentProvider(_Proto, kw_only=True):
+    url: str
+    organization: str
+
+
+class AgentExtension(_Proto, kw_only=True):
+    uri: str = ""
+    description: str = ""
+    required: bool = False
+    params: Json | None = None
+
+
+class AgentCapabilities(_Proto, kw_only=True):
+    streaming: bool | None = None
+    push_notifications: bool | None = None
+    extensions: list[AgentExtension] = []
+    extended_agent_card: bool | None = None
+
+
+_Strings = list[str]
+
+
+class StringList(_Proto, kw_only=True):
+    list: _Strings = []
+
+
+class SecurityRequirement(_Proto, kw_only=True):
+    schemes: dict[str, StringList] = {}
+
+
+class AgentSkill(_Proto, kw_only=True):
+    id: str
+    name: str
+    description: str
+    tags: list[str]
+    examples: list[str] = []
+    input_modes: list[str] = []
+    output_modes: list[str] = []
+    security_requirements: list[SecurityRequirement] = []
+
+
+class AgentCardSignature(_Proto, kw_only=True):
+    protected: str
+    signature: str
+    header: Json | None = None
+
+
+class AgentCard(_Proto, kw_only=True):
+    name: str
+    description: str
+    supported_interfaces: list[AgentInterface]
+    provider: AgentProvider | None = None
+    version: str
+    documentation_url: str | None = None
+    capabilities: AgentCapabilities
+    #: name -> SecurityScheme (a oneof wrapper such as ``{"httpAuthSecurityScheme": {...}}``).
+    security_schemes: dict[str, Json] = {}
+    security_requirements: list[SecurityRequirement] = []
+    default_input_modes: list[str]
+    default_output_modes: list[str]
+    skills: list[AgentSkill]
+    signatures: list[AgentCardSignature] = []
+    icon_url: str | None = None
+
+
+def to_builtins(obj: Any) -> Any:
+    """A Struct as plain JSON-ready Python values (dicts, lists, strings)."""
+    return msgspec.to_builtins(obj)

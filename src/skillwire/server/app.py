@@ -1,0 +1,113 @@
+"""The ASGI application: routes, lifespan, and graceful shutdown.
+
+Routes: ``POST /`` (JSON-RPC) and ``GET /.well-known/agent-card.json``. Anything else is 404. Start-up opens
+the store and recovers tasks a previous process left running; shutdown lets running tasks finish for a
+grace period, fails the rest, ends open streams, then closes the store.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from skillwire.protocol.models import AgentCapabilities, AgentCard
+from skillwire.server.asgi import Receive, Scope, Send, send_bytes
+from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
+from skillwire.server.handler import Dispatcher, RequestHandler
+from skillwire.server.jsonrpc import JsonRpcEndpoint
+from skillwire.server.runtime import TaskRuntime
+from skillwire.stores.base import TaskStore
+
+__all__ = ["A2AApplication"]
+
+log = logging.getLogger("skillwire.app")
+
+_NOT_FOUND = b'{"error":{"code":404,"status":"NOT_FOUND","message":"No such endpoint"}}'
+
+
+class A2AApplication:
+    def __init__(
+        self,
+        *,
+        card: AgentCard,
+        handler: RequestHandler,
+        runtime: TaskRuntime | None = None,
+        store: TaskStore | None = None,
+        public_url: str | None = None,
+        rpc_path: str = "/",
+        max_body_bytes: int = 10 * 1024 * 1024,
+        keepalive: float = 15.0,
+        shutdown_grace: float = 5.0,
+    ) -> None:
+        self.card = card
+        self.handler = handler
+        self.runtime = runtime
+        self.store = store
+        self.rpc_path = rpc_path
+        self.shutdown_grace = shutdown_grace
+        self.dispatcher = Dispatcher(handler, self._capabilities)
+        self.jsonrpc = JsonRpcEndpoint(self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive)
+        self.card_endpoint = CardEndpoint(self.card_for, public_url=public_url)
+        self._started = False
+        self._stopped = False
+
+    def _capabilities(self) -> AgentCapabilities:
+        return self.card.capabilities
+
+    def card_for(self, base_url: str) -> AgentCard:
+        """The public card as served under ``base_url``."""
+        return msgspec.structs.replace(self.card, supported_interfaces=[jsonrpc_interface(base_url, self.rpc_path)])
+
+    async def startup(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self.store is not None:
+            await self.store.open()
+        if self.runtime is not None:
+            await self.runtime.start()
+
+    async def shutdown(self) -> None:
+        if self._stopped or not self._started:
+            return
+        self._stopped = True
+        if self.runtime is not None:
+            await self.runtime.stop(self.shutdown_grace)
+        if self.store is not None:
+            await self.store.close()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            path = scope["path"]
+            if path == self.rpc_path:
+                await self.jsonrpc(scope, receive, send)
+            elif path == CARD_PATH:
+                await self.card_endpoint(scope, receive, send)
+            else:
+                await send_bytes(send, 404, _NOT_FOUND)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    log.exception("start-up failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                try:
+                    await self.shutdown()
+                except Exception as exc:
+                    log.exception("shutdown failed")
+                    await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+

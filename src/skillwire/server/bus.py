@@ -1,0 +1,99 @@
+"""The EventBus carries each task's events to every subscriber, in order.
+
+A subscriber registers *before* it reads the task's current snapshot; events are tagged with the task
+version they produced, so the subscriber drops what the snapshot already contains and misses nothing
+(replay from the store, then live). The in-process bus serves one server process; a Redis bus joins later
+behind the same protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from skillwire.protocol.models import StreamResponse
+
+__all__ = ["EventBus", "InProcessEventBus", "Subscription"]
+
+#: (task version after the event, the event); ``None`` ends the subscription.
+Item = tuple[int, StreamResponse] | None
+
+
+class Subscription(Protocol):
+    def __aiter__(self) -> AsyncIterator[tuple[int, StreamResponse]]: ...
+
+    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
+        """The next event; ``None`` once the bus closed; raises TimeoutError after ``timeout`` seconds."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EventBus(Protocol):
+    def subscribe(self, key: tuple[str, str]) -> Subscription: ...
+
+    def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
+
+    def close(self) -> None:
+        """End every subscription (server shutdown)."""
+        ...
+
+
+class _QueueSubscription:
+    def __init__(self, bus: InProcessEventBus, key: tuple[str, str]) -> None:
+        self._bus = bus
+        self._key = key
+        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._ended = False
+
+    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
+        if self._ended:
+            return None
+        if timeout is None:
+            item = await self.queue.get()
+        else:
+            item = await asyncio.wait_for(self.queue.get(), timeout)
+        if item is None:
+            self._ended = True
+        return item
+
+    async def __aiter__(self) -> AsyncIterator[tuple[int, StreamResponse]]:
+        while (item := await self.next()) is not None:
+            yield item
+
+    def close(self) -> None:
+        self._bus._drop(self._key, self)
+
+
+class InProcessEventBus:
+    def __init__(self) -> None:
+        self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
+
+    def subscribe(self, key: tuple[str, str]) -> _QueueSubscription:
+        sub = _QueueSubscription(self, key)
+        self._subs.setdefault(key, set()).add(sub)
+        return sub
+
+    def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None:
+        subs = self._subs.get(key)
+        if subs:
+            item = (version, event)
+            for sub in subs:
+                sub.queue.put_nowait(item)
+
+    def close(self) -> None:
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.queue.put_nowait(None)
+        self._subs.clear()
+
+    def subscriber_count(self, key: tuple[str, str]) -> int:
+        return len(self._subs.get(key, ()))
+
+    def _drop(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
+        subs = self._subs.get(key)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[key]

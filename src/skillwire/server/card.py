@@ -1,0 +1,85 @@
+"""Agent card discovery: ``GET /.well-known/agent-card.json`` with caching headers.
+
+The card is encoded once per base URL (the interfaces carry absolute URLs) and served with ``ETag`` and
+``Cache-Control``; a matching ``If-None-Match`` gets 304.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import msgspec
+
+from skillwire.protocol.models import AgentCard, AgentInterface
+from skillwire.server.asgi import Receive, Scope, Send, header_map, send_bytes
+
+__all__ = ["CARD_PATH", "CardEndpoint"]
+
+CARD_PATH = "/.well-known/agent-card.json"
+_MAX_CACHED_BASES = 32
+
+
+class CardEndpoint:
+    def __init__(
+        self,
+        card: Callable[[str], AgentCard],
+        *,
+        public_url: str | None = None,
+        max_age: int = 300,
+    ) -> None:
+        """``card(base_url)`` builds the card for a base URL such as ``http://127.0.0.1:8000``."""
+        self._build = card
+        self.public_url = public_url.rstrip("/") if public_url else None
+        self._cache_control = f"public, max-age={max_age}".encode()
+        self._encoded: dict[str, tuple[bytes, bytes]] = {}
+
+    def base_url(self, scope: Scope) -> str:
+        if self.public_url:
+            return self.public_url
+        host = header_map(scope).get("host")
+        if not host:
+            server = scope.get("server") or ("127.0.0.1", 80)
+            host = f"{server[0]}:{server[1]}"
+        return f"{scope.get('scheme', 'http')}://{host}"
+
+    def encoded(self, base_url: str) -> tuple[bytes, bytes]:
+        """(card JSON, quoted ETag) for ``base_url``."""
+        hit = self._encoded.get(base_url)
+        if hit is None:
+            body = msgspec.json.encode(self._build(base_url))
+            etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
+            if len(self._encoded) >= _MAX_CACHED_BASES:
+                self._encoded.clear()
+            hit = self._encoded[base_url] = (body, etag)
+        return hit
+
+    def invalidate(self) -> None:
+        self._encoded.clear()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in ("GET", "HEAD"):
+            await send_bytes(
+                send,
+                405,
+                b'{"error":{"code":405,"status":"METHOD_NOT_ALLOWED","message":"Use GET"}}',
+                extra_headers=[(b"allow", b"GET, HEAD")],
+            )
+            return
+        body, etag = self.encoded(self.base_url(scope))
+        headers = [(b"etag", etag), (b"cache-control", self._cache_control)]
+        match = header_map(scope).get("if-none-match")
+        if match is not None and (match.strip() == "*" or etag.decode() in [m.strip() for m in match.split(",")]):
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if scope["method"] == "HEAD":
+            headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send_bytes(send, 200, body, extra_headers=headers)
+
+
+def jsonrpc_interface(base_url: str, path: str) -> AgentInterface:
+    return AgentInterface(url=base_url + path, protocol_binding="JSONRPC", protocol_version="1.0")

@@ -1,0 +1,186 @@
+"""The executor seam: where agent logic plugs into the task runtime.
+
+An executor is any object with ``async execute(context, events)`` (or a plain ``async def f(context,
+events)``). ``context`` says what was asked; ``events`` is how the executor reports back: a direct reply, or
+task states and artifacts. When ``execute`` returns, a task still in SUBMITTED or WORKING is completed for
+it; an exception fails the task with a generic message (the traceback goes to the log, never to the client).
+Cancellation arrives as ``asyncio.CancelledError`` inside ``execute``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from skillwire.protocol.models import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    Task,
+)
+from skillwire.protocol.states import TaskState
+from skillwire.server.context import CallContext
+
+if TYPE_CHECKING:
+    from skillwire.server.runtime import _Run
+
+__all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "as_executor"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One SendMessage as the executor sees it."""
+
+    message: Message
+    task_id: str
+    context_id: str
+    call: CallContext
+    #: The task as it was before this message, when the message continues an existing task.
+    task: Task | None = None
+    configuration: SendMessageConfiguration | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def text(self) -> str:
+        """The message's text parts joined by newlines."""
+        return self.message.text()
+
+    @property
+    def tenant(self) -> str:
+        return self.call.tenant
+
+
+@runtime_checkable
+class Executor(Protocol):
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None: ...
+
+
+ExecutorFunction = Callable[[RequestContext, "TaskEvents"], Awaitable[None]]
+
+
+class _FunctionExecutor:
+    def __init__(self, fn: ExecutorFunction) -> None:
+        self._fn = fn
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await self._fn(context, events)
+
+
+def as_executor(obj: Executor | ExecutorFunction) -> Executor:
+    if isinstance(obj, Executor):
+        return obj
+    if callable(obj):
+        return _FunctionExecutor(obj)
+    raise TypeError(f"{obj!r} is neither an executor nor an async function")
+
+
+MessageLike = Message | str | None
+
+
+class TaskEvents:
+    """The event emitter handed to an executor. Every method is a coroutine; calls are applied in order."""
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+
+    @property
+    def task_id(self) -> str:
+        return self._run.task_id
+
+    @property
+    def context_id(self) -> str:
+        return self._run.context_id
+
+    @property
+    def state(self) -> TaskState | None:
+        """The task's current state, or None while no task exists yet."""
+        task = self._run.live.task
+        return None if task is None else task.status.state
+
+    def agent_message(self, content: Message | str | Sequence[Part]) -> Message:
+        """An agent message in this task's context (text, parts or a ready Message)."""
+        if isinstance(content, Message):
+            return content
+        parts = [Part(text=content)] if isinstance(content, str) else list(content)
+        return Message(
+            message_id=str(uuid.uuid4()),
+            context_id=self.context_id,
+            task_id=self.task_id,
+            role=Role.AGENT,
+            parts=parts,
+        )
+
+    # -- replies and states --------------------------------------------------------------------------
+
+    async def reply(self, content: Message | str | Sequence[Part]) -> None:
+        """Answer with a Message and no task. Once a task exists, this completes it with the message."""
+        message = self.agent_message(content)
+        if self._run.live.task is None:
+            await self._run.reply(
+                Message(
+                    message_id=message.message_id,
+                    context_id=self.context_id,
+                    role=Role.AGENT,
+                    parts=message.parts,
+                    metadata=message.metadata,
+                    extensions=message.extensions,
+                )
+            )
+        else:
+            await self.status(TaskState.COMPLETED, message)
+
+    async def status(self, state: TaskState, message: MessageLike = None) -> None:
+        await self._run.set_status(state, None if message is None else self.agent_message(message))
+
+    async def submit(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.SUBMITTED, message)
+
+    async def working(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.WORKING, message)
+
+    async def input_required(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.INPUT_REQUIRED, message)
+
+    async def auth_required(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.AUTH_REQUIRED, message)
+
+    async def complete(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.COMPLETED, message)
+
+    async def fail(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.FAILED, message)
+
+    async def reject(self, message: MessageLike = None) -> None:
+        await self.status(TaskState.REJECTED, message)
+
+    # -- artifacts ------------------------------------------------------------------------------------
+
+    async def artifact(
+        self,
+        content: Artifact | str | Sequence[Part],
+        *,
+        artifact_id: str | None = None,
+        name: str = "",
+        description: str = "",
+        append: bool = False,
+        last_chunk: bool = False,
+        metadata: dict[str, Any] | None = None,
+    ) -> str:
+        """Emit an artifact (or a chunk of one, with ``append``/``last_chunk``); returns its id."""
+        if isinstance(content, Artifact):
+            artifact = content
+        else:
+            parts = [Part(text=content)] if isinstance(content, str) else list(content)
+            artifact = Artifact(
+                artifact_id=artifact_id or str(uuid.uuid4()),
+                name=name,
+                description=description,
+                parts=parts,
+                metadata=metadata,
+            )
+        await self._run.add_artifact(artifact, append=append, last_chunk=last_chunk)
+        return artifact.artifact_id

@@ -1,0 +1,76 @@
+"""The request-handler seam.
+
+Every binding turns a call into ``(operation, params, context)`` and hands it to one object through one
+entry, ``handle``. The params are the decoded v1.0 request Struct; the result is the v1.0 response Struct,
+or, for the two streaming operations, an async iterator of ``StreamResponse``. Errors are raised as
+:class:`A2AError` and each binding renders them its own way.
+
+:class:`BaseRequestHandler` maps operations to ``on_*`` methods; an operation whose method a subclass does
+not define answers ``MethodNotFoundError`` (-32601, "not implemented"). Wrap a handler by holding another
+and forwarding ``handle``.
+
+:class:`Dispatcher` sits in front of the handler for every binding and enforces the capability gates of the
+agent card, so that a closed gate gives the same error on every binding whatever the handler is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+from skillwire.errors import MethodNotFoundError, PushNotificationNotSupportedError, UnsupportedOperationError
+from skillwire.protocol.models import AgentCapabilities
+from skillwire.protocol.operations import Capability, Operation, spec_of
+from skillwire.server.context import CallContext
+
+__all__ = ["BaseRequestHandler", "Dispatcher", "RequestHandler"]
+
+
+@runtime_checkable
+class RequestHandler(Protocol):
+    async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any: ...
+
+
+_METHOD_NAMES: dict[Operation, str] = {
+    Operation.SEND_MESSAGE: "on_send_message",
+    Operation.SEND_STREAMING_MESSAGE: "on_send_streaming_message",
+    Operation.GET_TASK: "on_get_task",
+    Operation.LIST_TASKS: "on_list_tasks",
+    Operation.CANCEL_TASK: "on_cancel_task",
+    Operation.SUBSCRIBE_TO_TASK: "on_subscribe_to_task",
+    Operation.CREATE_PUSH_CONFIG: "on_create_task_push_notification_config",
+    Operation.GET_PUSH_CONFIG: "on_get_task_push_notification_config",
+    Operation.LIST_PUSH_CONFIGS: "on_list_task_push_notification_configs",
+    Operation.DELETE_PUSH_CONFIG: "on_delete_task_push_notification_config",
+    Operation.GET_EXTENDED_AGENT_CARD: "on_get_extended_agent_card",
+}
+
+
+class BaseRequestHandler:
+    """Dispatches to ``on_<operation>`` methods; missing ones answer -32601."""
+
+    async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
+        method = getattr(self, _METHOD_NAMES[operation], None)
+        if method is None:
+            raise MethodNotFoundError(f"{operation.value} is not implemented by this agent")
+        return await method(params, context)
+
+
+class Dispatcher:
+    """The one entry every binding calls: capability gates first, then the handler."""
+
+    def __init__(self, handler: RequestHandler, capabilities: Callable[[], AgentCapabilities]) -> None:
+        self.handler = handler
+        self._capabilities = capabilities
+
+    async def call(self, operation: Operation, params: Any, context: CallContext) -> Any:
+        gate = spec_of(operation).capability
+        if gate is not None:
+            caps = self._capabilities()
+            if gate is Capability.STREAMING and not caps.streaming:
+                raise UnsupportedOperationError(f"{operation.value} needs streaming, which this agent does not offer")
+            if gate is Capability.PUSH_NOTIFICATIONS and not caps.push_notifications:
+                raise PushNotificationNotSupportedError()
+            if gate is Capability.EXTENDED_AGENT_CARD and not caps.extended_agent_card:
+                raise UnsupportedOperationError("This agent offers no extended agent card")
+        return await self.handler.handle(operation, params, context)

@@ -1,0 +1,183 @@
+"""The JSON-RPC 2.0 binding: an ASGI endpoint over the Dispatcher.
+
+JSON-RPC errors travel with HTTP 200 (the body carries the error), except for a body over the size limit
+(413) and a method other than POST (405). A stream's first event is pulled before the response starts, so
+an error raised up front is a plain JSON-RPC error response rather than a one-event stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qs
+
+from skillwire.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidRequestError,
+)
+from skillwire.protocol.models import StreamResponse
+from skillwire.protocol.versions import negotiate_version
+from skillwire.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    header_map,
+    read_body,
+    send_bytes,
+    stream_sse,
+)
+from skillwire.server.context import CallContext
+from skillwire.server.handler import Dispatcher
+from skillwire.wire.jsonrpc import (
+    JsonRpcFailure,
+    RequestId,
+    ResultFramer,
+    decode_params,
+    encode_error,
+    encode_result,
+    parse_envelope,
+)
+from skillwire.wire.sse import encode_event
+
+__all__ = ["JsonRpcEndpoint"]
+
+log = logging.getLogger("skillwire.jsonrpc")
+
+_JSON_TYPES = ("application/json", "application/a2a+json")
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _parse_extensions(value: str | None) -> frozenset[str]:
+    if not value:
+        return frozenset()
+    return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+class JsonRpcEndpoint:
+    def __init__(self, dispatcher: Dispatcher, *, max_body_bytes: int, keepalive: float) -> None:
+        self.dispatcher = dispatcher
+        self.max_body_bytes = max_body_bytes
+        self.keepalive = keepalive
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "POST":
+            body = encode_error(None, InvalidRequestError("JSON-RPC requests must be sent with POST"))
+            await send_bytes(send, 405, body, extra_headers=[(b"allow", b"POST")])
+            return
+        headers = header_map(scope)
+        content_type = headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):
+            error = ContentTypeNotSupportedError(
+                f"Content-Type {content_type[:100]!r} is not supported: send application/json",
+                metadata={"contentType": content_type[:100]},
+            )
+            await send_bytes(send, 200, encode_error(None, error))
+            return
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except BodyTooLarge:
+            error = InvalidRequestError(f"Request body exceeds the limit of {self.max_body_bytes} bytes")
+            await send_bytes(send, 413, encode_error(None, error))
+            return
+        except ClientGone:
+            return
+
+        request_id: RequestId = None
+        expects_response = True
+        try:
+            envelope = parse_envelope(body)
+            request_id, expects_response = envelope.id, envelope.expects_response
+            version_header = headers.get("a2a-version")
+            if version_header is None and scope.get("query_string"):
+                query = parse_qs(scope["query_string"].decode("latin-1"))
+                version_header = (query.get("A2A-Version") or query.get("a2a-version") or [None])[0]
+            version = negotiate_version(version_header)
+            request = decode_params(envelope)
+        except JsonRpcFailure as failure:
+            if failure.expects_response:
+                await send_bytes(send, 200, encode_error(failure.request_id, failure.error))
+            else:
+                await send_bytes(send, 204, b"")
+            return
+        except A2AError as error:
+            if expects_response:
+                await send_bytes(send, 200, encode_error(request_id, error))
+            else:
+                await send_bytes(send, 204, b"")
+            return
+
+        params: Any = request.params
+        context = CallContext(
+            protocol_version=version,
+            tenant=getattr(params, "tenant", "") or "",
+            extensions=_parse_extensions(headers.get("a2a-extensions")),
+            binding="JSONRPC",
+            headers=headers,
+        )
+        operation = request.spec.operation
+        try:
+            result = await self.dispatcher.call(operation, params, context)
+            if request.spec.streaming:
+                stream: AsyncIterator[StreamResponse] = result
+                try:
+                    first = await anext(stream)
+                except StopAsyncIteration:
+                    first = None
+        except A2AError as error:
+            await self._answer(send, request_id, expects_response, encode_error(request_id, error))
+            return
+        except Exception:
+            log.exception("%s failed", operation.value)
+            await self._answer(send, request_id, expects_response, encode_error(request_id, InternalError()))
+            return
+
+        if not request.spec.streaming:
+            await self._answer(send, request_id, expects_response, encode_result(request_id, result))
+            return
+        if not expects_response:  # a streaming notification: the task runs, nobody listens
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            await send_bytes(send, 204, b"")
+            return
+        framer = ResultFramer(request_id)
+        head = None if first is None else encode_event(framer.frame(first))
+        frames = self._frames(stream, framer, request_id) if first is not None else _empty()
+        await stream_sse(receive, send, frames, keepalive=self.keepalive, first=head)
+
+    async def _answer(self, send: Send, request_id: RequestId, expects_response: bool, body: bytes) -> None:
+        if expects_response:
+            await send_bytes(send, 200, body)
+        else:
+            await send_bytes(send, 204, b"")
+
+    @staticmethod
+    async def _frames(
+        stream: AsyncIterator[StreamResponse], framer: ResultFramer, request_id: RequestId
+    ) -> AsyncIterator[bytes]:
+        try:
+            async for event in stream:
+                yield encode_event(framer.frame(event))
+        except A2AError as error:
+            yield encode_event(encode_error(request_id, error))
+        except Exception:
+            log.exception("stream failed")
+            yield encode_event(encode_error(request_id, InternalError()))
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover - makes this an async generator

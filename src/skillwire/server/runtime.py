@@ -1,0 +1,622 @@
+"""The task runtime: the default request handler.
+
+It creates tasks for incoming messages, runs the executor for each, applies the executor's events to the
+task, persists the task in the store and publishes each event on the bus. One ``_Run`` exists per executor
+invocation (a new task, or a message that resumes an interrupted one) and owns the task while it runs.
+
+Persistence rules: the task's creation and every terminal or interrupted state are committed before anyone
+is told about them (the blocking answer, a stream event); other changes are written behind, coalesced, and
+never block the executor. Snapshots carry a version that grows with every change, so the store keeps the
+newest one whatever order writes land in.
+
+Copy-on-write: the runtime never mutates a list inside a Task it has published; it builds new lists. A
+shallow copy of a Task is therefore a stable snapshot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from skillwire.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InvalidAgentResponseError,
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from skillwire.protocol.models import (
+    AgentCard,
+    Artifact,
+    CancelTaskRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SendMessageResponse,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from skillwire.protocol.states import TaskState, can_transition
+from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
+from skillwire.server.context import CallContext
+from skillwire.server.executor import Executor, RequestContext, TaskEvents
+from skillwire.server.handler import BaseRequestHandler
+from skillwire.stores.base import TaskQuery, TaskStore
+
+__all__ = ["TaskRuntime"]
+
+log = logging.getLogger("skillwire.runtime")
+
+FAILED_MESSAGE = "The agent failed while working on this task."
+SHUTDOWN_MESSAGE = "The server shut down before this task finished."
+CANCELED_MESSAGE = "The task was canceled."
+DEFAULT_PAGE_SIZE = 50
+
+_replace = msgspec.structs.replace
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def view(task: Task, history_length: int | None = None, include_artifacts: bool = True) -> Task:
+    """``task`` as a caller asked to see it: the last ``history_length`` messages, artifacts or not."""
+    history = task.history
+    if history_length is not None and len(history) > history_length:
+        history = history[len(history) - history_length :] if history_length else []
+    artifacts = task.artifacts if include_artifacts else []
+    if history is task.history and artifacts is task.artifacts:
+        return task
+    return _replace(task, history=history, artifacts=artifacts)
+
+
+def _settles(state: TaskState) -> bool:
+    return state.is_terminal or state.is_interrupted
+
+
+class _Run:
+    """One executor invocation on one task."""
+
+    def __init__(
+        self,
+        runtime: TaskRuntime,
+        *,
+        tenant: str,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        task: Task | None,
+        version: int,
+        previous: Task | None,
+        request: SendMessageRequest,
+        call: CallContext,
+    ) -> None:
+        self.runtime = runtime
+        self.tenant = tenant
+        self.task_id = task_id
+        self.context_id = context_id
+        self.key = (tenant, task_id)
+        self.message = message
+        self.task = task
+        self.version = version
+        self.previous = previous
+        self.request = request
+        self.call = call
+        self.lock = asyncio.Lock()
+        loop = asyncio.get_running_loop()
+        #: Resolved with the Task (terminal or interrupted) or the Message reply.
+        self.settled: asyncio.Future[Task | Message] = loop.create_future()
+        self.runner: asyncio.Task[None] | None = None
+        self.replied = False
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+
+    # -- persistence ---------------------------------------------------------------------------------
+
+    async def _commit(self) -> None:
+        assert self.task is not None
+        await self.runtime.store.save(self.task, version=self.version, tenant=self.tenant)
+
+    def _write_behind(self) -> None:
+        self._dirty = True
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while self._dirty:
+            self._dirty = False
+            try:
+                await self._commit()
+            except Exception:  # the next commit retries with a newer snapshot
+                log.exception("writing task %s failed", self.task_id)
+
+    def _publish(self, event: StreamResponse) -> None:
+        self.runtime.bus.publish(self.key, self.version, event)
+
+    # -- applying events (the caller holds the lock) -------------------------------------------------
+
+    async def _materialize(self, state: TaskState = TaskState.SUBMITTED) -> None:
+        task = Task(
+            id=self.task_id,
+            context_id=self.context_id,
+            status=TaskStatus(state=state, timestamp=_now()),
+            history=[self.message],
+        )
+        self.task = task
+        self.version = 1
+        await self._commit()
+        self._publish(StreamResponse(task=_replace(task)))
+
+    async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
+        if self.task is None:
+            await self._materialize()
+        task = self.task
+        assert task is not None
+        current = task.status.state
+        if not can_transition(current, state):
+            raise InvalidAgentResponseError(
+                f"task {self.task_id} cannot move from {current.value} to {state.value}"
+            )
+        status = TaskStatus(state=state, message=message, timestamp=_now())
+        history = [*task.history, message] if message is not None else task.history
+        self.task = task = _replace(task, status=status, history=history)
+        self.version += 1
+        event = StreamResponse(
+            status_update=TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status)
+        )
+        if _settles(state):
+            await self._commit()
+            self._publish(event)
+            if not self.settled.done():
+                self.settled.set_result(_replace(task))
+        else:
+            self._write_behind()
+            self._publish(event)
+        return task
+
+    # -- the emitter's entry points ------------------------------------------------------------------
+
+    async def reply(self, message: Message) -> None:
+        async with self.lock:
+            if self.task is not None or self.replied:
+                raise InvalidAgentResponseError("a direct reply must be the only answer to a message")
+            self.replied = True
+            self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
+            if not self.settled.done():
+                self.settled.set_result(message)
+
+    async def set_status(self, state: TaskState, message: Message | None) -> None:
+        if self.replied:
+            raise InvalidAgentResponseError("the agent already replied with a message")
+        async with self.lock:
+            await self._apply_status(state, message)
+
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        if self.replied:
+            raise InvalidAgentResponseError("the agent already replied with a message")
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            task = self.task
+            assert task is not None
+            if task.status.state.is_terminal:
+                raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
+            artifacts = list(task.artifacts)
+            for i, existing in enumerate(artifacts):
+                if existing.artifact_id == artifact.artifact_id:
+                    artifacts[i] = (
+                        _replace(existing, parts=[*existing.parts, *artifact.parts]) if append else artifact
+                    )
+                    break
+            else:
+                artifacts.append(artifact)
+            self.task = _replace(task, artifacts=artifacts)
+            self.version += 1
+            self._write_behind()
+            self._publish(
+                StreamResponse(
+                    artifact_update=TaskArtifactUpdateEvent(
+                        task_id=self.task_id,
+                        context_id=self.context_id,
+                        artifact=artifact,
+                        append=append,
+                        last_chunk=last_chunk,
+                    )
+                )
+            )
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self, executor: Executor, *, eager: bool) -> None:
+        """Publish the task if it already exists (or ``eager``), then run the executor in the background."""
+        async with self.lock:
+            if self.task is not None:  # a resumed task: its new history is committed first
+                await self._commit()
+                self._publish(StreamResponse(task=_replace(self.task)))
+            elif eager:
+                await self._materialize()
+        context = RequestContext(
+            message=self.message,
+            task_id=self.task_id,
+            context_id=self.context_id,
+            call=self.call,
+            task=self.previous,
+            configuration=self.request.configuration,
+            metadata=self.request.metadata,
+        )
+        self.runner = asyncio.create_task(self._drive(executor, context), name=f"skillwire-task-{self.task_id}")
+
+    async def _drive(self, executor: Executor, context: RequestContext) -> None:
+        try:
+            await executor.execute(context, TaskEvents(self))
+        except asyncio.CancelledError:
+            pass  # canceled by CancelTask or shutdown, which set the final state themselves
+        except InvalidAgentResponseError as exc:
+            log.warning("agent error on task %s: %s", self.task_id, exc.message)
+            await self._end(TaskState.FAILED, FAILED_MESSAGE)
+        except Exception:
+            log.exception("executor failed on task %s", self.task_id)
+            await self._end(TaskState.FAILED, FAILED_MESSAGE)
+        else:
+            await self._end(TaskState.COMPLETED, None)
+        finally:
+            self.runtime._forget(self)
+
+    async def _end(self, state: TaskState, text: str | None) -> None:
+        """Close the run: a task still SUBMITTED or WORKING moves to ``state``."""
+        if self.replied:
+            return
+        async with self.lock:
+            if self.task is not None and _settles(self.task.status.state):
+                if not self.settled.done():
+                    self.settled.set_result(_replace(self.task))
+                return
+            message = None
+            if text is not None:
+                message = Message(
+                    message_id=str(uuid.uuid4()),
+                    context_id=self.context_id,
+                    task_id=self.task_id,
+                    role=Role.AGENT,
+                    parts=[Part(text=text)],
+                )
+            try:
+                await self._apply_status(state, message)
+            except Exception:
+                log.exception("could not close task %s", self.task_id)
+                if not self.settled.done() and self.task is not None:
+                    self.settled.set_result(_replace(self.task))
+
+    async def cancel(self, text: str) -> Task:
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            if self.task.status.state.is_terminal:
+                raise TaskNotCancelableError(
+                    f"Task {self.task_id} is already {self.task.status.state.value}",
+                    metadata={"taskId": self.task_id},
+                )
+            note = Message(
+                message_id=str(uuid.uuid4()),
+                context_id=self.context_id,
+                task_id=self.task_id,
+                role=Role.AGENT,
+                parts=[Part(text=text)],
+            )
+            task = await self._apply_status(TaskState.CANCELED, note)
+        if self.runner is not None and not self.runner.done():
+            self.runner.cancel()
+        return _replace(task)
+
+
+class EventStream:
+    """The events of one stream: an optional snapshot, then live events until the task settles.
+
+    Closing it (``aclose``) releases its bus subscription even if it was never iterated.
+    """
+
+    def __init__(self, sub: Subscription, first: tuple[Task, int] | None = None) -> None:
+        self._sub = sub
+        self._first = first
+        self._seen = first[1] if first is not None else 0
+        self._done = False
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        if self._first is not None:
+            task, self._first = self._first[0], None
+            return StreamResponse(task=task)
+        while not self._done:
+            item = await self._sub.next()
+            if item is None:
+                break
+            version, event = item
+            if version and version <= self._seen:
+                continue
+            update = event.status_update
+            if event.message is not None or (update is not None and _settles(update.status.state)):
+                await self.aclose()
+            return event
+        await self.aclose()
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        if not self._done:
+            self._done = True
+            self._sub.close()
+
+
+class TaskRuntime(BaseRequestHandler):
+    """The default request handler: tasks, executor runs, store and bus."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        store: TaskStore,
+        bus: EventBus | None = None,
+        *,
+        extended_card: AgentCard | None = None,
+    ) -> None:
+        self.executor = executor
+        self.store = store
+        self.bus: EventBus = bus or InProcessEventBus()
+        self.extended_card = extended_card
+        self._runs: dict[tuple[str, str], _Run] = {}
+        self._closing = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        """Recover from a previous crash; returns the ids of tasks marked failed."""
+        failed = await self.store.fail_unfinished()
+        if failed:
+            log.warning("marked %d task(s) left running by a previous process as failed", len(failed))
+        return failed
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Let running tasks finish for ``grace`` seconds, fail the rest, then end every stream."""
+        self._closing = True
+        runners = [r.runner for r in self._runs.values() if r.runner is not None and not r.runner.done()]
+        if runners and grace > 0:
+            await asyncio.wait(runners, timeout=grace)
+        for run in list(self._runs.values()):
+            if run.runner is not None and not run.runner.done():
+                async with run.lock:
+                    try:
+                        if run.task is None:
+                            await run._materialize()
+                        assert run.task is not None
+                        if not _settles(run.task.status.state):
+                            note = Message(
+                                message_id=str(uuid.uuid4()),
+                                context_id=run.context_id,
+                                task_id=run.task_id,
+                                role=Role.AGENT,
+                                parts=[Part(text=SHUTDOWN_MESSAGE)],
+                            )
+                            await run._apply_status(TaskState.FAILED, note)
+                    except Exception:
+                        log.exception("could not fail task %s at shutdown", run.task_id)
+                run.runner.cancel()
+        pending = [r.runner for r in self._runs.values() if r.runner is not None]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        self.bus.close()
+
+    def _forget(self, run: _Run) -> None:
+        if self._runs.get(run.key) is run:
+            del self._runs[run.key]
+
+    @property
+    def running(self) -> int:
+        return len(self._runs)
+
+    # -- helpers ---------------------------------------------------------------------------------------
+
+    async def _snapshot(self, key: tuple[str, str]) -> tuple[Task, int] | None:
+        run = self._runs.get(key)
+        if run is not None and run.task is not None:
+            return _replace(run.task), run.version
+        stored = await self.store.get(key[1], tenant=key[0])
+        return None if stored is None else (stored.task, stored.version)
+
+    async def _begin(self, request: SendMessageRequest, call: CallContext) -> _Run:
+        if self._closing:
+            raise UnsupportedOperationError("The server is shutting down")
+        message = request.message
+        tenant = request.tenant or call.tenant
+        if not message.task_id:
+            task_id = str(uuid.uuid4())
+            context_id = message.context_id or str(uuid.uuid4())
+            run = _Run(
+                self,
+                tenant=tenant,
+                task_id=task_id,
+                context_id=context_id,
+                message=_replace(message, task_id=task_id, context_id=context_id),
+                task=None,
+                version=0,
+                previous=None,
+                request=request,
+                call=call,
+            )
+            self._runs[run.key] = run
+            return run
+
+        key = (tenant, message.task_id)
+        self._refuse_busy(key)
+        stored = await self.store.get(message.task_id, tenant=tenant)
+        if stored is None:
+            raise TaskNotFoundError(f"Task {message.task_id} not found", metadata={"taskId": message.task_id})
+        self._refuse_busy(key)
+        task = stored.task
+        if task.status.state.is_terminal:
+            raise UnsupportedOperationError(
+                f"Task {task.id} is {task.status.state.value}: a terminal task accepts no more messages."
+                " Start a new task in the same context instead.",
+                metadata={"taskId": task.id, "state": task.status.state.value},
+            )
+        if message.context_id and message.context_id != task.context_id:
+            raise InvalidParamsError(
+                f"message.contextId {message.context_id!r} does not match the context of task {task.id}",
+                field_violations=[("params.message.contextId", "does not match the task's contextId")],
+            )
+        user = _replace(message, context_id=task.context_id)
+        run = _Run(
+            self,
+            tenant=tenant,
+            task_id=task.id,
+            context_id=task.context_id,
+            message=user,
+            task=_replace(task, history=[*task.history, user]),
+            version=stored.version + 1,
+            previous=task,
+            request=request,
+            call=call,
+        )
+        self._runs[key] = run
+        return run
+
+    def _refuse_busy(self, key: tuple[str, str]) -> None:
+        if key in self._runs:
+            raise UnsupportedOperationError(
+                f"Task {key[1]} is still working on an earlier message; send more input when it asks for it",
+                metadata={"taskId": key[1]},
+            )
+
+    # -- operations ------------------------------------------------------------------------------------
+
+    async def on_send_message(self, request: SendMessageRequest, call: CallContext) -> SendMessageResponse:
+        run = await self._begin(request, call)
+        config = request.configuration
+        immediate = config is not None and config.return_immediately
+        try:
+            await run.start(self.executor, eager=immediate)
+        except BaseException:
+            self._forget(run)
+            raise
+        history_length = config.history_length if config is not None else None
+        if immediate:
+            assert run.task is not None
+            result: Task | Message = _replace(run.task)
+        else:
+            result = await asyncio.shield(run.settled)
+        if isinstance(result, Message):
+            return SendMessageResponse(message=result)
+        return SendMessageResponse(task=view(result, history_length))
+
+    async def on_send_streaming_message(
+        self, request: SendMessageRequest, call: CallContext
+    ) -> EventStream:
+        run = await self._begin(request, call)
+        sub = self.bus.subscribe(run.key)
+        try:
+            await run.start(self.executor, eager=False)
+        except BaseException:
+            sub.close()
+            self._forget(run)
+            raise
+        return EventStream(sub)
+
+    async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
+        snap = await self._snapshot((request.tenant or call.tenant, request.id))
+        if snap is None:
+            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+        return view(snap[0], request.history_length)
+
+    async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
+        page_size = request.page_size or DEFAULT_PAGE_SIZE
+        page = await self.store.list(
+            TaskQuery(
+                tenant=request.tenant or call.tenant,
+                context_id=request.context_id,
+                state=None if request.status is TaskState.UNSPECIFIED else request.status,
+                updated_after=request.status_timestamp_after,
+                page_size=page_size,
+                page_token=request.page_token,
+            )
+        )
+        include = bool(request.include_artifacts)
+        return ListTasksResponse(
+            tasks=[view(t, request.history_length, include) for t in page.tasks],
+            next_page_token=page.next_page_token,
+            page_size=page_size,
+            total_size=page.total_size,
+        )
+
+    async def on_cancel_task(self, request: CancelTaskRequest, call: CallContext) -> Task:
+        key = (request.tenant or call.tenant, request.id)
+        run = self._runs.get(key)
+        if run is not None:
+            return await run.cancel(CANCELED_MESSAGE)
+        stored = await self.store.get(request.id, tenant=key[0])
+        if stored is None:
+            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+        task = stored.task
+        if task.status.state.is_terminal:
+            raise TaskNotCancelableError(
+                f"Task {task.id} is already {task.status.state.value}", metadata={"taskId": task.id}
+            )
+        note = Message(
+            message_id=str(uuid.uuid4()),
+            context_id=task.context_id,
+            task_id=task.id,
+            role=Role.AGENT,
+            parts=[Part(text=CANCELED_MESSAGE)],
+        )
+        status = TaskStatus(state=TaskState.CANCELED, message=note, timestamp=_now())
+        canceled = _replace(task, status=status, history=[*task.history, note])
+        version = stored.version + 1
+        if not await self.store.save(canceled, version=version, tenant=key[0]):
+            raise TaskNotCancelableError(f"Task {task.id} changed while it was being canceled; try again")
+        self.bus.publish(
+            key,
+            version,
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
+            ),
+        )
+        return canceled
+
+    async def on_subscribe_to_task(
+        self, request: SubscribeToTaskRequest, call: CallContext
+    ) -> EventStream:
+        key = (request.tenant or call.tenant, request.id)
+        sub = self.bus.subscribe(key)
+        try:
+            snap = await self._snapshot(key)
+            if snap is None:
+                raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+            state = snap[0].status.state
+            if state.is_terminal:
+                raise UnsupportedOperationError(
+                    f"Task {request.id} is {state.value}: there is nothing left to subscribe to",
+                    metadata={"taskId": request.id, "state": state.value},
+                )
+        except BaseException:
+            sub.close()
+            raise
+        return EventStream(sub, snap)
+
+    async def on_get_extended_agent_card(self, request: GetExtendedAgentCardRequest, call: CallContext) -> Any:
+        if self.extended_card is None:
+            raise ExtendedAgentCardNotConfiguredError()
+        return self.extended_card

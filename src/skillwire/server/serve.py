@@ -1,0 +1,55 @@
+"""Running an A2AApplication under uvicorn, with a shutdown that ends streams before waiting on them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+
+from skillwire.server.app import A2AApplication
+
+__all__ = ["serve"]
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, app: A2AApplication, on_ready: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._a2a = app
+        self._on_ready = on_ready
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        if self.started and self._on_ready is not None:
+            self._on_ready()
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        # Stop accepting connections, then let the runtime settle tasks and end open streams, so that
+        # uvicorn's wait for in-flight responses does not wait on streams that would never end.
+        for server in self.servers:
+            server.close()
+        try:
+            await self._a2a.shutdown()
+        finally:
+            await super().shutdown(sockets)
+
+
+def serve(
+    app: A2AApplication,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    _Server(config, app, on_ready).run()

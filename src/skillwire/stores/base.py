@@ -1,0 +1,144 @@
+"""The TaskStore protocol and what every store shares.
+
+A store keeps the latest snapshot of each task, keyed by ``(tenant, id)``, with a version number that only
+grows. ``save`` writes a snapshot only if its version is newer than the stored one, so a stale writer can
+never overwrite newer state (no lost update, whatever order concurrent writes arrive in). ``list`` pages
+newest first by status timestamp with an opaque cursor. ``fail_unfinished`` is called once at start-up: a
+task that was SUBMITTED or WORKING when the previous process died can no longer finish, so it is marked
+FAILED with a reason. Tasks waiting for input stay as they are: they can still be resumed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from skillwire.errors import InvalidParamsError, SkillwireError
+from skillwire.protocol.models import Message, Part, Role, Task, TaskStatus
+from skillwire.protocol.states import TaskState
+
+__all__ = ["StoredTask", "TaskPage", "TaskQuery", "TaskStore", "open_store"]
+
+UNFINISHED_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
+RESTART_REASON = "The server stopped while this task was running; it cannot be resumed."
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTask:
+    task: Task
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    tenant: str = ""
+    context_id: str = ""
+    state: TaskState | None = None
+    #: Only tasks whose status timestamp is at or after this instant.
+    updated_after: datetime | None = None
+    page_size: int = 50
+    page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    tasks: list[Task] = field(default_factory=list)
+    total_size: int = 0
+    next_page_token: str = ""
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where tasks are kept. Implementations must be safe to call from one event loop concurrently."""
+
+    url: str
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def save(self, task: Task, *, version: int, tenant: str = "") -> bool:
+        """Write ``task`` unless a snapshot with ``version`` or newer is stored; True if written."""
+        ...
+
+    async def get(self, task_id: str, *, tenant: str = "") -> StoredTask | None: ...
+
+    async def list(self, query: TaskQuery) -> TaskPage: ...
+
+    async def fail_unfinished(self, reason: str = RESTART_REASON) -> list[str]:
+        """Mark every SUBMITTED or WORKING task FAILED with ``reason``; return their ids."""
+        ...
+
+
+# -- helpers shared by the implementations ---------------------------------------------------------------
+
+encode_task = msgspec.json.Encoder().encode
+decode_task = msgspec.json.Decoder(Task).decode
+
+
+def timestamp_us(task: Task) -> int:
+    ts = task.status.timestamp
+    if ts is None:
+        return 0
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=UTC)
+    return int(ts.timestamp() * 1_000_000)
+
+
+def instant_us(value: datetime) -> int:
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return int(value.timestamp() * 1_000_000)
+
+
+def encode_cursor(updated_us: int, task_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{updated_us}:{task_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(token: str) -> tuple[int, str]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        us, _, task_id = raw.partition(":")
+        return int(us), task_id
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidParamsError(
+            "Invalid pageToken: pass back a nextPageToken from an earlier ListTasks response",
+            field_violations=[("params.pageToken", "not a token issued by this server")],
+        ) from None
+
+
+def failed_copy(task: Task, reason: str) -> Task:
+    """``task`` moved to FAILED with ``reason`` as its agent status message."""
+    note = Message(
+        message_id=str(uuid.uuid4()),
+        context_id=task.context_id,
+        task_id=task.id,
+        role=Role.AGENT,
+        parts=[Part(text=reason)],
+    )
+    status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=datetime.now(UTC))
+    return msgspec.structs.replace(task, status=status, history=[*task.history, note])
+
+
+def open_store(url: str) -> TaskStore:
+    """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+    if url == "memory://" or url == "memory":
+        from skillwire.stores.memory import MemoryTaskStore
+
+        return MemoryTaskStore()
+    if url.startswith("sqlite://"):
+        from skillwire.stores.sqlite import SQLiteTaskStore
+
+        path = url[len("sqlite://") :]
+        if path.startswith("/"):
+            path = path[1:]
+        if not path:
+            raise SkillwireError(f"{url!r} names no file: use sqlite:///PATH")
+        return SQLiteTaskStore(path)
+    raise SkillwireError(f"Unknown store URL {url!r}: use memory:// or sqlite:///PATH")

@@ -1,0 +1,1 @@
+"""Public test kit: the store contract suite and helpers for testing agents."""

@@ -1,0 +1,216 @@
+"""JSON-RPC 2.0 envelope codec (sans-IO).
+
+``parse_request(body)`` turns the bytes of one HTTP request body into a :class:`JsonRpcRequest` whose
+``params`` are already decoded into the operation's request Struct, or raises an :class:`A2AError` (wrapped
+in :class:`JsonRpcFailure` so the request id travels with it). ``encode_result`` and ``encode_error`` build
+response bytes. Batches are not part of A2A and are refused with -32600.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from skillwire.errors import (
+    A2AError,
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+)
+from skillwire.protocol.operations import OPERATIONS_BY_METHOD, OperationSpec
+
+__all__ = [
+    "Envelope",
+    "JsonRpcFailure",
+    "JsonRpcRequest",
+    "ResultFramer",
+    "encode_error",
+    "encode_result",
+    "error_object",
+    "decode_params",
+    "parse_envelope",
+    "parse_request",
+]
+
+RequestId = str | int | None
+
+#: Deepest JSON nesting accepted in a request. Real A2A payloads are shallow; this bounds the decoder's stack.
+MAX_DEPTH = 100
+
+
+class _Envelope(Struct):
+    jsonrpc: Any = UNSET
+    id: Any = UNSET
+    method: Any = UNSET
+    params: msgspec.Raw | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRpcRequest:
+    id: RequestId
+    spec: OperationSpec
+    params: Any
+    #: False for a notification (no ``id`` member): it gets no response.
+    expects_response: bool = True
+
+
+class JsonRpcFailure(Exception):
+    """An error found while parsing, with the request id to answer under (``None`` if unknown)."""
+
+    def __init__(self, error: A2AError, request_id: RequestId = None, expects_response: bool = True) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+        self.expects_response = expects_response
+
+
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+_param_decoders: dict[type[Struct], msgspec.json.Decoder[Any]] = {}
+
+
+def _decoder_for(spec: OperationSpec) -> msgspec.json.Decoder[Any]:
+    dec = _param_decoders.get(spec.request_type)
+    if dec is None:
+        dec = _param_decoders[spec.request_type] = msgspec.json.Decoder(spec.request_type)
+    return dec
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _too_deep(body: bytes) -> bool:
+    """Whether ``body`` nests arrays/objects deeper than MAX_DEPTH (checked before decoding)."""
+    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for byte in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+        if byte in b"[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
+def _field_path(err: msgspec.ValidationError) -> tuple[str, str]:
+    """Split msgspec's "reason - at `$.a.b`" into ("params.a.b", "reason")."""
+    text = str(err)
+    reason, sep, where = text.rpartition(" - at `")
+    if not sep:
+        return "params", text
+    path = where.rstrip("`")
+    return "params" + path[1:], reason
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A JSON-RPC request whose envelope is valid; its params are not decoded yet."""
+
+    id: RequestId
+    method: str
+    params: msgspec.Raw | UnsetType
+    #: False for a notification (no ``id`` member): it gets no response.
+    expects_response: bool
+
+
+def parse_envelope(body: bytes) -> Envelope:
+    """Check the JSON-RPC 2.0 envelope; raises JsonRpcFailure (-32700 / -32600)."""
+    if _too_deep(body):
+        raise JsonRpcFailure(InvalidRequestError(f"Request nests deeper than {MAX_DEPTH} levels"))
+    try:
+        env = _envelope_decoder.decode(body)
+    except msgspec.ValidationError:
+        raise JsonRpcFailure(InvalidRequestError("A JSON-RPC request must be a single JSON object")) from None
+    except (msgspec.DecodeError, RecursionError):
+        raise JsonRpcFailure(JSONParseError()) from None
+
+    rid: RequestId = None
+    has_id = env.id is not UNSET
+    if has_id:
+        if isinstance(env.id, bool) or not isinstance(env.id, str | int | None):
+            raise JsonRpcFailure(InvalidRequestError("`id` must be a string, a number or null"))
+        rid = env.id
+    if env.jsonrpc != "2.0":
+        raise JsonRpcFailure(InvalidRequestError('`jsonrpc` must be exactly "2.0"'), rid, has_id)
+    if not isinstance(env.method, str):
+        raise JsonRpcFailure(InvalidRequestError("`method` must be a string"), rid, has_id)
+    return Envelope(rid, env.method, env.params, has_id)
+
+
+def decode_params(env: Envelope) -> JsonRpcRequest:
+    """Look the method up and decode its params; raises JsonRpcFailure (-32601 / -32602)."""
+    spec = OPERATIONS_BY_METHOD.get(env.method)
+    if spec is None:
+        raise JsonRpcFailure(
+            MethodNotFoundError(f"Method not found: {env.method[:100]}"), env.id, env.expects_response
+        )
+    try:
+        params = _decoder_for(spec).decode(b"{}" if env.params is UNSET else env.params)
+    except msgspec.ValidationError as exc:
+        field, reason = _field_path(exc)
+        if field == "params" and reason.startswith("Expected `object`"):
+            reason = "`params` must be an object"
+        raise JsonRpcFailure(
+            InvalidParamsError(f"Invalid params: {reason} at {field}", field_violations=[(field, reason)]),
+            env.id,
+            env.expects_response,
+        ) from None
+    except (msgspec.DecodeError, RecursionError):  # pragma: no cover - the envelope already parsed
+        raise JsonRpcFailure(JSONParseError(), env.id, env.expects_response) from None
+    return JsonRpcRequest(env.id, spec, params, env.expects_response)
+
+
+def parse_request(body: bytes) -> JsonRpcRequest:
+    """``parse_envelope`` then ``decode_params``."""
+    return decode_params(parse_envelope(body))
+
+
+class _Result(Struct):
+    jsonrpc: str
+    id: RequestId
+    result: Any
+
+
+class _ErrorObj(Struct, omit_defaults=True):
+    code: int
+    message: str
+    data: list[dict[str, Any]] | None = None
+
+
+class _ErrorResponse(Struct):
+    jsonrpc: str
+    id: RequestId
+    error: _ErrorObj
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_result(request_id: RequestId, result: Any) -> bytes:
+    """A success response; ``result`` is a Struct, a builtin value or ``None``."""
+    return _encoder.encode(_Result("2.0", request_id, result))
+
+
+class ResultFramer:
+    """Frames many results under one request id (each SSE event of a stream), encoding the id once."""
+
+    def __init__(self, request_id: RequestId) -> None:
+        self._head = b'{"jsonrpc":"2.0","id":' + _encoder.encode(request_id) + b',"result":'
+
+    def frame(self, result: Any) -> bytes:
+        return self._head + _encoder.encode(result) + b"}"
+
+
+def error_object(error: A2AError) -> _ErrorObj:
+    return _ErrorObj(error.code, error.message, error.details())
+
+
+def encode_error(request_id: RequestId, error: A2AError) -> bytes:
+    return _encoder.encode(_ErrorResponse("2.0", request_id, error_object(error)))
