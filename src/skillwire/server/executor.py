@@ -98,7 +98,7 @@ class TaskEvents:
     @property
     def state(self) -> TaskState | None:
         """The task's current state, or None while no task exists yet."""
-        task = self._run.live.task
+        task = self._run.task
         return None if task is None else task.status.state
 
     def agent_message(self, content: Message | str | Sequence[Part]) -> Message:
@@ -119,7 +119,7 @@ class TaskEvents:
     async def reply(self, content: Message | str | Sequence[Part]) -> None:
         """Answer with a Message and no task. Once a task exists, this completes it with the message."""
         message = self.agent_message(content)
-        if self._run.live.task is None:
+        if self._run.task is None:
             await self._run.reply(
                 Message(
                     message_id=message.message_id,

@@ -9,7 +9,7 @@ import uvicorn
 
 from skillwire.server.app import A2AApplication
 
-__all__ = ["serve"]
+__all__ = ["build_server", "serve"]
 
 
 class _Server(uvicorn.Server):
@@ -34,14 +34,15 @@ class _Server(uvicorn.Server):
             await super().shutdown(sockets)
 
 
-def serve(
+def build_server(
     app: A2AApplication,
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "warning",
     on_ready: Callable[[], None] | None = None,
-) -> None:
+) -> uvicorn.Server:
+    """A uvicorn server for ``app`` (``.run()`` blocks; set ``.should_exit`` to stop it)."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -52,4 +53,16 @@ def serve(
         timeout_graceful_shutdown=10,
         server_header=False,
     )
-    _Server(config, app, on_ready).run()
+    return _Server(config, app, on_ready)
+
+
+def serve(
+    app: A2AApplication,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    on_ready: Callable[[], None] | None = None,
+) -> None:
+    """Serve ``app`` until interrupted, then shut down gracefully."""
+    build_server(app, host=host, port=port, log_level=log_level, on_ready=on_ready).run()

@@ -1,0 +1,153 @@
+"""Shared fixtures: a real uvicorn server on 127.0.0.1, strict protobuf checks, example agents."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skillwire import A2AApplication, Agent
+from skillwire.cli.main import load_agent
+from skillwire.server.serve import build_server
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+A2A_V1 = {"A2A-Version": "1.0"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class RunningServer:
+    app: A2AApplication
+    port: int
+    thread: threading.Thread
+    server: Any
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def rpc_url(self) -> str:
+        return self.url + "/"
+
+    def stop(self, timeout: float = 15.0) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "server did not stop"
+
+
+def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
+    """Run ``app`` under uvicorn in a thread and wait until it accepts connections."""
+    ready = threading.Event()
+    port = free_port()
+    server = build_server(app, host="127.0.0.1", port=port, on_ready=ready.set)
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    if not ready.wait(timeout):
+        server.should_exit = True
+        raise RuntimeError("the test server did not start")
+    return RunningServer(app, port, thread, server)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[A2AApplication], RunningServer]]:
+    """``serve(app)`` starts a real server; every server started is stopped after the test."""
+    running: list[RunningServer] = []
+
+    def _serve(app: A2AApplication) -> RunningServer:
+        srv = start_server(app)
+        running.append(srv)
+        return srv
+
+    yield _serve
+    for srv in running:
+        if srv.thread.is_alive():
+            srv.stop()
+
+
+def example_agent(name: str) -> Agent:
+    return load_agent(str(EXAMPLES / name))
+
+
+@pytest.fixture
+def echo_agent() -> Agent:
+    return example_agent("echo")
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        body["params"] = params
+    return body
+
+
+def user_message(text: str, **extra: Any) -> dict[str, Any]:
+    import uuid
+
+    return {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}], **extra}
+
+
+# -- strict protobuf conformance -----------------------------------------------------------------------
+
+def assert_proto(obj: Any, message_name: str) -> Any:
+    """Parse ``obj`` (JSON text, bytes or value) strictly into ``lf.a2a.v1.<message_name>``; return the message."""
+    from a2a.types import a2a_pb2
+    from google.protobuf import json_format
+
+    text = obj if isinstance(obj, str) else obj.decode() if isinstance(obj, bytes) else json.dumps(obj)
+    message = getattr(a2a_pb2, message_name)()
+    json_format.Parse(text, message, ignore_unknown_fields=False)
+    return message
+
+
+RESULT_TYPES = {
+    "SendMessage": "SendMessageResponse",
+    "GetTask": "Task",
+    "CancelTask": "Task",
+    "ListTasks": "ListTasksResponse",
+    "SendStreamingMessage": "StreamResponse",
+    "SubscribeToTask": "StreamResponse",
+    "GetExtendedAgentCard": "AgentCard",
+}
+
+
+def assert_rpc_result(response: dict[str, Any], method: str) -> dict[str, Any]:
+    """Check a JSON-RPC success response and that its result is strict ProtoJSON; return the result."""
+    assert response.get("jsonrpc") == "2.0", response
+    assert "error" not in response, response
+    result = response["result"]
+    assert_proto(result, RESULT_TYPES[method])
+    return result  # type: ignore[no-any-return]
+
+
+def assert_rpc_error(response: dict[str, Any], code: int) -> dict[str, Any]:
+    assert response.get("jsonrpc") == "2.0", response
+    assert "result" not in response, response
+    error = response["error"]
+    assert error["code"] == code, response
+    assert isinstance(error["message"], str) and error["message"]
+    data = error.get("data")
+    assert isinstance(data, list) and data, response
+    info = data[0]
+    assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+    assert info["domain"] == "a2a-protocol.org"
+    assert all(isinstance(v, str) for v in info.get("metadata", {}).values())
+    # The detail objects are google.rpc types; check ErrorInfo's shape with protobuf too.
+    from google.protobuf import json_format
+    from google.rpc import error_details_pb2
+
+    body = {k: v for k, v in info.items() if k != "@type"}
+    json_format.ParseDict(body, error_details_pb2.ErrorInfo())
+    return error  # type: ignore[no-any-return]

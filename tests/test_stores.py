@@ -1,0 +1,122 @@
+"""The store contract over every store, plus what is particular to SQLite (WAL, restart, crash recovery)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from skillwire import MemoryTaskStore, SQLiteTaskStore, TaskState, open_store
+from skillwire.errors import SkillwireError
+from skillwire.stores.base import TaskStore
+from skillwire.testing.store_contract import TaskStoreContract, make_task
+
+
+class TestMemoryStore(TaskStoreContract):
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[TaskStore]:
+        s = MemoryTaskStore()
+        await s.open()
+        yield s
+        await s.close()
+
+
+class TestSQLiteStore(TaskStoreContract):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
+        s = SQLiteTaskStore(tmp_path / "tasks.db")
+        await s.open()
+        yield s
+        await s.close()
+
+
+def test_open_store_urls(tmp_path: Path) -> None:
+    assert isinstance(open_store("memory://"), MemoryTaskStore)
+    rel = open_store("sqlite:///.skillwire/tasks.db")
+    assert isinstance(rel, SQLiteTaskStore) and rel.path == ".skillwire/tasks.db"
+    absolute = open_store(f"sqlite:///{tmp_path}/t.db")
+    assert isinstance(absolute, SQLiteTaskStore) and absolute.path == f"{tmp_path}/t.db"
+    with pytest.raises(SkillwireError):
+        open_store("postgres://nope")
+    with pytest.raises(SkillwireError):
+        open_store("sqlite://")
+
+
+async def test_sqlite_uses_wal_and_survives_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    task = make_task(state=TaskState.COMPLETED)
+    await store.save(task, version=2)
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    again = SQLiteTaskStore(path)
+    await again.open()
+    stored = await again.get(task.id)
+    await again.close()
+    assert stored is not None and stored.task == task and stored.version == 2
+
+
+async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version=99")
+    with pytest.raises(SkillwireError, match="newer skillwire"):
+        await SQLiteTaskStore(path).open()
+
+
+async def test_sqlite_closed_store_refuses_writes(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    with pytest.raises(SkillwireError):
+        await store.save(make_task(), version=1)
+
+
+_WRITER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from skillwire import SQLiteTaskStore, TaskState
+    from skillwire.testing.store_contract import make_task
+
+    async def main():
+        store = SQLiteTaskStore(sys.argv[1])
+        await store.open()
+        await store.save(make_task(task_id="done", state=TaskState.COMPLETED), version=3)
+        await store.save(make_task(task_id="running", state=TaskState.WORKING), version=2)
+        print("committed", flush=True)
+        await asyncio.Event().wait()   # killed here, with the store still open
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_sqlite_commits_survive_kill_9_and_running_tasks_fail_on_restart(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "committed"
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    store = SQLiteTaskStore(path)
+    await store.open()
+    try:
+        failed = await store.fail_unfinished()
+        assert failed == ["running"]
+        done = await store.get("done")
+        running = await store.get("running")
+        assert done is not None and done.task.status.state is TaskState.COMPLETED
+        assert running is not None and running.task.status.state is TaskState.FAILED
+    finally:
+        await store.close()
