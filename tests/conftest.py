@@ -101,8 +101,9 @@ def user_message(text: str, **extra: Any) -> dict[str, Any]:
 
 # -- strict protobuf conformance -----------------------------------------------------------------------
 
+
 def assert_proto(obj: Any, message_name: str) -> Any:
-    """Parse ``obj`` (JSON text, bytes or value) strictly into ``lf.a2a.v1.<message_name>``; return the message."""
+    """Parse ``obj`` (JSON text, bytes or value) strictly into ``lf.a2a.v1.<message_name>``."""
     from a2a.types import a2a_pb2
     from google.protobuf import json_format
 

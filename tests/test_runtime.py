@@ -102,7 +102,11 @@ def send(text: str, **config: Any) -> SendMessageRequest:
 def follow_up(task_id: str, text: str, context_id: str = "") -> SendMessageRequest:
     return SendMessageRequest(
         message=Message(
-            message_id=f"m2-{text}", role=Role.USER, parts=[Part(text=text)], task_id=task_id, context_id=context_id
+            message_id=f"m2-{text}",
+            role=Role.USER,
+            parts=[Part(text=text)],
+            task_id=task_id,
+            context_id=context_id,
         )
     )
 
@@ -308,7 +312,9 @@ async def test_terminal_states_never_change(runtime: tuple[TaskRuntime, Scripted
     assert again.status.state is TaskState.COMPLETED
 
 
-async def test_stream_order_and_every_subscriber_gets_every_event(runtime: tuple[TaskRuntime, Scripted]) -> None:
+async def test_stream_order_and_every_subscriber_gets_every_event(
+    runtime: tuple[TaskRuntime, Scripted],
+) -> None:
     rt, executor = runtime
     main = await rt.on_send_streaming_message(send("block"), CALL)
     first = await asyncio.wait_for(anext(main), WAIT)
@@ -418,7 +424,9 @@ async def test_dispatcher_capability_gates(runtime: tuple[TaskRuntime, Scripted]
     caps = AgentCapabilities(streaming=False, push_notifications=False, extended_agent_card=False)
     gated = Dispatcher(rt, lambda: caps)
     with pytest.raises(PushNotificationNotSupportedError):
-        await gated.call(Operation.GET_PUSH_CONFIG, GetTaskPushNotificationConfigRequest(task_id="t", id="c"), CALL)
+        await gated.call(
+            Operation.GET_PUSH_CONFIG, GetTaskPushNotificationConfigRequest(task_id="t", id="c"), CALL
+        )
     with pytest.raises(UnsupportedOperationError):
         await gated.call(Operation.SEND_STREAMING_MESSAGE, send("complete"), CALL)
     with pytest.raises(UnsupportedOperationError):

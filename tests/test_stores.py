@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -98,7 +99,7 @@ _WRITER = textwrap.dedent(
 )
 
 
-async def test_sqlite_commits_survive_kill_9_and_running_tasks_fail_on_restart(tmp_path: Path) -> None:
+def test_sqlite_commits_survive_kill_9_and_running_tasks_fail_on_restart(tmp_path: Path) -> None:
     path = tmp_path / "t.db"
     with subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(path)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
@@ -109,14 +110,18 @@ async def test_sqlite_commits_survive_kill_9_and_running_tasks_fail_on_restart(t
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
-    store = SQLiteTaskStore(path)
-    await store.open()
-    try:
-        failed = await store.fail_unfinished()
-        assert failed == ["running"]
-        done = await store.get("done")
-        running = await store.get("running")
-        assert done is not None and done.task.status.state is TaskState.COMPLETED
-        assert running is not None and running.task.status.state is TaskState.FAILED
-    finally:
-        await store.close()
+
+    async def restart() -> None:
+        store = SQLiteTaskStore(path)
+        await store.open()
+        try:
+            failed = await store.fail_unfinished()
+            assert failed == ["running"]
+            done = await store.get("done")
+            running = await store.get("running")
+            assert done is not None and done.task.status.state is TaskState.COMPLETED
+            assert running is not None and running.task.status.state is TaskState.FAILED
+        finally:
+            await store.close()
+
+    asyncio.run(restart())

@@ -1,12 +1,12 @@
 """The facade: ``Agent(...)`` describes an agent; ``agent.asgi()`` serves it; ``agent.run()`` runs it.
 
-    from skillwire import Agent
+from skillwire import Agent
 
-    async def echo(context, events):
-        await events.artifact(context.text)
+async def echo(context, events):
+    await events.artifact(context.text)
 
-    agent = Agent("Echo", "Says it back", executor=echo)
-    agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/tasks.db
+agent = Agent("Echo", "Says it back", executor=echo)
+agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/tasks.db
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ class Agent:
         self.default_input_modes = list(default_input_modes)
         self.default_output_modes = list(default_output_modes)
         self.extended_card = extended_card
-        self.extended_card_enabled = extended_card is not None if extended_card_enabled is None else extended_card_enabled
+        self.extended_card_enabled = (
+            extended_card is not None if extended_card_enabled is None else extended_card_enabled
+        )
 
     def card(self) -> AgentCard:
         """The public card, without interfaces (the server adds them for the URL it is reached at)."""
@@ -98,7 +100,7 @@ class Agent:
         """
         task_store = open_store(store) if isinstance(store, str) else store
         runtime: TaskRuntime | None = None
-        if handler is None or callable(handler) and not isinstance(handler, RequestHandler):
+        if handler is None or (callable(handler) and not isinstance(handler, RequestHandler)):
             if self.executor is None:
                 raise TypeError(f"Agent {self.name!r} has no executor: pass executor=... or a handler")
             runtime = TaskRuntime(self.executor, task_store, bus, extended_card=self.extended_card)

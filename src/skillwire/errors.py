@@ -89,7 +89,12 @@ class A2AError(Exception):
     def details(self) -> list[dict[str, Any]]:
         """The typed detail objects (``@type``-tagged) for JSON-RPC ``data`` and REST/gRPC ``details``."""
         out: list[dict[str, Any]] = [
-            {"@type": ERROR_INFO_TYPE, "reason": self.reason, "domain": ERROR_DOMAIN, "metadata": self.metadata}
+            {
+                "@type": ERROR_INFO_TYPE,
+                "reason": self.reason,
+                "domain": ERROR_DOMAIN,
+                "metadata": self.metadata,
+            }
             if self.metadata
             else {"@type": ERROR_INFO_TYPE, "reason": self.reason, "domain": ERROR_DOMAIN}
         ]

@@ -49,7 +49,9 @@ def load_agent(target: str) -> Agent:
         raise SkillwireError(f"{target}: not a folder, a .py file or module:attribute")
     agent = getattr(module, attribute, None)
     if not isinstance(agent, Agent):
-        raise SkillwireError(f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}")
+        raise SkillwireError(
+            f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}"
+        )
     return agent
 
 

@@ -69,6 +69,10 @@ class _Proto(Struct, rename="camel", omit_defaults=True, kw_only=True):
     """Base of every protocol message: ProtoJSON naming and presence rules."""
 
 
+class _Event(Struct, rename="camel", omit_defaults=True, kw_only=True, frozen=True):
+    """Base of the immutable event messages."""
+
+
 # -- Parts, messages, artifacts --------------------------------------------------------------------------
 
 
@@ -139,14 +143,14 @@ class Task(_Proto, kw_only=True):
     metadata: Json | None = None
 
 
-class TaskStatusUpdateEvent(_Proto, frozen=True, kw_only=True):
+class TaskStatusUpdateEvent(_Event, frozen=True, kw_only=True):
     task_id: str
     context_id: str
     status: TaskStatus
     metadata: Json | None = None
 
 
-class TaskArtifactUpdateEvent(_Proto, frozen=True, kw_only=True):
+class TaskArtifactUpdateEvent(_Event, frozen=True, kw_only=True):
     task_id: str
     context_id: str
     artifact: Artifact
@@ -155,7 +159,7 @@ class TaskArtifactUpdateEvent(_Proto, frozen=True, kw_only=True):
     metadata: Json | None = None
 
 
-class StreamResponse(_Proto, frozen=True, kw_only=True):
+class StreamResponse(_Event, frozen=True, kw_only=True):
     """The envelope of every stream event and push notification: exactly one member is set."""
 
     task: Task | None = None

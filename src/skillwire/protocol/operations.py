@@ -55,8 +55,12 @@ _TABLE = (
     OperationSpec(_O.SUBSCRIBE_TO_TASK, m.SubscribeToTaskRequest, True, _C.STREAMING),
     OperationSpec(_O.CREATE_PUSH_CONFIG, m.TaskPushNotificationConfig, False, _C.PUSH_NOTIFICATIONS),
     OperationSpec(_O.GET_PUSH_CONFIG, m.GetTaskPushNotificationConfigRequest, False, _C.PUSH_NOTIFICATIONS),
-    OperationSpec(_O.LIST_PUSH_CONFIGS, m.ListTaskPushNotificationConfigsRequest, False, _C.PUSH_NOTIFICATIONS),
-    OperationSpec(_O.DELETE_PUSH_CONFIG, m.DeleteTaskPushNotificationConfigRequest, False, _C.PUSH_NOTIFICATIONS),
+    OperationSpec(
+        _O.LIST_PUSH_CONFIGS, m.ListTaskPushNotificationConfigsRequest, False, _C.PUSH_NOTIFICATIONS
+    ),
+    OperationSpec(
+        _O.DELETE_PUSH_CONFIG, m.DeleteTaskPushNotificationConfigRequest, False, _C.PUSH_NOTIFICATIONS
+    ),
     OperationSpec(_O.GET_EXTENDED_AGENT_CARD, m.GetExtendedAgentCardRequest, False, _C.EXTENDED_AGENT_CARD),
 )
 

@@ -26,8 +26,9 @@ def negotiate_version(header: str | None) -> str:
     supported = ", ".join(SUPPORTED_VERSIONS)
     if header is None or not header.strip():
         raise VersionNotSupportedError(
-            f"No A2A-Version was sent, which means protocol {DEFAULT_VERSION_WHEN_ABSENT}; this server does not"
-            f" serve {DEFAULT_VERSION_WHEN_ABSENT} yet. Supported versions: {supported}. Send 'A2A-Version: 1.0'.",
+            f"No A2A-Version was sent, which means protocol {DEFAULT_VERSION_WHEN_ABSENT}; this server"
+            f" does not serve {DEFAULT_VERSION_WHEN_ABSENT} yet. Supported versions: {supported}."
+            " Send 'A2A-Version: 1.0'.",
             metadata={"requestedVersion": DEFAULT_VERSION_WHEN_ABSENT, "supportedVersions": supported},
         )
     version = _major_minor(header)

@@ -57,7 +57,9 @@ class A2AApplication:
 
     def card_for(self, base_url: str) -> AgentCard:
         """The public card as served under ``base_url``."""
-        return msgspec.structs.replace(self.card, supported_interfaces=[jsonrpc_interface(base_url, self.rpc_path)])
+        return msgspec.structs.replace(
+            self.card, supported_interfaces=[jsonrpc_interface(base_url, self.rpc_path)]
+        )
 
     async def startup(self) -> None:
         if self._started:
@@ -110,4 +112,3 @@ class A2AApplication:
                     return
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-

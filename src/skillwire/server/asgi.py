@@ -84,45 +84,60 @@ async def stream_sse(
 ) -> None:
     """Send ``first`` then every frame of ``events`` as an SSE response, with keep-alive comments when idle.
 
-    If the client goes away the iterator is closed and nothing else happens: the work behind the stream
-    (a task) is not canceled by a disconnect.
+    A pump task reads ``events`` into a buffer; the sender writes whatever has accumulated as one body
+    chunk, so a burst of events costs one socket write. If the client goes away the iterator is closed and
+    nothing else happens: the work behind the stream (a task) is not canceled by a disconnect.
     """
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
     if first is not None:
         await send({"type": "http.response.body", "body": first, "more_body": True})
 
+    buffer: list[bytes] = []
+    ready = asyncio.Event()
+
+    async def pump() -> None:
+        try:
+            async for frame in events:
+                buffer.append(frame)
+                ready.set()
+        finally:
+            ready.set()
+
     async def disconnected() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
+    pumping = asyncio.ensure_future(pump())
     watcher = asyncio.ensure_future(disconnected())
-    pending: asyncio.Future[bytes] | None = None
     gone = False
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({pending, watcher}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED)
-            if watcher in done:
-                gone = True
-                return
-            if pending not in done:
-                await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+            if not buffer and not pumping.done():
+                ready.clear()
+                waiter = asyncio.ensure_future(ready.wait())
+                done, _ = await asyncio.wait(
+                    {waiter, watcher}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
+                )
+                waiter.cancel()
+                if watcher in done:
+                    gone = True
+                    return
+                if not done:
+                    await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 continue
-            try:
-                frame = pending.result()
-            except StopAsyncIteration:
-                break
-            finally:
-                pending = None
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if buffer:
+                chunk = b"".join(buffer)
+                buffer.clear()
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                continue
+            break  # the pump finished and everything it read is sent
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         watcher.cancel()
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
+        if not pumping.done():
+            pumping.cancel()
+        with contextlib.suppress(BaseException):
+            await pumping
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):

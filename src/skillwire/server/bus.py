@@ -23,8 +23,8 @@ Item = tuple[int, StreamResponse] | None
 class Subscription(Protocol):
     def __aiter__(self) -> AsyncIterator[tuple[int, StreamResponse]]: ...
 
-    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
-        """The next event; ``None`` once the bus closed; raises TimeoutError after ``timeout`` seconds."""
+    async def next(self) -> tuple[int, StreamResponse] | None:
+        """The next event, or ``None`` once the bus closed."""
         ...
 
     def close(self) -> None: ...
@@ -47,13 +47,10 @@ class _QueueSubscription:
         self.queue: asyncio.Queue[Item] = asyncio.Queue()
         self._ended = False
 
-    async def next(self, timeout: float | None = None) -> tuple[int, StreamResponse] | None:
+    async def next(self) -> tuple[int, StreamResponse] | None:
         if self._ended:
             return None
-        if timeout is None:
-            item = await self.queue.get()
-        else:
-            item = await asyncio.wait_for(self.queue.get(), timeout)
+        item = await self.queue.get()
         if item is None:
             self._ended = True
         return item

@@ -7,7 +7,9 @@ The card is encoded once per base URL (the interfaces carry absolute URLs) and s
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
+from email.utils import formatdate
 
 import msgspec
 
@@ -33,6 +35,7 @@ class CardEndpoint:
         self.public_url = public_url.rstrip("/") if public_url else None
         self._cache_control = f"public, max-age={max_age}".encode()
         self._encoded: dict[str, tuple[bytes, bytes]] = {}
+        self._last_modified = formatdate(time.time(), usegmt=True).encode()
 
     def base_url(self, scope: Scope) -> str:
         if self.public_url:
@@ -56,6 +59,7 @@ class CardEndpoint:
 
     def invalidate(self) -> None:
         self._encoded.clear()
+        self._last_modified = formatdate(time.time(), usegmt=True).encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] not in ("GET", "HEAD"):
@@ -67,9 +71,15 @@ class CardEndpoint:
             )
             return
         body, etag = self.encoded(self.base_url(scope))
-        headers = [(b"etag", etag), (b"cache-control", self._cache_control)]
+        headers = [
+            (b"etag", etag),
+            (b"cache-control", self._cache_control),
+            (b"last-modified", self._last_modified),
+        ]
         match = header_map(scope).get("if-none-match")
-        if match is not None and (match.strip() == "*" or etag.decode() in [m.strip() for m in match.split(",")]):
+        if match is not None and (
+            match.strip() == "*" or etag.decode() in [m.strip() for m in match.split(",")]
+        ):
             await send({"type": "http.response.start", "status": 304, "headers": headers})
             await send({"type": "http.response.body", "body": b""})
             return
@@ -82,4 +92,5 @@ class CardEndpoint:
 
 
 def jsonrpc_interface(base_url: str, path: str) -> AgentInterface:
-    return AgentInterface(url=base_url + path, protocol_binding="JSONRPC", protocol_version="1.0")
+    url = base_url if path == "/" else base_url + path
+    return AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")

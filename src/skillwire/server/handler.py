@@ -68,7 +68,9 @@ class Dispatcher:
         if gate is not None:
             caps = self._capabilities()
             if gate is Capability.STREAMING and not caps.streaming:
-                raise UnsupportedOperationError(f"{operation.value} needs streaming, which this agent does not offer")
+                raise UnsupportedOperationError(
+                    f"{operation.value} needs streaming, which this agent does not offer"
+                )
             if gate is Capability.PUSH_NOTIFICATIONS and not caps.push_notifications:
                 raise PushNotificationNotSupportedError()
             if gate is Capability.EXTENDED_AGENT_CARD and not caps.extended_agent_card:

@@ -76,7 +76,7 @@ class JsonRpcEndpoint:
         headers = header_map(scope)
         content_type = headers.get("content-type")
         if content_type is not None and not _is_json(content_type):
-            error = ContentTypeNotSupportedError(
+            error: A2AError = ContentTypeNotSupportedError(
                 f"Content-Type {content_type[:100]!r} is not supported: send application/json",
                 metadata={"contentType": content_type[:100]},
             )

@@ -89,6 +89,10 @@ def _settles(state: TaskState) -> bool:
     return state.is_terminal or state.is_interrupted
 
 
+def _is_terminal(state: TaskState) -> bool:
+    return state.is_terminal
+
+
 class _Run:
     """One executor invocation on one task."""
 
@@ -122,6 +126,8 @@ class _Run:
         #: Resolved with the Task (terminal or interrupted) or the Message reply.
         self.settled: asyncio.Future[Task | Message] = loop.create_future()
         self.runner: asyncio.Task[None] | None = None
+        #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
+        self.observed = False
         self.replied = False
         self._dirty = False
         self._flusher: asyncio.Task[None] | None = None
@@ -159,7 +165,13 @@ class _Run:
         )
         self.task = task
         self.version = 1
-        await self._commit()
+        if self.observed:
+            # Someone learns the task id now (a stream, an immediate answer): commit it first.
+            await self._commit()
+        else:
+            # A blocking caller learns the id only when the task settles, which commits; until then the
+            # creation is written behind and usually merges with that commit.
+            self._write_behind()
         self._publish(StreamResponse(task=_replace(task)))
 
     async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
@@ -177,7 +189,9 @@ class _Run:
         self.task = task = _replace(task, status=status, history=history)
         self.version += 1
         event = StreamResponse(
-            status_update=TaskStatusUpdateEvent(task_id=self.task_id, context_id=self.context_id, status=status)
+            status_update=TaskStatusUpdateEvent(
+                task_id=self.task_id, context_id=self.context_id, status=status
+            )
         )
         if _settles(state):
             await self._commit()
@@ -244,6 +258,7 @@ class _Run:
 
     async def start(self, executor: Executor, *, eager: bool) -> None:
         """Publish the task if it already exists (or ``eager``), then run the executor in the background."""
+        self.observed = self.observed or eager
         async with self.lock:
             if self.task is not None:  # a resumed task: its new history is committed first
                 await self._commit()
@@ -259,7 +274,9 @@ class _Run:
             configuration=self.request.configuration,
             metadata=self.request.metadata,
         )
-        self.runner = asyncio.create_task(self._drive(executor, context), name=f"skillwire-task-{self.task_id}")
+        self.runner = asyncio.create_task(
+            self._drive(executor, context), name=f"skillwire-task-{self.task_id}"
+        )
 
     async def _drive(self, executor: Executor, context: RequestContext) -> None:
         try:
@@ -326,14 +343,19 @@ class _Run:
 
 
 class EventStream:
-    """The events of one stream: an optional snapshot, then live events until the task settles.
+    """The events of one stream: an optional snapshot, then live events until the task ends.
 
-    Closing it (``aclose``) releases its bus subscription even if it was never iterated.
+    A SendStreamingMessage stream ends at a terminal or interrupted state (the client's turn has come); a
+    SubscribeToTask stream follows the task through interruptions and ends at a terminal state. Closing it
+    (``aclose``) releases its bus subscription even if it was never iterated.
     """
 
-    def __init__(self, sub: Subscription, first: tuple[Task, int] | None = None) -> None:
+    def __init__(
+        self, sub: Subscription, first: tuple[Task, int] | None = None, *, end_on_interrupt: bool = True
+    ) -> None:
         self._sub = sub
         self._first = first
+        self._ends = _settles if end_on_interrupt else _is_terminal
         self._seen = first[1] if first is not None else 0
         self._done = False
 
@@ -352,7 +374,7 @@ class EventStream:
             if version and version <= self._seen:
                 continue
             update = event.status_update
-            if event.message is not None or (update is not None and _settles(update.status.state)):
+            if event.message is not None or (update is not None and self._ends(update.status.state)):
                 await self.aclose()
             return event
         await self.aclose()
@@ -523,11 +545,10 @@ class TaskRuntime(BaseRequestHandler):
             return SendMessageResponse(message=result)
         return SendMessageResponse(task=view(result, history_length))
 
-    async def on_send_streaming_message(
-        self, request: SendMessageRequest, call: CallContext
-    ) -> EventStream:
+    async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> EventStream:
         run = await self._begin(request, call)
         sub = self.bus.subscribe(run.key)
+        run.observed = True
         try:
             await run.start(self.executor, eager=False)
         except BaseException:
@@ -544,7 +565,7 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
         page_size = request.page_size or DEFAULT_PAGE_SIZE
-        page = await self.store.list(
+        page = await self.store.list_tasks(
             TaskQuery(
                 tenant=request.tenant or call.tenant,
                 context_id=request.context_id,
@@ -591,14 +612,14 @@ class TaskRuntime(BaseRequestHandler):
             key,
             version,
             StreamResponse(
-                status_update=TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=status)
+                status_update=TaskStatusUpdateEvent(
+                    task_id=task.id, context_id=task.context_id, status=status
+                )
             ),
         )
         return canceled
 
-    async def on_subscribe_to_task(
-        self, request: SubscribeToTaskRequest, call: CallContext
-    ) -> EventStream:
+    async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (request.tenant or call.tenant, request.id)
         sub = self.bus.subscribe(key)
         try:
@@ -614,9 +635,11 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub, snap)
+        return EventStream(sub, snap, end_on_interrupt=False)
 
-    async def on_get_extended_agent_card(self, request: GetExtendedAgentCardRequest, call: CallContext) -> Any:
+    async def on_get_extended_agent_card(
+        self, request: GetExtendedAgentCardRequest, call: CallContext
+    ) -> Any:
         if self.extended_card is None:
             raise ExtendedAgentCardNotConfiguredError()
         return self.extended_card

@@ -13,7 +13,9 @@ __all__ = ["build_server", "serve"]
 
 
 class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: A2AApplication, on_ready: Callable[[], None] | None) -> None:
+    def __init__(
+        self, config: uvicorn.Config, app: A2AApplication, on_ready: Callable[[], None] | None
+    ) -> None:
         super().__init__(config)
         self._a2a = app
         self._on_ready = on_ready

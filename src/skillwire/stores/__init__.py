@@ -6,4 +6,12 @@ from skillwire.stores.base import StoredTask, TaskPage, TaskQuery, TaskStore, op
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.stores.sqlite import SQLiteTaskStore
 
-__all__ = ["MemoryTaskStore", "SQLiteTaskStore", "StoredTask", "TaskPage", "TaskQuery", "TaskStore", "open_store"]
+__all__ = [
+    "MemoryTaskStore",
+    "SQLiteTaskStore",
+    "StoredTask",
+    "TaskPage",
+    "TaskQuery",
+    "TaskStore",
+    "open_store",
+]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from skillwire.protocol.models import Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
     RESTART_REASON,
@@ -19,7 +20,6 @@ from skillwire.stores.base import (
     instant_us,
     timestamp_us,
 )
-from skillwire.protocol.models import Task
 
 __all__ = ["MemoryTaskStore"]
 
@@ -52,14 +52,16 @@ class MemoryTaskStore:
         row = self._rows.get(key)
         if row is not None and row.version >= version:
             return False
-        self._rows[key] = _Row(version, task.context_id, task.status.state, timestamp_us(task), encode_task(task))
+        self._rows[key] = _Row(
+            version, task.context_id, task.status.state, timestamp_us(task), encode_task(task)
+        )
         return True
 
     async def get(self, task_id: str, *, tenant: str = "") -> StoredTask | None:
         row = self._rows.get((tenant, task_id))
         return None if row is None else StoredTask(decode_task(row.body), row.version)
 
-    async def list(self, query: TaskQuery) -> TaskPage:
+    async def list_tasks(self, query: TaskQuery) -> TaskPage:
         after_us = instant_us(query.updated_after) if query.updated_after is not None else None
         matches = [
             (row.updated_us, task_id, row)

@@ -14,6 +14,7 @@ a separate connection; WAL readers never wait for the writer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import threading
@@ -132,10 +133,8 @@ class _GroupWriter(threading.Thread):
                 results.append((write, cur.rowcount > 0))
             conn.execute("COMMIT")
         except BaseException as exc:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
             err = SkillwireError(f"SQLite write failed: {exc}")
             results = [(w, err) for w in batch]
         self._loop.call_soon_threadsafe(_resolve, results)
@@ -167,24 +166,28 @@ class SQLiteTaskStore:
         self._reader: sqlite3.Connection | None = None
         self._writer: _GroupWriter | None = None
 
+    def _prepare(self) -> sqlite3.Connection:
+        """Create the file and schema (runs in a worker thread); returns the reader connection."""
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        conn = _connect(self.path)
+        current = conn.execute("PRAGMA user_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            conn.close()
+            raise SkillwireError(
+                f"{self.path} was written by a newer skillwire"
+                f" (schema {current}, this one knows {SCHEMA_VERSION})"
+            )
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        return conn
+
     async def open(self) -> None:
         if self._writer is not None:
             return
-        directory = os.path.dirname(os.path.abspath(self.path))
         try:
-            os.makedirs(directory, exist_ok=True)
-            conn = _connect(self.path)
-            current = conn.execute("PRAGMA user_version").fetchone()[0]
-            if current > SCHEMA_VERSION:
-                conn.close()
-                raise SkillwireError(
-                    f"{self.path} was written by a newer skillwire (schema {current}, this one knows {SCHEMA_VERSION})"
-                )
-            conn.executescript(_SCHEMA)
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        except sqlite3.Error as exc:
+            self._reader = await asyncio.to_thread(self._prepare)
+        except (sqlite3.Error, OSError) as exc:
             raise SkillwireError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
-        self._reader = conn
         writer = _GroupWriter(self.path, asyncio.get_running_loop())
         writer.start()
         await asyncio.to_thread(writer.ready.wait)
@@ -228,7 +231,7 @@ class SQLiteTaskStore:
         )
         return None if found is None else StoredTask(decode_task(found[0]), found[1])
 
-    async def list(self, query: TaskQuery) -> TaskPage:
+    async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["tenant = ?"]
         args: list[object] = [query.tenant]
         if query.context_id:
@@ -248,7 +251,8 @@ class SQLiteTaskStore:
             clause += " AND (updated_us, id) < (?, ?)"
             args += [us, task_id]
         rows = conn.execute(
-            f"SELECT body, updated_us, id FROM tasks WHERE {clause} ORDER BY updated_us DESC, id DESC LIMIT ?",
+            f"SELECT body, updated_us, id FROM tasks WHERE {clause}"
+            " ORDER BY updated_us DESC, id DESC LIMIT ?",
             [*args, query.page_size + 1],
         ).fetchall()
         more = len(rows) > query.page_size

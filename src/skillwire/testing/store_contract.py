@@ -47,7 +47,9 @@ def make_task(
         status=TaskStatus(state=state, timestamp=at or datetime.now(UTC)),
         artifacts=[Artifact(artifact_id="a1", parts=[Part(text=text)])],
         history=[
-            Message(message_id="m1", context_id=context_id, task_id=tid, role=Role.USER, parts=[Part(text=text)])
+            Message(
+                message_id="m1", context_id=context_id, task_id=tid, role=Role.USER, parts=[Part(text=text)]
+            )
         ],
     )
 
@@ -110,7 +112,7 @@ class TaskStoreContract:
         assert await store.get(task.id, tenant="b") is None
         assert await store.get(task.id) is None
         assert await store.get(task.id, tenant="a") is not None
-        page = await store.list(TaskQuery(tenant="b"))
+        page = await store.list_tasks(TaskQuery(tenant="b"))
         assert page.tasks == [] and page.total_size == 0
 
     async def test_list_newest_first_with_cursor_paging(self, store: TaskStore) -> None:
@@ -121,7 +123,7 @@ class TaskStoreContract:
         token = ""
         pages = 0
         while True:
-            page = await store.list(TaskQuery(page_size=3, page_token=token))
+            page = await store.list_tasks(TaskQuery(page_size=3, page_token=token))
             pages += 1
             assert page.total_size == 7
             seen += [t.id for t in page.tasks]
@@ -134,7 +136,7 @@ class TaskStoreContract:
     async def test_list_last_page_has_empty_token(self, store: TaskStore) -> None:
         for i in range(3):
             await store.save(make_task(at=_BASE + timedelta(seconds=i)), version=1)
-        page = await store.list(TaskQuery(page_size=3))
+        page = await store.list_tasks(TaskQuery(page_size=3))
         assert len(page.tasks) == 3 and page.next_page_token == ""
 
     async def test_list_filters(self, store: TaskStore) -> None:
@@ -143,18 +145,18 @@ class TaskStoreContract:
         c = make_task(context_id="c2", state=TaskState.COMPLETED, at=_BASE + timedelta(minutes=2))
         for t in (a, b, c):
             await store.save(t, version=1)
-        by_context = await store.list(TaskQuery(context_id="c1"))
+        by_context = await store.list_tasks(TaskQuery(context_id="c1"))
         assert {t.id for t in by_context.tasks} == {a.id, b.id} and by_context.total_size == 2
-        by_state = await store.list(TaskQuery(state=TaskState.COMPLETED))
+        by_state = await store.list_tasks(TaskQuery(state=TaskState.COMPLETED))
         assert [t.id for t in by_state.tasks] == [c.id, b.id]
-        both = await store.list(TaskQuery(context_id="c1", state=TaskState.COMPLETED))
+        both = await store.list_tasks(TaskQuery(context_id="c1", state=TaskState.COMPLETED))
         assert [t.id for t in both.tasks] == [b.id]
-        recent = await store.list(TaskQuery(updated_after=_BASE + timedelta(minutes=1)))
+        recent = await store.list_tasks(TaskQuery(updated_after=_BASE + timedelta(minutes=1)))
         assert [t.id for t in recent.tasks] == [c.id, b.id]
 
     async def test_bad_page_token_is_invalid_params(self, store: TaskStore) -> None:
         with pytest.raises(InvalidParamsError):
-            await store.list(TaskQuery(page_token="%%%not-a-token"))
+            await store.list_tasks(TaskQuery(page_token="%%%not-a-token"))
 
     async def test_fail_unfinished_marks_running_tasks_failed(self, store: TaskStore) -> None:
         working = make_task(state=TaskState.WORKING)

@@ -23,16 +23,17 @@ from skillwire.errors import (
     MethodNotFoundError,
 )
 from skillwire.protocol.operations import OPERATIONS_BY_METHOD, OperationSpec
+from skillwire.wire.protojson import Decoder
 
 __all__ = [
     "Envelope",
     "JsonRpcFailure",
     "JsonRpcRequest",
     "ResultFramer",
+    "decode_params",
     "encode_error",
     "encode_result",
     "error_object",
-    "decode_params",
     "parse_envelope",
     "parse_request",
 ]
@@ -70,13 +71,13 @@ class JsonRpcFailure(Exception):
 
 
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
-_param_decoders: dict[type[Struct], msgspec.json.Decoder[Any]] = {}
+_param_decoders: dict[type[Struct], Decoder] = {}
 
 
-def _decoder_for(spec: OperationSpec) -> msgspec.json.Decoder[Any]:
+def _decoder_for(spec: OperationSpec) -> Decoder:
     dec = _param_decoders.get(spec.request_type)
     if dec is None:
-        dec = _param_decoders[spec.request_type] = msgspec.json.Decoder(spec.request_type)
+        dec = _param_decoders[spec.request_type] = Decoder(spec.request_type)
     return dec
 
 

@@ -1,0 +1,78 @@
+"""ProtoJSON decoding of request messages.
+
+ProtoJSON writers use lowerCamelCase names, but parsers must also accept the original proto field names
+(``history_length`` for ``historyLength``), and some clients send them. The fast path decodes camelCase
+directly; only a body that contains an underscore takes the slow path, which renames proto names to JSON
+names *by schema* (so keys inside ``metadata`` and ``data`` values, which are user data, are never touched)
+and decodes again. Unknown fields are ignored either way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import inspect as mi
+
+__all__ = ["Decoder"]
+
+
+class _Names:
+    __slots__ = ("by_key",)
+
+    def __init__(self, info: mi.StructType) -> None:
+        self.by_key: dict[str, mi.Field] = {}
+        for f in info.fields:
+            self.by_key[f.name] = f
+            self.by_key[f.encode_name] = f
+
+
+_names_cache: dict[type, _Names] = {}
+
+
+def _names(info: mi.StructType) -> _Names:
+    names = _names_cache.get(info.cls)
+    if names is None:
+        names = _names_cache[info.cls] = _Names(info)
+    return names
+
+
+def _rename(t: mi.Type, value: Any) -> Any:
+    if isinstance(t, mi.StructType) and isinstance(value, dict):
+        by_key = _names(t).by_key
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            f = by_key.get(key)
+            if f is None:
+                out[key] = item
+            else:
+                out[f.encode_name] = _rename(f.type, item)
+        return out
+    if isinstance(t, mi.ListType) and isinstance(value, list):
+        return [_rename(t.item_type, item) for item in value]
+    if isinstance(t, mi.UnionType):
+        for option in t.types:
+            if isinstance(option, mi.StructType) and isinstance(value, dict):
+                return _rename(option, value)
+            if isinstance(option, mi.ListType) and isinstance(value, list):
+                return _rename(option, value)
+    return value
+
+
+class Decoder:
+    """Decodes JSON bytes into ``type_``, accepting camelCase and proto (snake_case) field names."""
+
+    def __init__(self, type_: type[msgspec.Struct]) -> None:
+        self._decoder = msgspec.json.Decoder(type_)
+        self._info = mi.type_info(type_)
+
+    def decode(self, raw: bytes | msgspec.Raw) -> Any:
+        if isinstance(raw, msgspec.Raw):
+            raw = bytes(memoryview(raw))
+        if b"_" not in raw:
+            return self._decoder.decode(raw)
+        try:
+            value = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            return self._decoder.decode(raw)  # raises the same error the fast path would
+        return self._decoder.decode(msgspec.json.encode(_rename(self._info, value)))
