@@ -99,18 +99,19 @@ class Agent:
         callable, wraps it: ``handler=lambda runtime: MyLoggingHandler(runtime)``.
         """
         task_store = open_store(store) if isinstance(store, str) else store
+        custom = handler if isinstance(handler, RequestHandler) and not isinstance(handler, type) else None
         runtime: TaskRuntime | None = None
-        if handler is None or (callable(handler) and not isinstance(handler, RequestHandler)):
+        if custom is None:
             if self.executor is None:
                 raise TypeError(f"Agent {self.name!r} has no executor: pass executor=... or a handler")
             runtime = TaskRuntime(self.executor, task_store, bus, extended_card=self.extended_card)
-        if handler is None:
+        if custom is not None:
+            chosen: RequestHandler = custom
+        elif handler is None:
             assert runtime is not None
-            chosen: RequestHandler = runtime
-        elif isinstance(handler, RequestHandler):
-            chosen = handler
+            chosen = runtime
         else:
-            assert runtime is not None
+            assert runtime is not None and callable(handler)
             chosen = handler(runtime)
         return A2AApplication(
             card=self.card(),

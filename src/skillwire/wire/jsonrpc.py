@@ -100,14 +100,21 @@ def _too_deep(body: bytes) -> bool:
     return False
 
 
+_MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
+
+
 def _field_path(err: msgspec.ValidationError) -> tuple[str, str]:
-    """Split msgspec's "reason - at `$.a.b`" into ("params.a.b", "reason")."""
+    """msgspec's "reason - at `$.a.b`" as ("params.a.b", "reason"); a missing field names itself."""
     text = str(err)
     reason, sep, where = text.rpartition(" - at `")
     if not sep:
-        return "params", text
-    path = where.rstrip("`")
-    return "params" + path[1:], reason
+        reason, path = text, "params"
+    else:
+        path = "params" + where.rstrip("`")[1:]
+    missing = _MISSING.match(reason)
+    if missing:
+        return f"{path}.{missing.group(1)}", "required field is missing"
+    return path, reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +166,7 @@ def decode_params(env: Envelope) -> JsonRpcRequest:
         if field == "params" and reason.startswith("Expected `object`"):
             reason = "`params` must be an object"
         raise JsonRpcFailure(
-            InvalidParamsError(f"Invalid params: {reason} at {field}", field_violations=[(field, reason)]),
+            InvalidParamsError(f"Invalid params: {field}: {reason}", field_violations=[(field, reason)]),
             env.id,
             env.expects_response,
         ) from None
