@@ -1,0 +1,86 @@
+"""The shape of the package: the front door, and the import direction between layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import skillwire
+
+SRC = Path(skillwire.__file__).parent
+
+# Each layer may import only from itself and the layers listed for it (see STYLE: the layer map).
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "protocol": {"errors"},
+    "wire": {"errors", "protocol"},
+    "stores": {"errors", "protocol"},
+    "server": {"errors", "protocol", "wire", "stores"},
+    "testing": {"errors", "protocol", "wire", "stores", "server"},
+    "agent": {"errors", "protocol", "wire", "stores", "server"},
+    "cli": {"errors", "protocol", "wire", "stores", "server", "agent"},
+}
+
+
+def layer_of(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 else rel.stem
+
+
+def skillwire_imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("skillwire"):
+            parts = node.module.split(".")
+            if len(parts) > 1:
+                found.add(parts[1])
+            else:
+                found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "skillwire" and len(parts) > 1:
+                    found.add(parts[1])
+    return found
+
+
+def test_layers_import_only_downwards() -> None:
+    problems = []
+    for path in SRC.rglob("*.py"):
+        layer = layer_of(path)
+        if layer in ("__init__", "__main__"):
+            continue
+        allowed = ALLOWED[layer] | {layer}
+        for target in skillwire_imports(path):
+            if target not in allowed:
+                problems.append(f"{path.relative_to(SRC)} ({layer}) imports skillwire.{target}")
+    assert problems == []
+
+
+def test_nothing_imports_the_cli() -> None:
+    for path in SRC.rglob("*.py"):
+        if layer_of(path) not in ("cli", "__main__"):
+            assert "cli" not in skillwire_imports(path), path
+
+
+def test_front_door_exports_are_sorted_and_real() -> None:
+    names = skillwire.__all__
+    # isort-style order: CONSTANTS, then Classes, then functions and dunders
+    assert names == sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n))
+    assert len(names) == len(set(names))
+    for name in names:
+        assert hasattr(skillwire, name), name
+
+
+def test_everything_an_agent_author_needs_is_at_the_top() -> None:
+    for name in (
+        "Agent",
+        "RequestContext",
+        "TaskEvents",
+        "TaskState",
+        "Message",
+        "Part",
+        "Artifact",
+        "AgentSkill",
+    ):
+        assert name in skillwire.__all__

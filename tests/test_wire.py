@@ -1,0 +1,161 @@
+"""Sans-IO codecs against golden vectors: the JSON-RPC envelope, errors, SSE framing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from skillwire import (
+    InvalidParamsError,
+    InvalidRequestError,
+    JSONParseError,
+    MethodNotFoundError,
+    TaskNotFoundError,
+)
+from skillwire.protocol.models import GetTaskRequest, ListTasksRequest, SendMessageRequest
+from skillwire.wire.jsonrpc import (
+    MAX_DEPTH,
+    JsonRpcFailure,
+    ResultFramer,
+    encode_error,
+    encode_result,
+    parse_request,
+)
+from skillwire.wire.sse import KEEPALIVE, SSEDecoder, encode_event
+
+
+def test_parse_a_valid_request() -> None:
+    request = parse_request(
+        b'{"jsonrpc":"2.0","id":"a","method":"GetTask","params":{"id":"t","historyLength":2}}'
+    )
+    assert request.id == "a" and request.expects_response
+    assert request.params == GetTaskRequest(id="t", history_length=2)
+
+
+def test_proto_field_names_are_accepted_but_user_data_is_untouched() -> None:
+    request = parse_request(
+        b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"message_id":"m","role":"ROLE_USER",'
+        b'"parts":[{"data":{"snake_key":1},"media_type":"application/json"}],"metadata":{"my_key":2}},'
+        b'"configuration":{"history_length":0,"return_immediately":true}}}'
+    )
+    params = request.params
+    assert isinstance(params, SendMessageRequest)
+    assert params.message.message_id == "m"
+    assert params.message.parts[0].data == {"snake_key": 1}
+    assert params.message.parts[0].media_type == "application/json"
+    assert params.message.metadata == {"my_key": 2}
+    assert params.configuration is not None
+    assert params.configuration.history_length == 0 and params.configuration.return_immediately
+    listed = parse_request(
+        b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"page_size":2,"context_id":"c"}}'
+    )
+    assert listed.params == ListTasksRequest(page_size=2, context_id="c")
+
+
+def test_notification_has_no_response() -> None:
+    request = parse_request(b'{"jsonrpc":"2.0","method":"GetTask","params":{"id":"t"}}')
+    assert request.expects_response is False and request.id is None
+
+
+def test_null_id_still_expects_a_response() -> None:
+    request = parse_request(b'{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"t"}}')
+    assert request.expects_response is True and request.id is None
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "request_id"),
+    [
+        (b"", JSONParseError, None),
+        (b"{", JSONParseError, None),
+        (b"\xff\xfe", JSONParseError, None),
+        (b"[]", InvalidRequestError, None),
+        (b"3", InvalidRequestError, None),
+        (b'{"jsonrpc":"1.0","id":4,"method":"GetTask"}', InvalidRequestError, 4),
+        (b'{"jsonrpc":"2.0","id":{},"method":"GetTask"}', InvalidRequestError, None),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"GetTask"}', InvalidRequestError, None),
+        (b'{"jsonrpc":"2.0","id":"x","method":null}', InvalidRequestError, "x"),
+        (b'{"jsonrpc":"2.0","id":"x","method":"tasks/get"}', MethodNotFoundError, "x"),
+        (b'{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{}}', InvalidParamsError, 9),
+        (b'{"jsonrpc":"2.0","id":9,"method":"GetTask","params":"t"}', InvalidParamsError, 9),
+        (
+            b'{"jsonrpc":"2.0","id":9,"method":"GetTask","params":{"id":"t","historyLength":-1}}',
+            InvalidParamsError,
+            9,
+        ),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), InvalidRequestError, None),
+    ],
+)
+def test_parse_failures(body: bytes, error: type, request_id: object) -> None:
+    with pytest.raises(JsonRpcFailure) as info:
+        parse_request(body)
+    assert type(info.value.error) is error
+    assert info.value.request_id == request_id
+
+
+def test_deep_nesting_inside_strings_is_fine() -> None:
+    text = "[" * 1000
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": text}]}},
+        }
+    ).encode()
+    assert parse_request(body).params.message.parts[0].text == text
+
+
+def test_invalid_params_name_the_field() -> None:
+    with pytest.raises(JsonRpcFailure) as info:
+        parse_request(
+            b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER",'
+            b'"parts":[{"text":5}]}}}'
+        )
+    error = info.value.error
+    assert error.message == "Invalid params: params.message.parts[0].text: Expected `str`, got `int`"
+    assert error.field_violations == [("params.message.parts[0].text", "Expected `str`, got `int`")]
+    with pytest.raises(JsonRpcFailure) as missing:
+        parse_request(b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}')
+    assert missing.value.error.message == "Invalid params: params.message: required field is missing"
+
+
+def test_encode_result_and_error_golden() -> None:
+    assert encode_result(1, None) == b'{"jsonrpc":"2.0","id":1,"result":null}'
+    assert encode_result("x", GetTaskRequest(id="t")) == b'{"jsonrpc":"2.0","id":"x","result":{"id":"t"}}'
+    error = TaskNotFoundError("Task t not found", metadata={"taskId": "t", "n": 3})
+    assert json.loads(encode_error(7, error)) == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32001,
+            "message": "Task t not found",
+            "data": [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "TASK_NOT_FOUND",
+                    "domain": "a2a-protocol.org",
+                    "metadata": {"taskId": "t", "n": "3"},
+                }
+            ],
+        },
+    }
+
+
+def test_result_framer_matches_encode_result() -> None:
+    framer = ResultFramer("s-1")
+    value = GetTaskRequest(id="t", history_length=0)
+    assert framer.frame(value) == encode_result("s-1", value)
+
+
+def test_sse_encode_and_decode() -> None:
+    assert encode_event(b'{"a":1}') == b'data: {"a":1}\n\n'
+    assert encode_event(b"x", event="error") == b"event: error\ndata: x\n\n"
+    assert encode_event(b"a\nb") == b"data: a\ndata: b\n\n"
+    decoder = SSEDecoder()
+    stream = KEEPALIVE + encode_event(b'{"a":1}') + b"data: x\r\ndata: y\r\n\r\n" + b"data: partial"
+    got = []
+    for i in range(0, len(stream), 3):  # fed in awkward pieces
+        got += list(decoder.feed(stream[i : i + 3]))
+    assert got == [b'{"a":1}', b"x\ny"]
+    assert list(decoder.feed(b"\n\n")) == [b"partial"]
