@@ -1,0 +1,176 @@
+"""The command line, for real: `skillwire serve` in a subprocess, restart after kill -9, target errors."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import A2A_V1, EXAMPLES, assert_rpc_result, free_port, rpc, user_message
+from skillwire.cli.main import main
+
+TIMEOUT = 20.0
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], port: int, lines: list[str]) -> None:
+        self.proc = proc
+        self.url = f"http://127.0.0.1:{port}"
+        self.lines = lines
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        response = httpx.post(self.url, json=rpc(method, params), headers=A2A_V1, timeout=TIMEOUT)
+        return response.json()  # type: ignore[no-any-return]
+
+
+def start(target: str, store: str, cwd: Path) -> Served:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillwire", "serve", target, "--port", str(port), "--store", store],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    while True:
+        line = lines.get(timeout=TIMEOUT)
+        if line is None:
+            raise AssertionError("server exited:\n" + "".join(seen))
+        seen.append(line)
+        if "task store:" in line:
+            return Served(proc, port, seen)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Served]]:
+    started: list[Served] = []
+    yield started
+    for served in started:
+        if served.proc.poll() is None:
+            served.proc.terminate()
+            served.proc.wait(TIMEOUT)
+        if served.proc.stdout is not None:
+            served.proc.stdout.close()
+
+
+def test_serve_greeter_prints_where_it_is(tmp_path: Path, processes: list[Served]) -> None:
+    served = start(str(EXAMPLES / "greeter"), "sqlite:///tasks.db", tmp_path)
+    processes.append(served)
+    text = "".join(served.lines)
+    assert f"{served.url}/" in text
+    assert f"{served.url}/.well-known/agent-card.json" in text
+    assert "sqlite:///tasks.db" in text
+    card = httpx.get(served.url + "/.well-known/agent-card.json", timeout=TIMEOUT).json()
+    assert card["name"] == "Greeter" and card["skills"][0]["id"] == "greet"
+    result = served.call("SendMessage", {"message": user_message("Ada")})
+    task = assert_rpc_result(result, "SendMessage")["task"]
+    assert task["artifacts"][0]["parts"][0]["text"] == "Hi Ada!"
+    formal = {"messageId": "m", "role": "ROLE_USER", "parts": [{"data": {"name": "Ada", "style": "formal"}}]}
+    task = assert_rpc_result(served.call("SendMessage", {"message": formal}), "SendMessage")["task"]
+    assert task["artifacts"][0]["parts"][0]["text"].startswith("Good day, Ada.")
+    assert (tmp_path / "tasks.db").exists()
+    # SIGTERM is a graceful stop (uvicorn re-raises the signal once it has shut down)
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(TIMEOUT) in (0, -signal.SIGTERM)
+    assert served.proc.stdout is not None
+    assert "Traceback" not in served.proc.stdout.read()
+
+
+def test_default_store_is_a_sqlite_file_in_the_working_directory(
+    tmp_path: Path, processes: list[Served]
+) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillwire", "serve", str(EXAMPLES / "echo"), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=tmp_path,
+    )
+    served = Served(proc, port, [])
+    processes.append(served)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        served.lines.append(line)
+        if "task store:" in line:
+            break
+    assert "sqlite:///.skillwire/tasks.db" in "".join(served.lines)
+    assert (tmp_path / ".skillwire" / "tasks.db").exists()
+
+
+def test_tasks_survive_kill_9_and_orphans_fail_on_restart(tmp_path: Path, processes: list[Served]) -> None:
+    store = f"sqlite:///{tmp_path}/tasks.db"
+    first = start(str(EXAMPLES / "tck"), store, tmp_path)
+    processes.append(first)
+    done = assert_rpc_result(
+        first.call("SendMessage", {"message": user_message("tck-complete-task")}), "SendMessage"
+    )
+    waiting = assert_rpc_result(
+        first.call("SendMessage", {"message": user_message("tck-input-required")}), "SendMessage"
+    )
+    running = assert_rpc_result(
+        first.call(
+            "SendMessage",
+            {"message": user_message("tck-long-running"), "configuration": {"returnImmediately": True}},
+        ),
+        "SendMessage",
+    )
+    os.kill(first.proc.pid, signal.SIGKILL)
+    first.proc.wait(TIMEOUT)
+
+    second = start(str(EXAMPLES / "tck"), store, tmp_path)
+    processes.append(second)
+    got = assert_rpc_result(second.call("GetTask", {"id": done["task"]["id"]}), "GetTask")
+    assert got["status"]["state"] == "TASK_STATE_COMPLETED"
+    orphan = assert_rpc_result(second.call("GetTask", {"id": running["task"]["id"]}), "GetTask")
+    assert orphan["status"]["state"] == "TASK_STATE_FAILED"
+    assert "stopped" in orphan["status"]["message"]["parts"][0]["text"]
+    follow = user_message("tck-complete-task", taskId=waiting["task"]["id"])
+    resumed = assert_rpc_result(second.call("SendMessage", {"message": follow}), "SendMessage")
+    assert resumed["task"]["id"] == waiting["task"]["id"]
+    assert resumed["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("no/such/folder", "not a folder"),
+        ("json:nothing", "must be a skillwire.Agent"),
+        ("no_such_module_xyz:agent", "cannot import"),
+    ],
+)
+def test_bad_targets_are_one_line_errors(
+    target: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", target]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_folder_without_agent_py(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", str(tmp_path)]) == 2
+    assert "no agent.py" in capsys.readouterr().err
+
+
+def test_bad_store_url(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", str(EXAMPLES / "echo"), "--store", "redis://x"]) == 2
+    assert "Unknown store URL" in capsys.readouterr().err
