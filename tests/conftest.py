@@ -152,3 +152,18 @@ def assert_rpc_error(response: dict[str, Any], code: int) -> dict[str, Any]:
     body = {k: v for k, v in info.items() if k != "@type"}
     json_format.ParseDict(body, error_details_pb2.ErrorInfo())
     return error  # type: ignore[no-any-return]
+
+
+# -- external services --------------------------------------------------------------------------------------
+
+SERVICE_SKIP_PREFIX = "service unavailable:"
+
+
+def skip_without_service(name: str, detail: str) -> None:
+    """Skip a test that needs ``name`` (PostgreSQL, Redis); with SKILLWIRE_REQUIRE_SERVICES=1, fail it."""
+    import os
+
+    message = f"{SERVICE_SKIP_PREFIX} {name} ({detail})"
+    if os.environ.get("SKILLWIRE_REQUIRE_SERVICES") == "1":
+        pytest.fail(message + "; SKILLWIRE_REQUIRE_SERVICES=1 forbids skipping", pytrace=False)
+    pytest.skip(message)
