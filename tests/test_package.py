@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import skillwire
 
 SRC = Path(skillwire.__file__).parent
@@ -84,3 +86,14 @@ def test_everything_an_agent_author_needs_is_at_the_top() -> None:
         "AgentSkill",
     ):
         assert name in skillwire.__all__
+
+
+def test_missing_services_skip_locally_and_fail_in_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import skip_without_service
+
+    monkeypatch.delenv("SKILLWIRE_REQUIRE_SERVICES", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="service unavailable: Redis"):
+        skip_without_service("Redis", "connection refused")
+    monkeypatch.setenv("SKILLWIRE_REQUIRE_SERVICES", "1")
+    with pytest.raises(pytest.fail.Exception, match="forbids skipping"):
+        skip_without_service("Redis", "connection refused")
