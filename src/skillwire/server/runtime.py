@@ -130,26 +130,38 @@ class _Run:
         self.observed = False
         self.replied = False
         self._dirty = False
+        self._submitted = 0
         self._flusher: asyncio.Task[None] | None = None
 
     # -- persistence ---------------------------------------------------------------------------------
 
     async def _commit(self) -> None:
         assert self.task is not None
+        self._submitted = self.version
         await self.runtime.store.save(self.task, version=self.version, tenant=self.tenant)
 
     def _write_behind(self) -> None:
-        self._dirty = True
-        if self._flusher is None or self._flusher.done():
+        """Write the task soon, without waiting; changes made meanwhile merge into one write."""
+        if not self._dirty:
+            self._dirty = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        # Runs after the executor's next pause: a commit it made meanwhile may have covered everything.
+        if self.version > self._submitted and (self._flusher is None or self._flusher.done()):
             self._flusher = asyncio.create_task(self._flush())
+        elif self._flusher is None or self._flusher.done():
+            self._dirty = False
 
     async def _flush(self) -> None:
-        while self._dirty:
+        while self.version > self._submitted:
             self._dirty = False
             try:
                 await self._commit()
             except Exception:  # the next commit retries with a newer snapshot
                 log.exception("writing task %s failed", self.task_id)
+                break
+        self._dirty = False
 
     def _publish(self, event: StreamResponse) -> None:
         self.runtime.bus.publish(self.key, self.version, event)

@@ -20,7 +20,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import InvalidParamsError, SkillwireError
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
     RESTART_REASON,
@@ -42,6 +42,7 @@ __all__ = ["SQLiteTaskStore"]
 SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
+    seq         INTEGER PRIMARY KEY,
     tenant      TEXT    NOT NULL,
     id          TEXT    NOT NULL,
     context_id  TEXT    NOT NULL,
@@ -49,11 +50,12 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_us  INTEGER NOT NULL,
     version     INTEGER NOT NULL,
     body        BLOB    NOT NULL,
-    PRIMARY KEY (tenant, id)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us DESC, id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (tenant, context_id, updated_us DESC, id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+    UNIQUE (tenant, id)
+);
+CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (tenant, context_id, updated_us);
+CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (state)
+    WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
 """
 _UPSERT = """
 INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, body) VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -247,17 +249,19 @@ class SQLiteTaskStore:
         clause = " AND ".join(where)
         total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {clause}", args).fetchone()[0]
         if query.page_token:
-            us, task_id = decode_cursor(query.page_token)
-            clause += " AND (updated_us, id) < (?, ?)"
-            args += [us, task_id]
+            us, seq = decode_cursor(query.page_token)
+            if not seq.isdigit():
+                raise InvalidParamsError("Invalid pageToken: it was not issued by this store")
+            clause += " AND (updated_us, seq) < (?, ?)"
+            args += [us, int(seq)]
         rows = conn.execute(
-            f"SELECT body, updated_us, id FROM tasks WHERE {clause}"
-            " ORDER BY updated_us DESC, id DESC LIMIT ?",
+            f"SELECT body, updated_us, seq FROM tasks WHERE {clause}"
+            " ORDER BY updated_us DESC, seq DESC LIMIT ?",
             [*args, query.page_size + 1],
         ).fetchall()
         more = len(rows) > query.page_size
         rows = rows[: query.page_size]
-        token = encode_cursor(rows[-1][1], rows[-1][2]) if more and rows else ""
+        token = encode_cursor(rows[-1][1], str(rows[-1][2])) if more and rows else ""
         return TaskPage([decode_task(r[0]) for r in rows], total, token)
 
     async def fail_unfinished(self, reason: str = RESTART_REASON) -> list[str]:
