@@ -9,8 +9,9 @@ is told about them (the blocking answer, a stream event); other changes are writ
 never block the executor. Snapshots carry a version that grows with every change, so the store keeps the
 newest one whatever order writes land in.
 
-Copy-on-write: the runtime never mutates a list inside a Task it has published; it builds new lists. A
-shallow copy of a Task is therefore a stable snapshot.
+Snapshots: the live task of a run is private to it. Appending a chunk to an artifact extends that
+artifact's parts in place (so a long stream costs linear, not quadratic, time); everything that leaves the
+run (a stream event, an answer, a store write) is a ``snapshot()``, which copies the lists that change.
 """
 
 from __future__ import annotations
@@ -85,6 +86,15 @@ def view(task: Task, history_length: int | None = None, include_artifacts: bool 
     return _replace(task, history=history, artifacts=artifacts)
 
 
+def snapshot(task: Task) -> Task:
+    """A copy of a live task that later changes to it cannot reach."""
+    return _replace(
+        task,
+        artifacts=[_replace(a, parts=list(a.parts)) for a in task.artifacts],
+        history=list(task.history),
+    )
+
+
 def _settles(state: TaskState) -> bool:
     return state.is_terminal or state.is_interrupted
 
@@ -138,7 +148,7 @@ class _Run:
     async def _commit(self) -> None:
         assert self.task is not None
         self._submitted = self.version
-        await self.runtime.store.save(self.task, version=self.version, tenant=self.tenant)
+        await self.runtime.store.save(snapshot(self.task), version=self.version, tenant=self.tenant)
 
     def _write_behind(self) -> None:
         """Write the task soon, without waiting; changes made meanwhile merge into one write."""
@@ -184,7 +194,7 @@ class _Run:
             # A blocking caller learns the id only when the task settles, which commits; until then the
             # creation is written behind and usually merges with that commit.
             self._write_behind()
-        self._publish(StreamResponse(task=_replace(task)))
+        self._publish(StreamResponse(task=snapshot(task)))
 
     async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
         if self.task is None:
@@ -209,7 +219,7 @@ class _Run:
             await self._commit()
             self._publish(event)
             if not self.settled.done():
-                self.settled.set_result(_replace(task))
+                self.settled.set_result(snapshot(task))
         else:
             self._write_behind()
             self._publish(event)
@@ -242,16 +252,16 @@ class _Run:
             assert task is not None
             if task.status.state.is_terminal:
                 raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
-            artifacts = list(task.artifacts)
-            for i, existing in enumerate(artifacts):
+            own = _replace(artifact, parts=list(artifact.parts))  # the event keeps the caller's object
+            for i, existing in enumerate(task.artifacts):
                 if existing.artifact_id == artifact.artifact_id:
-                    artifacts[i] = (
-                        _replace(existing, parts=[*existing.parts, *artifact.parts]) if append else artifact
-                    )
+                    if append:
+                        existing.parts.extend(artifact.parts)
+                    else:
+                        task.artifacts[i] = own
                     break
             else:
-                artifacts.append(artifact)
-            self.task = _replace(task, artifacts=artifacts)
+                task.artifacts.append(own)
             self.version += 1
             self._write_behind()
             self._publish(
@@ -274,7 +284,7 @@ class _Run:
         async with self.lock:
             if self.task is not None:  # a resumed task: its new history is committed first
                 await self._commit()
-                self._publish(StreamResponse(task=_replace(self.task)))
+                self._publish(StreamResponse(task=snapshot(self.task)))
             elif eager:
                 await self._materialize()
         context = RequestContext(
@@ -313,7 +323,7 @@ class _Run:
         async with self.lock:
             if self.task is not None and _settles(self.task.status.state):
                 if not self.settled.done():
-                    self.settled.set_result(_replace(self.task))
+                    self.settled.set_result(snapshot(self.task))
                 return
             message = None
             if text is not None:
@@ -329,7 +339,7 @@ class _Run:
             except Exception:
                 log.exception("could not close task %s", self.task_id)
                 if not self.settled.done() and self.task is not None:
-                    self.settled.set_result(_replace(self.task))
+                    self.settled.set_result(snapshot(self.task))
 
     async def cancel(self, text: str) -> Task:
         async with self.lock:
@@ -351,7 +361,7 @@ class _Run:
             task = await self._apply_status(TaskState.CANCELED, note)
         if self.runner is not None and not self.runner.done():
             self.runner.cancel()
-        return _replace(task)
+        return snapshot(task)
 
 
 class EventStream:
@@ -468,7 +478,7 @@ class TaskRuntime(BaseRequestHandler):
     async def _snapshot(self, key: tuple[str, str]) -> tuple[Task, int] | None:
         run = self._runs.get(key)
         if run is not None and run.task is not None:
-            return _replace(run.task), run.version
+            return snapshot(run.task), run.version
         stored = await self.store.get(key[1], tenant=key[0])
         return None if stored is None else (stored.task, stored.version)
 
@@ -550,7 +560,7 @@ class TaskRuntime(BaseRequestHandler):
         history_length = config.history_length if config is not None else None
         if immediate:
             assert run.task is not None
-            result: Task | Message = _replace(run.task)
+            result: Task | Message = snapshot(run.task)
         else:
             result = await asyncio.shield(run.settled)
         if isinstance(result, Message):
