@@ -434,3 +434,26 @@ async def test_dispatcher_capability_gates(runtime: tuple[TaskRuntime, Scripted]
     open_card = Dispatcher(rt, lambda: AgentCapabilities(extended_agent_card=True))
     with pytest.raises(ExtendedAgentCardNotConfiguredError):
         await open_card.call(Operation.GET_EXTENDED_AGENT_CARD, GetExtendedAgentCardRequest(), CALL)
+
+
+async def test_client_messages_must_have_the_user_role(runtime: tuple[TaskRuntime, Scripted]) -> None:
+    rt, _ = runtime
+    request = send("complete")
+    request.message.role = Role.AGENT
+    with pytest.raises(InvalidParamsError, match="ROLE_USER"):
+        await rt.on_send_message(request, CALL)
+    assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 0
+
+
+async def test_push_config_in_a_send_needs_the_capability(runtime: tuple[TaskRuntime, Scripted]) -> None:
+    from skillwire import TaskPushNotificationConfig
+
+    rt, _ = runtime
+    request = send("complete")
+    request.configuration = SendMessageConfiguration(
+        task_push_notification_config=TaskPushNotificationConfig(url="https://example.com/hook")
+    )
+    gated = Dispatcher(rt, lambda: AgentCapabilities(push_notifications=False))
+    with pytest.raises(PushNotificationNotSupportedError):
+        await gated.call(Operation.SEND_MESSAGE, request, CALL)
+    assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 0

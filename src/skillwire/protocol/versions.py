@@ -16,7 +16,11 @@ DEFAULT_VERSION_WHEN_ABSENT = "0.3"
 
 def _major_minor(value: str) -> str | None:
     parts = value.strip().split(".")
-    if len(parts) < 2 or len(parts) > 3 or not all(p.isdigit() for p in parts):
+    if (
+        len(parts) < 2
+        or len(parts) > 3
+        or not all(p.isascii() and p.isdigit() and len(p) < 10 for p in parts)
+    ):
         return None
     return f"{int(parts[0])}.{int(parts[1])}"
 

@@ -75,4 +75,15 @@ class Dispatcher:
                 raise PushNotificationNotSupportedError()
             if gate is Capability.EXTENDED_AGENT_CARD and not caps.extended_agent_card:
                 raise UnsupportedOperationError("This agent offers no extended agent card")
+        if operation in _SENDS:
+            config = params.configuration
+            pushes = config is not None and config.task_push_notification_config is not None
+            if pushes and not self._capabilities().push_notifications:
+                raise PushNotificationNotSupportedError(
+                    "configuration.taskPushNotificationConfig was given, but this agent does not send"
+                    " push notifications"
+                )
         return await self.handler.handle(operation, params, context)
+
+
+_SENDS = frozenset({Operation.SEND_MESSAGE, Operation.SEND_STREAMING_MESSAGE})

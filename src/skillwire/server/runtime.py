@@ -486,6 +486,11 @@ class TaskRuntime(BaseRequestHandler):
         if self._closing:
             raise UnsupportedOperationError("The server is shutting down")
         message = request.message
+        if message.role is not Role.USER:
+            raise InvalidParamsError(
+                f"params.message.role must be ROLE_USER for a message from a client, not {message.role.value}",
+                field_violations=[("params.message.role", "must be ROLE_USER")],
+            )
         tenant = request.tenant or call.tenant
         if not message.task_id:
             task_id = str(uuid.uuid4())

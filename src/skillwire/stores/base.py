@@ -101,16 +101,33 @@ def encode_cursor(updated_us: int, task_id: str) -> str:
     return base64.urlsafe_b64encode(f"{updated_us}:{task_id}".encode()).decode().rstrip("=")
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def bad_cursor() -> InvalidParamsError:
+    return InvalidParamsError(
+        "Invalid pageToken: pass back a nextPageToken from an earlier ListTasks response",
+        field_violations=[("params.pageToken", "not a token issued by this server")],
+    )
+
+
+def cursor_int(text: str) -> int:
+    """A non-negative int64 written in ASCII digits, or the invalid-token error."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or int(text) > _INT64_MAX:
+        raise bad_cursor()
+    return int(text)
+
+
 def decode_cursor(token: str) -> tuple[int, str]:
+    """(status timestamp in microseconds, the store's tie-breaker) from a page token."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        us, _, task_id = raw.partition(":")
-        return int(us), task_id
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise InvalidParamsError(
-            "Invalid pageToken: pass back a nextPageToken from an earlier ListTasks response",
-            field_violations=[("params.pageToken", "not a token issued by this server")],
-        ) from None
+        raise bad_cursor() from None
+    us, sep, tie = raw.partition(":")
+    if not sep:
+        raise bad_cursor()
+    return cursor_int(us), tie
 
 
 def failed_copy(task: Task, reason: str) -> Task:

@@ -20,7 +20,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 
-from skillwire.errors import InvalidParamsError, SkillwireError
+from skillwire.errors import SkillwireError
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
     RESTART_REASON,
@@ -28,6 +28,7 @@ from skillwire.stores.base import (
     StoredTask,
     TaskPage,
     TaskQuery,
+    cursor_int,
     decode_cursor,
     decode_task,
     encode_cursor,
@@ -250,10 +251,8 @@ class SQLiteTaskStore:
         total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {clause}", args).fetchone()[0]
         if query.page_token:
             us, seq = decode_cursor(query.page_token)
-            if not seq.isdigit():
-                raise InvalidParamsError("Invalid pageToken: it was not issued by this store")
             clause += " AND (updated_us, seq) < (?, ?)"
-            args += [us, int(seq)]
+            args += [us, cursor_int(seq)]
         rows = conn.execute(
             f"SELECT body, updated_us, seq FROM tasks WHERE {clause}"
             " ORDER BY updated_us DESC, seq DESC LIMIT ?",

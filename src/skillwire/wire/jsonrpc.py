@@ -81,17 +81,22 @@ def _decoder_for(spec: OperationSpec) -> Decoder:
     return dec
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 def _too_deep(body: bytes) -> bool:
-    """Whether ``body`` nests arrays/objects deeper than MAX_DEPTH (checked before decoding)."""
+    """Whether ``body`` nests arrays/objects deeper than MAX_DEPTH (checked before decoding).
+
+    Linear in the body: escapes are dropped, the text is split at the remaining quotes (the odd pieces
+    are string contents), and only the brackets outside strings are counted, stopping at the limit.
+    """
     if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
         return False
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(unescaped.split(b'"')[0::2])
     depth = 0
-    for byte in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
-        if byte in b"[{":
+    for byte in outside.translate(None, _NOT_BRACKETS):
+        if byte == 0x5B or byte == 0x7B:  # [ {
             depth += 1
             if depth > MAX_DEPTH:
                 return True
@@ -130,6 +135,11 @@ class Envelope:
 
 def parse_envelope(body: bytes) -> Envelope:
     """Check the JSON-RPC 2.0 envelope; raises JsonRpcFailure (-32700 / -32600)."""
+    if not body.isascii():
+        try:
+            body.decode("utf-8")  # msgspec skips unknown members without checking their text
+        except UnicodeDecodeError:
+            raise JsonRpcFailure(JSONParseError("Invalid JSON payload: the body is not UTF-8")) from None
     if _too_deep(body):
         raise JsonRpcFailure(InvalidRequestError(f"Request nests deeper than {MAX_DEPTH} levels"))
     try:
@@ -139,16 +149,17 @@ def parse_envelope(body: bytes) -> Envelope:
     except (msgspec.DecodeError, RecursionError):
         raise JsonRpcFailure(JSONParseError()) from None
 
+    # An invalid Request object is answered even without an `id`: only a valid one is a notification.
     rid: RequestId = None
     has_id = env.id is not UNSET
     if has_id:
         if isinstance(env.id, bool) or not isinstance(env.id, str | int | None):
-            raise JsonRpcFailure(InvalidRequestError("`id` must be a string, a number or null"))
+            raise JsonRpcFailure(InvalidRequestError("`id` must be a string, an integer or null"))
         rid = env.id
     if env.jsonrpc != "2.0":
-        raise JsonRpcFailure(InvalidRequestError('`jsonrpc` must be exactly "2.0"'), rid, has_id)
+        raise JsonRpcFailure(InvalidRequestError('`jsonrpc` must be exactly "2.0"'), rid)
     if not isinstance(env.method, str):
-        raise JsonRpcFailure(InvalidRequestError("`method` must be a string"), rid, has_id)
+        raise JsonRpcFailure(InvalidRequestError("`method` must be a string"), rid)
     return Envelope(rid, env.method, env.params, has_id)
 
 
