@@ -12,6 +12,7 @@ builds them up.
 from __future__ import annotations
 
 import enum
+import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -347,6 +348,17 @@ class AgentCard(_Proto, kw_only=True):
     skills: list[AgentSkill]
     signatures: list[AgentCardSignature] = []
     icon_url: str | None = None
+
+
+def agent_text(text: str, *, context_id: str, task_id: str = "") -> Message:
+    """An agent message holding one text part, with a fresh id (status notes, replies)."""
+    return Message(
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        task_id=task_id,
+        role=Role.AGENT,
+        parts=[Part(text=text)],
+    )
 
 
 def to_builtins(obj: Any) -> Any:

@@ -41,7 +41,6 @@ from skillwire.protocol.models import (
     ListTasksRequest,
     ListTasksResponse,
     Message,
-    Part,
     Role,
     SendMessageRequest,
     SendMessageResponse,
@@ -51,6 +50,7 @@ from skillwire.protocol.models import (
     TaskArtifactUpdateEvent,
     TaskStatus,
     TaskStatusUpdateEvent,
+    agent_text,
 )
 from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
@@ -327,13 +327,7 @@ class _Run:
                 return
             message = None
             if text is not None:
-                message = Message(
-                    message_id=str(uuid.uuid4()),
-                    context_id=self.context_id,
-                    task_id=self.task_id,
-                    role=Role.AGENT,
-                    parts=[Part(text=text)],
-                )
+                message = agent_text(text, context_id=self.context_id, task_id=self.task_id)
             try:
                 await self._apply_status(state, message)
             except Exception:
@@ -341,7 +335,8 @@ class _Run:
                 if not self.settled.done() and self.task is not None:
                     self.settled.set_result(snapshot(self.task))
 
-    async def cancel(self, text: str) -> Task:
+    async def stop(self, state: TaskState, text: str) -> Task:
+        """End the task in terminal ``state`` with ``text`` as its status message and stop the executor."""
         async with self.lock:
             if self.task is None:
                 await self._materialize()
@@ -351,14 +346,8 @@ class _Run:
                     f"Task {self.task_id} is already {self.task.status.state.value}",
                     metadata={"taskId": self.task_id},
                 )
-            note = Message(
-                message_id=str(uuid.uuid4()),
-                context_id=self.context_id,
-                task_id=self.task_id,
-                role=Role.AGENT,
-                parts=[Part(text=text)],
-            )
-            task = await self._apply_status(TaskState.CANCELED, note)
+            note = agent_text(text, context_id=self.context_id, task_id=self.task_id)
+            task = await self._apply_status(state, note)
         if self.runner is not None and not self.runner.done():
             self.runner.cancel()
         return snapshot(task)
@@ -442,24 +431,14 @@ class TaskRuntime(BaseRequestHandler):
         if runners and grace > 0:
             await asyncio.wait(runners, timeout=grace)
         for run in list(self._runs.values()):
-            if run.runner is not None and not run.runner.done():
-                async with run.lock:
-                    try:
-                        if run.task is None:
-                            await run._materialize()
-                        assert run.task is not None
-                        if not _settles(run.task.status.state):
-                            note = Message(
-                                message_id=str(uuid.uuid4()),
-                                context_id=run.context_id,
-                                task_id=run.task_id,
-                                role=Role.AGENT,
-                                parts=[Part(text=SHUTDOWN_MESSAGE)],
-                            )
-                            await run._apply_status(TaskState.FAILED, note)
-                    except Exception:
-                        log.exception("could not fail task %s at shutdown", run.task_id)
-                run.runner.cancel()
+            if run.runner is None or run.runner.done():
+                continue
+            if run.task is None or not _settles(run.task.status.state):
+                try:
+                    await run.stop(TaskState.FAILED, SHUTDOWN_MESSAGE)
+                except Exception:
+                    log.exception("could not fail task %s at shutdown", run.task_id)
+            run.runner.cancel()
         pending = [r.runner for r in self._runs.values() if r.runner is not None]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
@@ -614,7 +593,7 @@ class TaskRuntime(BaseRequestHandler):
         key = (request.tenant or call.tenant, request.id)
         run = self._runs.get(key)
         if run is not None:
-            return await run.cancel(CANCELED_MESSAGE)
+            return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
         stored = await self.store.get(request.id, tenant=key[0])
         if stored is None:
             raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
@@ -623,13 +602,7 @@ class TaskRuntime(BaseRequestHandler):
             raise TaskNotCancelableError(
                 f"Task {task.id} is already {task.status.state.value}", metadata={"taskId": task.id}
             )
-        note = Message(
-            message_id=str(uuid.uuid4()),
-            context_id=task.context_id,
-            task_id=task.id,
-            role=Role.AGENT,
-            parts=[Part(text=CANCELED_MESSAGE)],
-        )
+        note = agent_text(CANCELED_MESSAGE, context_id=task.context_id, task_id=task.id)
         status = TaskStatus(state=TaskState.CANCELED, message=note, timestamp=_now())
         canceled = _replace(task, status=status, history=[*task.history, note])
         version = stored.version + 1

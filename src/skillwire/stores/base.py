@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -20,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from skillwire.errors import InvalidParamsError, SkillwireError
-from skillwire.protocol.models import Message, Part, Role, Task, TaskStatus
+from skillwire.protocol.models import Task, TaskStatus, agent_text
 from skillwire.protocol.states import TaskState
 
 __all__ = ["StoredTask", "TaskPage", "TaskQuery", "TaskStore", "open_store"]
@@ -132,13 +131,7 @@ def decode_cursor(token: str) -> tuple[int, str]:
 
 def failed_copy(task: Task, reason: str) -> Task:
     """``task`` moved to FAILED with ``reason`` as its agent status message."""
-    note = Message(
-        message_id=str(uuid.uuid4()),
-        context_id=task.context_id,
-        task_id=task.id,
-        role=Role.AGENT,
-        parts=[Part(text=reason)],
-    )
+    note = agent_text(reason, context_id=task.context_id, task_id=task.id)
     status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=datetime.now(UTC))
     return msgspec.structs.replace(task, status=status, history=[*task.history, note])
 
