@@ -502,3 +502,31 @@ def test_graceful_shutdown_ends_streams_and_settles_tasks(serve: Any, tmp_path: 
             await store.close()
 
     assert asyncio.run(stored_state()) is TaskState.FAILED
+
+
+async def test_an_error_in_the_middle_of_a_stream_is_its_last_event(
+    serve: Any, client: httpx.AsyncClient
+) -> None:
+    from skillwire import Message, Part, Role, SendMessageRequest, StreamResponse, TaskNotFoundError
+
+    class Faulty(BaseRequestHandler):
+        async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> Any:
+            async def events() -> AsyncIterator[StreamResponse]:
+                hello = Message(message_id="r", context_id="c", role=Role.AGENT, parts=[Part(text="hi")])
+                yield StreamResponse(message=hello)
+                if request.message.text() == "a2a":
+                    raise TaskNotFoundError("gone meanwhile")
+                raise RuntimeError("secret detail")
+
+            return events()
+
+    agent, _ = gated_agent()
+    srv = serve(agent.asgi(store="memory://", handler=Faulty()))
+    for text, code in (("a2a", -32001), ("other", -32603)):
+        body = rpc("SendStreamingMessage", {"message": user_message(text)}, request_id=5)
+        async with client.stream("POST", srv.rpc_url, json=body, headers=A2A_V1) as response:
+            events = [e async for e in sse_events(response)]
+        assert len(events) == 2
+        assert assert_rpc_result(events[0], "SendStreamingMessage")["message"]["parts"] == [{"text": "hi"}]
+        assert assert_rpc_error(events[1], code) and events[1]["id"] == 5
+        assert "secret" not in json.dumps(events)

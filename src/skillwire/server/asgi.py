@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 from skillwire.wire.sse import KEEPALIVE
 
 __all__ = ["BodyTooLarge", "Receive", "Scope", "Send", "header_map", "read_body", "send_bytes", "stream_sse"]
 
+T = TypeVar("T")
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -77,12 +78,16 @@ SSE_HEADERS = [
 async def stream_sse(
     receive: Receive,
     send: Send,
-    events: AsyncIterator[bytes],
+    events: AsyncIterator[T],
     *,
+    frame: Callable[[T], bytes],
+    frame_error: Callable[[Exception], bytes],
     keepalive: float,
     first: bytes | None = None,
 ) -> None:
-    """Send ``first`` then every frame of ``events`` as an SSE response, with keep-alive comments when idle.
+    """Send ``first`` then ``frame(event)`` for each of ``events`` as an SSE response, with keep-alive
+    comments when idle. An exception raised by ``events`` is sent as ``frame_error(exc)`` and ends the
+    stream.
 
     A pump task reads ``events`` into a buffer; the sender writes whatever has accumulated as one body
     chunk, so a burst of events costs one socket write. If the client goes away the iterator is closed and
@@ -97,9 +102,11 @@ async def stream_sse(
 
     async def pump() -> None:
         try:
-            async for frame in events:
-                buffer.append(frame)
+            async for event in events:
+                buffer.append(frame(event))
                 ready.set()
+        except Exception as exc:
+            buffer.append(frame_error(exc))
         finally:
             ready.set()
 

@@ -9,6 +9,7 @@ behind the same protocol.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Protocol
 
@@ -41,16 +42,30 @@ class EventBus(Protocol):
 
 
 class _QueueSubscription:
+    """A deque with at most one waiter: cheaper than asyncio.Queue for one consumer."""
+
     def __init__(self, bus: InProcessEventBus, key: tuple[str, str]) -> None:
         self._bus = bus
         self._key = key
-        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        self._items: deque[Item] = deque()
+        self._waiter: asyncio.Future[None] | None = None
         self._ended = False
 
+    def push(self, item: Item) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
     async def next(self) -> tuple[int, StreamResponse] | None:
-        if self._ended:
-            return None
-        item = await self.queue.get()
+        while not self._items:
+            if self._ended:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        item = self._items.popleft()
         if item is None:
             self._ended = True
         return item
@@ -77,12 +92,12 @@ class InProcessEventBus:
         if subs:
             item = (version, event)
             for sub in subs:
-                sub.queue.put_nowait(item)
+                sub.push(item)
 
     def close(self) -> None:
         for subs in self._subs.values():
             for sub in subs:
-                sub.queue.put_nowait(None)
+                sub.push(None)
         self._subs.clear()
 
     def subscriber_count(self, key: tuple[str, str]) -> int:

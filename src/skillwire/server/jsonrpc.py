@@ -150,34 +150,23 @@ class JsonRpcEndpoint:
             await send_bytes(send, 204, b"")
             return
         framer = ResultFramer(request_id)
-        head = None if first is None else encode_event(framer.frame(first))
-        frames = self._frames(stream, framer, request_id) if first is not None else _empty()
-        await stream_sse(receive, send, frames, keepalive=self.keepalive, first=head)
+
+        def frame(event: StreamResponse) -> bytes:
+            return encode_event(framer.frame(event))
+
+        def frame_error(exc: Exception) -> bytes:
+            if not isinstance(exc, A2AError):
+                log.error("stream failed", exc_info=exc)
+                exc = InternalError()
+            return encode_event(encode_error(request_id, exc))
+
+        head = None if first is None else frame(first)
+        await stream_sse(
+            receive, send, stream, frame=frame, frame_error=frame_error, keepalive=self.keepalive, first=head
+        )
 
     async def _answer(self, send: Send, request_id: RequestId, expects_response: bool, body: bytes) -> None:
         if expects_response:
             await send_bytes(send, 200, body)
         else:
             await send_bytes(send, 204, b"")
-
-    @staticmethod
-    async def _frames(
-        stream: AsyncIterator[StreamResponse], framer: ResultFramer, request_id: RequestId
-    ) -> AsyncIterator[bytes]:
-        try:
-            async for event in stream:
-                yield encode_event(framer.frame(event))
-        except A2AError as error:
-            yield encode_event(encode_error(request_id, error))
-        except Exception:
-            log.exception("stream failed")
-            yield encode_event(encode_error(request_id, InternalError()))
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-
-async def _empty() -> AsyncIterator[bytes]:
-    return
-    yield b""  # pragma: no cover - makes this an async generator
