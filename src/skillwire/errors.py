@@ -21,8 +21,14 @@ Every protocol error is a subclass of :class:`A2AError` and declares, once, what
 The HTTP and gRPC columns follow the v1.0.1 table of the A2A specification. Bindings never keep a code table
 of their own: they read these class attributes.
 
-Errors that are not protocol errors (a store that cannot be opened, a target that cannot be loaded) derive
-from :class:`SkillwireError`.
+Errors that are not protocol errors derive from :class:`SkillwireError`::
+
+    SkillwireError
+    +-- ConcurrentUpdateError   a store refused a stale write
+    +-- ManifestError           a SKILL.md that is not valid (key path, line, reason)
+    +-- SchemaError             a JSON Schema that does not compile (schema location, reason)
+    +-- ValidationError         a JSON value that fails a schema (instance location, schema location, reason)
+    +-- RenderError             a template that cannot be rendered (location, reason)
 """
 
 from __future__ import annotations
@@ -40,12 +46,16 @@ __all__ = [
     "InvalidParamsError",
     "InvalidRequestError",
     "JSONParseError",
+    "ManifestError",
     "MethodNotFoundError",
     "PushNotificationNotSupportedError",
+    "RenderError",
+    "SchemaError",
     "SkillwireError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnsupportedOperationError",
+    "ValidationError",
     "VersionNotSupportedError",
 ]
 
@@ -60,6 +70,49 @@ class SkillwireError(Exception):
 
 class ConcurrentUpdateError(SkillwireError):
     """A store refused a write because a newer version of the task was already written."""
+
+
+class ManifestError(SkillwireError):
+    """A skill manifest that is not valid. ``path`` is the key path (``inputSchema.properties.name``),
+    ``line`` the 1-based line in the file when known, ``source`` the file name when known."""
+
+    def __init__(self, reason: str, *, path: str = "", line: int | None = None, source: str = "") -> None:
+        self.reason = reason
+        self.path = path
+        self.line = line
+        self.source = source
+        where = ":".join(part for part in (source, str(line) if line is not None else "") if part)
+        prefix = " ".join(part for part in (where, path) if part)
+        super().__init__(f"{prefix}: {reason}" if prefix else reason)
+
+
+class SchemaError(SkillwireError):
+    """A JSON Schema that does not compile; ``schema_path`` is a JSON pointer into the schema."""
+
+    def __init__(self, reason: str, *, schema_path: str = "") -> None:
+        self.reason = reason
+        self.schema_path = schema_path
+        super().__init__(f"schema {schema_path or '/'}: {reason}")
+
+
+class ValidationError(SkillwireError):
+    """A value that fails a schema: ``instance_path`` and ``schema_path`` are JSON pointers."""
+
+    def __init__(self, reason: str, *, instance_path: str = "", schema_path: str = "") -> None:
+        self.reason = reason
+        self.instance_path = instance_path
+        self.schema_path = schema_path
+        super().__init__(f"{instance_path or '/'}: {reason} (schema {schema_path or '/'})")
+
+
+class RenderError(SkillwireError):
+    """A template that cannot be rendered; ``location`` is ``line:column`` in the template."""
+
+    def __init__(self, reason: str, *, location: str = "", variable: str = "") -> None:
+        self.reason = reason
+        self.location = location
+        self.variable = variable
+        super().__init__(f"{location}: {reason}" if location else reason)
 
 
 class A2AError(Exception):
