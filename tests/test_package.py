@@ -18,9 +18,10 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"errors", "protocol"},
     "stores": {"errors", "protocol"},
     "server": {"errors", "protocol", "wire", "stores"},
+    "skills": {"errors", "protocol", "wire", "stores", "server"},
     "testing": {"errors", "protocol", "wire", "stores", "server"},
-    "agent": {"errors", "protocol", "wire", "stores", "server"},
-    "cli": {"errors", "protocol", "wire", "stores", "server", "agent"},
+    "agent": {"errors", "protocol", "wire", "stores", "server", "skills"},
+    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent"},
 }
 
 

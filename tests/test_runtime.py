@@ -457,3 +457,85 @@ async def test_push_config_in_a_send_needs_the_capability(runtime: tuple[TaskRun
     with pytest.raises(PushNotificationNotSupportedError):
         await gated.call(Operation.SEND_MESSAGE, request, CALL)
     assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 0
+
+
+# -- seams the skills layer builds on -----------------------------------------------------------------------
+
+
+class Seams:
+    """An executor using admit, release, metadata, watchers and resume."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.watchers_seen: list[int] = []
+
+    async def admit(self, context: RequestContext) -> None:
+        if context.text == "refuse":
+            raise InvalidParamsError("refused before any task exists")
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.working()
+        await events.set_metadata("job", {"ref": 7})
+        self.watchers_seen.append(events.watchers)
+        await events.release()  # the blocking caller gets the WORKING task now
+        await self.release.wait()
+        await events.artifact("finished")
+
+    def resume(self, task: Any) -> Any:
+        if (task.metadata or {}).get("job") is None:
+            return None
+
+        async def carry_on(events: TaskEvents) -> None:
+            await events.artifact(f"resumed job {task.metadata['job']['ref']}")
+
+        return carry_on
+
+
+async def test_admit_refuses_before_any_task_exists(store: TaskStore) -> None:
+    rt = TaskRuntime(Seams(), store)
+    with pytest.raises(InvalidParamsError, match="refused"):
+        await rt.on_send_message(send("refuse"), CALL)
+    with pytest.raises(InvalidParamsError):
+        await rt.on_send_streaming_message(send("refuse"), CALL)
+    assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 0
+    assert rt.running == 0
+
+
+async def test_release_answers_the_caller_while_work_goes_on(store: TaskStore) -> None:
+    executor = Seams()
+    rt = TaskRuntime(executor, store)
+    task = (await rt.on_send_message(send("go"), CALL)).task
+    assert task is not None and task.status.state is TaskState.WORKING
+    assert task.metadata == {"job": {"ref": 7}}
+    assert executor.watchers_seen == [1]  # the blocking caller was waiting
+    stored = await store.get(task.id)
+    assert stored is not None and stored.task.metadata == {"job": {"ref": 7}}
+    stream = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=task.id), CALL)
+    executor.release.set()
+    events = await collect(stream)
+    assert events[-1].status_update is not None
+    assert events[-1].status_update.status.state is TaskState.COMPLETED
+    await rt.stop()
+
+
+async def test_start_resumes_what_the_executor_takes_back_and_fails_the_rest(store: TaskStore) -> None:
+    from skillwire.testing.store_contract import make_task
+
+    delegated = make_task(state=TaskState.WORKING)
+    delegated.metadata = {"job": {"ref": 9}}
+    orphan = make_task(state=TaskState.WORKING)
+    await store.save(delegated, version=4)
+    await store.save(orphan, version=2, tenant="t")
+    rt = TaskRuntime(Seams(), store)
+    failed = await rt.start()
+    assert failed == [orphan.id]
+    stream = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=delegated.id), CALL)
+    events = await collect(stream)
+    assert events[-1].status_update is not None
+    assert events[-1].status_update.status.state is TaskState.COMPLETED
+    done = await rt.on_get_task(GetTaskRequest(id=delegated.id), CALL)
+    assert done.artifacts[-1].parts[0].text == "resumed job 9"
+    lost = await rt.on_get_task(GetTaskRequest(id=orphan.id, tenant="t"), CALL)
+    assert lost.status.state is TaskState.FAILED
+    assert lost.status.message is not None and "stopped" in (lost.status.message.parts[0].text or "")
+    await rt.stop()

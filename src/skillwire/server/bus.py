@@ -36,6 +36,10 @@ class EventBus(Protocol):
 
     def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
 
+    def subscriber_count(self, key: tuple[str, str]) -> int:
+        """How many subscriptions follow ``key`` in this process."""
+        ...
+
     def close(self) -> None:
         """End every subscription (server shutdown)."""
         ...

@@ -28,7 +28,7 @@ from skillwire.server.context import CallContext
 if TYPE_CHECKING:
     from skillwire.server.runtime import _Run
 
-__all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "as_executor"]
+__all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "Work", "as_executor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,18 @@ class RequestContext:
 
 @runtime_checkable
 class Executor(Protocol):
+    """Runs the agent's logic for one message.
+
+    Two optional methods extend it: ``async admit(context)`` runs before any task exists and may raise an
+    A2AError to refuse the message (nothing is written then); ``resume(task)`` is asked at start-up about
+    each task a previous process left SUBMITTED or WORKING and may return the ``Work`` that carries it on
+    (``async work(events)``), or None to let it be failed.
+    """
+
     async def execute(self, context: RequestContext, events: TaskEvents) -> None: ...
+
+
+Work = Callable[["TaskEvents"], Awaitable[None]]
 
 
 ExecutorFunction = Callable[[RequestContext, "TaskEvents"], Awaitable[None]]
@@ -156,6 +167,20 @@ class TaskEvents:
 
     async def reject(self, message: MessageLike = None) -> None:
         await self.status(TaskState.REJECTED, message)
+
+    async def release(self) -> None:
+        """Answer a blocking SendMessage now, with the task as it is (typically WORKING); the work and any
+        streams go on until the task ends."""
+        await self._run.release()
+
+    async def set_metadata(self, key: str, value: Any) -> None:
+        """Set ``task.metadata[key]`` (committed before this returns; not a stream event)."""
+        await self._run.set_metadata(key, value)
+
+    @property
+    def watchers(self) -> int:
+        """How many clients are still waiting on this task: blocking callers plus open streams."""
+        return self._run.watchers
 
     # -- artifacts ------------------------------------------------------------------------------------
 

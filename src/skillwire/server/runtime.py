@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +56,7 @@ from skillwire.protocol.models import (
 from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext
-from skillwire.server.executor import Executor, RequestContext, TaskEvents
+from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.server.handler import BaseRequestHandler
 from skillwire.stores.base import TaskQuery, TaskStore
 
@@ -64,6 +65,7 @@ __all__ = ["TaskRuntime"]
 log = logging.getLogger("skillwire.runtime")
 
 FAILED_MESSAGE = "The agent failed while working on this task."
+RESTART_MESSAGE = "The server stopped while this task was running; it cannot be resumed."
 SHUTDOWN_MESSAGE = "The server shut down before this task finished."
 CANCELED_MESSAGE = "The task was canceled."
 DEFAULT_PAGE_SIZE = 50
@@ -136,6 +138,8 @@ class _Run:
         #: Resolved with the Task (terminal or interrupted) or the Message reply.
         self.settled: asyncio.Future[Task | Message] = loop.create_future()
         self.runner: asyncio.Task[None] | None = None
+        #: Blocking SendMessage calls waiting for this run to settle.
+        self.waiters = 0
         #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
         self.observed = False
         self.replied = False
@@ -278,16 +282,8 @@ class _Run:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
-    async def start(self, executor: Executor, *, eager: bool) -> None:
-        """Publish the task if it already exists (or ``eager``), then run the executor in the background."""
-        self.observed = self.observed or eager
-        async with self.lock:
-            if self.task is not None:  # a resumed task: its new history is committed first
-                await self._commit()
-                self._publish(StreamResponse(task=snapshot(self.task)))
-            elif eager:
-                await self._materialize()
-        context = RequestContext(
+    def request_context(self) -> RequestContext:
+        return RequestContext(
             message=self.message,
             task_id=self.task_id,
             context_id=self.context_id,
@@ -296,13 +292,22 @@ class _Run:
             configuration=self.request.configuration,
             metadata=self.request.metadata,
         )
-        self.runner = asyncio.create_task(
-            self._drive(executor, context), name=f"skillwire-task-{self.task_id}"
-        )
 
-    async def _drive(self, executor: Executor, context: RequestContext) -> None:
+    async def start(self, work: Work, *, eager: bool) -> None:
+        """Publish the task if it already exists (or ``eager``), then run ``work`` in the background."""
+        self.observed = self.observed or eager
+        async with self.lock:
+            if self.task is not None and self.version > self._submitted:
+                # a resumed task: its new history is committed, and announced, first
+                await self._commit()
+                self._publish(StreamResponse(task=snapshot(self.task)))
+            elif self.task is None and eager:
+                await self._materialize()
+        self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
+
+    async def _drive(self, work: Work) -> None:
         try:
-            await executor.execute(context, TaskEvents(self))
+            await work(TaskEvents(self))
         except asyncio.CancelledError:
             pass  # canceled by CancelTask or shutdown, which set the final state themselves
         except InvalidAgentResponseError as exc:
@@ -315,6 +320,36 @@ class _Run:
             await self._end(TaskState.COMPLETED, None)
         finally:
             self.runtime._forget(self)
+
+    async def release(self) -> None:
+        """Answer a blocking caller now with the task as it is; the work goes on."""
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            if self._submitted < self.version:
+                await self._commit()
+            if not self.settled.done():
+                self.settled.set_result(snapshot(self.task))
+
+    async def set_metadata(self, key: str, value: Any) -> None:
+        """Set ``task.metadata[key]`` and commit it (it is not a stream event)."""
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            if self.task.status.state.is_terminal:
+                raise InvalidAgentResponseError(
+                    f"task {self.task_id} is already {self.task.status.state.value}"
+                )
+            self.task = _replace(self.task, metadata={**(self.task.metadata or {}), key: value})
+            self.version += 1
+            await self._commit()
+
+    @property
+    def watchers(self) -> int:
+        """Blocking callers still waiting plus open streams following this task."""
+        return self.waiters + self.runtime.bus.subscriber_count(self.key)
 
     async def _end(self, state: TaskState, text: str | None) -> None:
         """Close the run: a task still SUBMITTED or WORKING moves to ``state``."""
@@ -418,11 +453,52 @@ class TaskRuntime(BaseRequestHandler):
     # -- lifecycle -----------------------------------------------------------------------------------
 
     async def start(self) -> list[str]:
-        """Recover from a previous crash; returns the ids of tasks marked failed."""
-        failed = await self.store.fail_unfinished()
+        """Recover tasks a previous process left SUBMITTED or WORKING; returns the ids marked failed.
+
+        An executor with a ``resume(task)`` method may take a task back (work delegated elsewhere that can be
+        followed again): ``resume`` returns the work to run for it, or None. Every other such task is failed
+        with a reason, since the work it stood for died with the process.
+        """
+        resume: Callable[[Task], Work | None] | None = getattr(self.executor, "resume", None)
+        failed = []
+        for tenant, stored in await self.store.list_unfinished():
+            work = resume(stored.task) if resume is not None else None
+            if work is not None:
+                await self._resume(tenant, stored.task, stored.version, work)
+                continue
+            task = stored.task
+            note = agent_text(RESTART_MESSAGE, context_id=task.context_id, task_id=task.id)
+            status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=_now())
+            if await self.store.save(
+                _replace(task, status=status, history=[*task.history, note]),
+                version=stored.version + 1,
+                tenant=tenant,
+            ):
+                failed.append(task.id)
         if failed:
             log.warning("marked %d task(s) left running by a previous process as failed", len(failed))
         return failed
+
+    async def _resume(self, tenant: str, task: Task, version: int, work: Work) -> None:
+        first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
+            "(resumed)", context_id=task.context_id, task_id=task.id
+        )
+        run = _Run(
+            self,
+            tenant=tenant,
+            task_id=task.id,
+            context_id=task.context_id,
+            message=first,
+            task=task,
+            version=version,
+            previous=task,
+            request=SendMessageRequest(message=first),
+            call=CallContext(tenant=tenant),
+        )
+        run._submitted = version  # nothing new to write: the stored task is the current one
+        self._runs[run.key] = run
+        await run.start(work, eager=False)
+        log.info("resumed task %s", task.id)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Let running tasks finish for ``grace`` seconds, fail the rest, then end every stream."""
@@ -532,21 +608,34 @@ class TaskRuntime(BaseRequestHandler):
 
     # -- operations ------------------------------------------------------------------------------------
 
+    async def _admit_and_start(self, run: _Run, *, eager: bool) -> None:
+        """The executor's ``admit`` check (if any), before anything is written; then start the run."""
+        context = run.request_context()
+        try:
+            admit = getattr(self.executor, "admit", None)
+            if admit is not None:
+                await admit(context)
+            executor = self.executor
+            await run.start(lambda events: executor.execute(context, events), eager=eager)
+        except BaseException:
+            self._forget(run)
+            raise
+
     async def on_send_message(self, request: SendMessageRequest, call: CallContext) -> SendMessageResponse:
         run = await self._begin(request, call)
         config = request.configuration
         immediate = config is not None and config.return_immediately
-        try:
-            await run.start(self.executor, eager=immediate)
-        except BaseException:
-            self._forget(run)
-            raise
+        await self._admit_and_start(run, eager=immediate)
         history_length = config.history_length if config is not None else None
         if immediate:
             assert run.task is not None
             result: Task | Message = snapshot(run.task)
         else:
-            result = await asyncio.shield(run.settled)
+            run.waiters += 1
+            try:
+                result = await asyncio.shield(run.settled)
+            finally:
+                run.waiters -= 1
         if isinstance(result, Message):
             return SendMessageResponse(message=result)
         return SendMessageResponse(task=view(result, history_length))
@@ -556,10 +645,9 @@ class TaskRuntime(BaseRequestHandler):
         sub = self.bus.subscribe(run.key)
         run.observed = True
         try:
-            await run.start(self.executor, eager=False)
+            await self._admit_and_start(run, eager=False)
         except BaseException:
             sub.close()
-            self._forget(run)
             raise
         return EventStream(sub)
 

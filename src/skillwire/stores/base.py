@@ -2,10 +2,11 @@
 
 A store keeps the latest snapshot of each task, keyed by ``(tenant, id)``, with a version number that only
 grows. ``save`` writes a snapshot only if its version is newer than the stored one, so a stale writer can
-never overwrite newer state (no lost update, whatever order concurrent writes arrive in). ``list`` pages
-newest first by status timestamp with an opaque cursor. ``fail_unfinished`` is called once at start-up: a
-task that was SUBMITTED or WORKING when the previous process died can no longer finish, so it is marked
-FAILED with a reason. Tasks waiting for input stay as they are: they can still be resumed.
+never overwrite newer state (no lost update, whatever order concurrent writes arrive in). ``list_tasks``
+pages newest first by status timestamp with an opaque cursor. ``list_unfinished`` is read once at start-up:
+a task that was SUBMITTED or WORKING when the previous process stopped is either resumed (work delegated
+elsewhere can be followed again) or marked FAILED with a reason by the runtime. Tasks waiting for input
+stay as they are: they can still be resumed by the client.
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from skillwire.errors import InvalidParamsError, SkillwireError
-from skillwire.protocol.models import Task, TaskStatus, agent_text
+from skillwire.protocol.models import Task
 from skillwire.protocol.states import TaskState
 
 __all__ = ["StoredTask", "TaskPage", "TaskQuery", "TaskStore", "open_store"]
 
 UNFINISHED_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
-RESTART_REASON = "The server stopped while this task was running; it cannot be resumed."
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +70,8 @@ class TaskStore(Protocol):
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage: ...
 
-    async def fail_unfinished(self, reason: str = RESTART_REASON) -> list[str]:
-        """Mark every SUBMITTED or WORKING task FAILED with ``reason``; return their ids."""
+    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
+        """Every SUBMITTED or WORKING task, with its tenant."""
         ...
 
 
@@ -127,13 +127,6 @@ def decode_cursor(token: str) -> tuple[int, str]:
     if not sep:
         raise bad_cursor()
     return cursor_int(us), tie
-
-
-def failed_copy(task: Task, reason: str) -> Task:
-    """``task`` moved to FAILED with ``reason`` as its agent status message."""
-    note = agent_text(reason, context_id=task.context_id, task_id=task.id)
-    status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=datetime.now(UTC))
-    return msgspec.structs.replace(task, status=status, history=[*task.history, note])
 
 
 def open_store(url: str) -> TaskStore:

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from skillwire.protocol.models import Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
-    RESTART_REASON,
     UNFINISHED_STATES,
     StoredTask,
     TaskPage,
@@ -16,7 +15,6 @@ from skillwire.stores.base import (
     decode_task,
     encode_cursor,
     encode_task,
-    failed_copy,
     instant_us,
     timestamp_us,
 )
@@ -81,11 +79,9 @@ class MemoryTaskStore:
         token = encode_cursor(page[-1][0], page[-1][1]) if more and page else ""
         return TaskPage([decode_task(m[2].body) for m in page], total, token)
 
-    async def fail_unfinished(self, reason: str = RESTART_REASON) -> list[str]:
-        failed = []
-        for (tenant, task_id), row in list(self._rows.items()):
-            if row.state in UNFINISHED_STATES:
-                task = failed_copy(decode_task(row.body), reason)
-                await self.save(task, version=row.version + 1, tenant=tenant)
-                failed.append(task_id)
-        return failed
+    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
+        return [
+            (tenant, StoredTask(decode_task(row.body), row.version))
+            for (tenant, _), row in self._rows.items()
+            if row.state in UNFINISHED_STATES
+        ]

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from skillwire.errors import SkillwireError
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
-    RESTART_REASON,
     UNFINISHED_STATES,
     StoredTask,
     TaskPage,
@@ -33,7 +32,6 @@ from skillwire.stores.base import (
     decode_task,
     encode_cursor,
     encode_task,
-    failed_copy,
     instant_us,
     timestamp_us,
 )
@@ -263,7 +261,7 @@ class SQLiteTaskStore:
         token = encode_cursor(rows[-1][1], str(rows[-1][2])) if more and rows else ""
         return TaskPage([decode_task(r[0]) for r in rows], total, token)
 
-    async def fail_unfinished(self, reason: str = RESTART_REASON) -> list[str]:
+    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
         marks = ",".join("?" for _ in UNFINISHED_STATES)
         rows = (
             self._conn()
@@ -273,9 +271,4 @@ class SQLiteTaskStore:
             )
             .fetchall()
         )
-        failed = []
-        for tenant, body, version in rows:
-            task = failed_copy(decode_task(body), reason)
-            if await self.save(task, version=version + 1, tenant=tenant):
-                failed.append(task.id)
-        return failed
+        return [(tenant, StoredTask(decode_task(body), version)) for tenant, body, version in rows]

@@ -158,22 +158,20 @@ class TaskStoreContract:
         with pytest.raises(InvalidParamsError):
             await store.list_tasks(TaskQuery(page_token="%%%not-a-token"))
 
-    async def test_fail_unfinished_marks_running_tasks_failed(self, store: TaskStore) -> None:
+    async def test_list_unfinished_finds_submitted_and_working_tasks(self, store: TaskStore) -> None:
         working = make_task(state=TaskState.WORKING)
         submitted = make_task(state=TaskState.SUBMITTED)
-        waiting = make_task(state=TaskState.INPUT_REQUIRED)
-        done = make_task(state=TaskState.COMPLETED)
-        for t in (working, submitted, waiting, done):
+        other_tenant = make_task(state=TaskState.WORKING)
+        for t in (working, submitted):
             await store.save(t, version=3)
-        failed = await store.fail_unfinished("restarted")
-        assert set(failed) == {working.id, submitted.id}
-        for t, state in ((working, TaskState.FAILED), (submitted, TaskState.FAILED)):
-            stored = await store.get(t.id)
-            assert stored is not None
-            assert stored.task.status.state is state
-            assert stored.version == 4
-            assert stored.task.status.message is not None
-            assert stored.task.status.message.parts[0].text == "restarted"
-        for t in (waiting, done):
-            stored = await store.get(t.id)
-            assert stored is not None and stored.task.status.state is t.status.state and stored.version == 3
+        await store.save(other_tenant, version=2, tenant="t2")
+        for state in (
+            TaskState.INPUT_REQUIRED,
+            TaskState.AUTH_REQUIRED,
+            TaskState.COMPLETED,
+            TaskState.FAILED,
+        ):
+            await store.save(make_task(state=state), version=1)
+        found = {(tenant, stored.task.id): stored for tenant, stored in await store.list_unfinished()}
+        assert set(found) == {("", working.id), ("", submitted.id), ("t2", other_tenant.id)}
+        assert found[("", working.id)].task == working and found[("", working.id)].version == 3
