@@ -15,12 +15,17 @@ from skillwire.errors import (
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
+    ManifestError,
     MethodNotFoundError,
     PushNotificationNotSupportedError,
+    RenderError,
+    SchemaError,
+    SkillError,
     SkillwireError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
+    ValidationError,
     VersionNotSupportedError,
 )
 from skillwire.protocol.models import (
@@ -58,6 +63,11 @@ from skillwire.server.context import CallContext, Caller
 from skillwire.server.executor import Executor, RequestContext, TaskEvents
 from skillwire.server.handler import BaseRequestHandler, RequestHandler
 from skillwire.server.runtime import TaskRuntime
+from skillwire.skills.context import Answer, SkillContext
+from skillwire.skills.executor import Outcome, SkillExecutor
+from skillwire.skills.manifest import SkillCard
+from skillwire.skills.registry import InMemorySkillRegistry, Skill, SkillRegistry
+from skillwire.skills.schema import compile_schema, validate_json
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskPage, TaskQuery, TaskStore, open_store
 
 __version__ = "0.1.0"
@@ -73,6 +83,7 @@ __all__ = [
     "AgentInterface",
     "AgentProvider",
     "AgentSkill",
+    "Answer",
     "Artifact",
     "BaseRequestHandler",
     "CallContext",
@@ -86,6 +97,7 @@ __all__ = [
     "ExtensionSupportRequiredError",
     "GetExtendedAgentCardRequest",
     "GetTaskRequest",
+    "InMemorySkillRegistry",
     "InProcessEventBus",
     "InternalError",
     "InvalidAgentResponseError",
@@ -94,19 +106,29 @@ __all__ = [
     "JSONParseError",
     "ListTasksRequest",
     "ListTasksResponse",
+    "ManifestError",
     "MemoryTaskStore",
     "Message",
     "MethodNotFoundError",
     "Operation",
+    "Outcome",
     "Part",
     "PushNotificationNotSupportedError",
+    "RenderError",
     "RequestContext",
     "RequestHandler",
     "Role",
     "SQLiteTaskStore",
+    "SchemaError",
     "SendMessageConfiguration",
     "SendMessageRequest",
     "SendMessageResponse",
+    "Skill",
+    "SkillCard",
+    "SkillContext",
+    "SkillError",
+    "SkillExecutor",
+    "SkillRegistry",
     "SkillwireError",
     "StreamResponse",
     "SubscribeToTaskRequest",
@@ -124,7 +146,10 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "TaskStore",
     "UnsupportedOperationError",
+    "ValidationError",
     "VersionNotSupportedError",
     "__version__",
+    "compile_schema",
     "open_store",
+    "validate_json",
 ]

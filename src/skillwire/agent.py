@@ -1,17 +1,27 @@
 """The facade: ``Agent(...)`` describes an agent; ``agent.asgi()`` serves it; ``agent.run()`` runs it.
 
-from skillwire import Agent
+An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for anything from a registry,
+``Agent.from_folder`` for a folder of SKILL.md skills), or, for full control, of one executor::
 
-async def echo(context, events):
-    await events.artifact(context.text)
+    from skillwire import Agent
 
-agent = Agent("Echo", "Says it back", executor=echo)
-agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/tasks.db
+    agent = Agent("Echo", "Says it back")
+
+    @agent.skill(tags=["echo"])
+    async def echo(params, ctx):
+        \"\"\"Says the text back.\"\"\"
+        return params["text"]
+
+    agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/tasks.db
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
 
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentProvider, AgentSkill
 from skillwire.server.app import A2AApplication
@@ -19,6 +29,15 @@ from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
 from skillwire.server.runtime import TaskRuntime
+from skillwire.skills.executor import OutcomeHook, SkillExecutor
+from skillwire.skills.registry import (
+    Follower,
+    Handler,
+    InMemorySkillRegistry,
+    Skill,
+    SkillRegistry,
+    skill_from_function,
+)
 from skillwire.stores.base import TaskStore, open_store
 
 __all__ = ["DEFAULT_STORE", "Agent"]
@@ -45,6 +64,8 @@ class Agent:
         default_output_modes: Sequence[str] = ("text/plain",),
         extended_card: AgentCard | None = None,
         extended_card_enabled: bool | None = None,
+        registry: SkillRegistry | None = None,
+        read_only: bool = False,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -61,6 +82,92 @@ class Agent:
         self.extended_card_enabled = (
             extended_card is not None if extended_card_enabled is None else extended_card_enabled
         )
+        self.registry: SkillRegistry = registry if registry is not None else InMemorySkillRegistry()
+        #: Serve only skills marked readOnly (the others are left off the card and refused).
+        self.read_only = read_only
+        self.hooks: list[OutcomeHook] = []
+
+    # -- skills -------------------------------------------------------------------------------------------
+
+    def add_skill(self, skill: Skill) -> Skill:
+        """Register a skill (duplicate ids are refused)."""
+        return self.registry.register(skill)
+
+    def skill(
+        self,
+        *,
+        id: str | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        tags: Sequence[str] = (),
+        examples: Sequence[str] = (),
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        read_only: bool = False,
+        follow: Follower | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """Register the decorated ``async def handler(params, ctx)`` as a skill (sugar over ``add_skill``).
+
+        The id defaults to the function name, the description to its docstring. Without ``input_schema``,
+        a msgspec Struct annotation on ``params`` is the input schema."""
+
+        def register(handler: Handler) -> Handler:
+            self.add_skill(
+                skill_from_function(
+                    handler,
+                    id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
+                    name=name,
+                    description=description,
+                    tags=list(tags),
+                    examples=list(examples),
+                    input_schema=input_schema,
+                    output_schema=output_schema,
+                    read_only=read_only,
+                    follow=follow,
+                )
+            )
+            return handler
+
+        return register
+
+    def on_outcome(self, hook: OutcomeHook) -> OutcomeHook:
+        """Call ``hook(outcome)`` after every skill run (in registration order, best effort)."""
+        self.hooks.append(hook)
+        return hook
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, *, read_only: bool = False, plugins: bool = False) -> Agent:
+        """An agent for a folder of skills (sub-folders with SKILL.md and skill.py, optional agent.yaml);
+        with ``plugins``, also the skills installed packages offer through the ``skillwire.skills`` group."""
+        from skillwire.skills.loader import load_agent_config, load_skills_folder, plugin_skills
+
+        config = load_agent_config(folder)
+        agent = cls(
+            config.name,
+            config.description,
+            version=config.version,
+            provider=config.provider,
+            documentation_url=config.documentation_url,
+            icon_url=config.icon_url,
+            read_only=read_only,
+        )
+        for skill in load_skills_folder(folder):
+            agent.add_skill(skill)
+        if plugins:
+            for skill in plugin_skills():
+                agent.add_skill(skill)
+        return agent
+
+    def served_skills(self) -> list[Skill]:
+        """The skills on the card: all of them, or only the read-only ones in read-only mode."""
+        return [s for s in self.registry if s.read_only or not self.read_only]
+
+    def _executor(self) -> Executor:
+        if self.executor is not None:
+            return self.executor
+        if len(self.registry) == 0:
+            raise TypeError(f"Agent {self.name!r} has no skills and no executor")
+        return SkillExecutor(self.registry, hooks=self.hooks, read_only=self.read_only)
 
     def card(self) -> AgentCard:
         """The public card, without interfaces (the server adds them for the URL it is reached at)."""
@@ -78,7 +185,7 @@ class Agent:
             ),
             default_input_modes=self.default_input_modes,
             default_output_modes=self.default_output_modes,
-            skills=self.skills,
+            skills=[*self.skills, *(_card_entry(s) for s in self.served_skills())],
             icon_url=self.icon_url,
         )
 
@@ -102,9 +209,7 @@ class Agent:
         custom = handler if isinstance(handler, RequestHandler) and not isinstance(handler, type) else None
         runtime: TaskRuntime | None = None
         if custom is None:
-            if self.executor is None:
-                raise TypeError(f"Agent {self.name!r} has no executor: pass executor=... or a handler")
-            runtime = TaskRuntime(self.executor, task_store, bus, extended_card=self.extended_card)
+            runtime = TaskRuntime(self._executor(), task_store, bus, extended_card=self.extended_card)
         if custom is not None:
             chosen: RequestHandler = custom
         elif handler is None:
@@ -137,3 +242,10 @@ class Agent:
         from skillwire.server.serve import serve
 
         serve(self.asgi(store=store), host=host, port=port, log_level=log_level, on_ready=on_ready)
+
+
+def _card_entry(skill: Skill) -> AgentSkill:
+    """The card's entry for a skill; a plugin skill's tags say which package it came from."""
+    if skill.source.startswith("plugin:"):
+        return msgspec.structs.replace(skill.agent_skill, tags=[*skill.agent_skill.tags, skill.source])
+    return skill.agent_skill

@@ -29,6 +29,7 @@ Errors that are not protocol errors derive from :class:`SkillwireError`::
     +-- SchemaError             a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError         a JSON value that fails a schema (instance location, schema location, reason)
     +-- RenderError             a template that cannot be rendered (location, reason)
+    +-- SkillError              raised by a skill handler to end its task: invalid request or rejected
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ __all__ = [
     "PushNotificationNotSupportedError",
     "RenderError",
     "SchemaError",
+    "SkillError",
     "SkillwireError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
@@ -113,6 +115,32 @@ class RenderError(SkillwireError):
         self.location = location
         self.variable = variable
         super().__init__(f"{location}: {reason}" if location else reason)
+
+
+class SkillError(SkillwireError):
+    """Raised by a skill handler to end its task with a stated reason the client may see.
+
+    ``SkillError.invalid_request(msg)`` fails the task with ``msg`` as its status message;
+    ``SkillError.rejected(msg)`` puts it in REJECTED (a contract or policy refusal).
+    """
+
+    INVALID_REQUEST = "invalid_request"
+    REJECTED = "rejected"
+
+    def __init__(self, message: str, *, kind: str = INVALID_REQUEST) -> None:
+        if kind not in (self.INVALID_REQUEST, self.REJECTED):
+            raise ValueError(f"unknown SkillError kind {kind!r}")
+        self.message = message
+        self.kind = kind
+        super().__init__(message)
+
+    @classmethod
+    def invalid_request(cls, message: str) -> SkillError:
+        return cls(message, kind=cls.INVALID_REQUEST)
+
+    @classmethod
+    def rejected(cls, message: str) -> SkillError:
+        return cls(message, kind=cls.REJECTED)
 
 
 class A2AError(Exception):

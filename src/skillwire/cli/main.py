@@ -1,6 +1,10 @@
-"""``skillwire serve TARGET``: serve an agent.
+"""The ``skillwire`` command.
 
-TARGET is a folder holding an ``agent.py`` that defines ``agent``, or ``module:attribute``.
+* ``skillwire serve TARGET``: serve an agent. TARGET is a folder of skills (sub-folders with SKILL.md and
+  skill.py, optional agent.yaml), a folder holding an ``agent.py`` that defines ``agent``, a ``.py`` file,
+  or ``module:attribute``.
+* ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code;
+  exit 0 if all are valid, 1 if not.
 """
 
 from __future__ import annotations
@@ -21,14 +25,31 @@ from skillwire.stores.base import open_store
 __all__ = ["load_agent", "main"]
 
 
-def load_agent(target: str) -> Agent:
-    """The Agent named by ``target`` (a folder with ``agent.py``, a ``.py`` file, or ``module:attr``)."""
+def load_agent(target: str, *, read_only: bool = False, plugins: bool = False) -> Agent:
+    """The Agent named by ``target``: a folder of skills, a folder with ``agent.py``, a ``.py`` file, or
+    ``module:attribute``."""
+    from skillwire.skills.loader import is_skills_folder
+
+    path = Path(target)
+    if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
+        return Agent.from_folder(path, read_only=read_only, plugins=plugins)
+    agent = _load_code_agent(target)
+    agent.read_only = agent.read_only or read_only
+    if plugins:
+        from skillwire.skills.loader import plugin_skills
+
+        for skill in plugin_skills():
+            agent.add_skill(skill)
+    return agent
+
+
+def _load_code_agent(target: str) -> Agent:
     path = Path(target)
     attribute = "agent"
     if path.is_dir() or path.suffix == ".py":
         file = path / "agent.py" if path.is_dir() else path
         if not file.is_file():
-            raise SkillwireError(f"{target}: no agent.py found (expected {file})")
+            raise SkillwireError(f"{target}: no agent.py and no skill folders found (expected {file})")
         folder = str(file.parent.resolve())
         if folder not in sys.path:
             sys.path.insert(0, folder)
@@ -69,13 +90,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--public-url", default=None, help="the base URL clients reach the agent at")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--read-only", action="store_true", help="serve only skills marked readOnly (others are refused)"
+    )
+    serve.add_argument(
+        "--plugins", action="store_true", help="add the skills installed packages offer (entry points)"
+    )
+    skills = sub.add_parser("skills", help="work with skill folders")
+    skills_sub = skills.add_subparsers(dest="skills_command", required=True)
+    check = skills_sub.add_parser("check", help="validate every SKILL.md in a folder of skills")
+    check.add_argument("folder")
     return parser
 
 
 def _serve(args: argparse.Namespace) -> int:
     from skillwire.server.serve import serve
 
-    agent = load_agent(args.target)
+    agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     store = open_store(args.store)
     app = agent.asgi(store=store, public_url=args.public_url)
     shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
@@ -90,12 +121,30 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(folder: str) -> int:
+    from skillwire.skills.loader import check_skills_folder
+
+    count, problems = check_skills_folder(folder)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if count == 0:
+        print(f"{folder}: no skills found (expected sub-folders holding SKILL.md)", file=sys.stderr)
+        return 1
+    if problems:
+        print(f"{len(problems)} problem(s) in {count} skill(s)", file=sys.stderr)
+        return 1
+    print(f"{count} skill(s) valid")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "serve":
             return _serve(args)
+        if args.command == "skills":
+            return _check(args.folder)
     except SkillwireError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from skillwire.protocol.models import (
@@ -43,6 +43,8 @@ class RequestContext:
     task: Task | None = None
     configuration: SendMessageConfiguration | None = None
     metadata: dict[str, Any] | None = None
+    #: Scratch space the executor may use between ``admit`` and ``execute`` of the same message.
+    extras: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:

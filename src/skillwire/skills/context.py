@@ -1,0 +1,241 @@
+"""What a skill handler sees: ``ctx``, the request and its progress sink.
+
+Progress is best effort: a failure to report (a store hiccup, a closed task) is logged and never raised into
+the handler. Terminal states belong to the framework: the handler returns (completed), raises a
+:class:`SkillError` (failed or rejected) or raises anything else (failed, with a generic message).
+
+Multi-turn, by replay: ``answer = await ctx.ask("Which city?")`` puts the task in INPUT_REQUIRED and ends the
+run. When the client answers (a message with the task's id), the handler runs again from the start;
+``ctx.ask`` now returns the recorded answers in order, and progress calls are silent until the handler has
+caught up with the last answer (what it reported then is already in the task). Because every turn replays
+from the task's history, a task waiting for input survives a server restart. The contract: a handler must
+reach the same ``ask`` calls in the same order when given the same answers, and work done before an
+``ask`` may run again.
+
+Delegation: ``await ctx.delegate(ref)`` hands the task to work that goes on elsewhere (a job, a release, a
+pipeline). The blocking caller is answered at once with the WORKING task; the skill's ``follow(ref, ctx)``
+then follows the external work and its result completes the task. ``ref`` is committed with the task, so
+after a restart following resumes where the server left it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from msgspec import UNSET
+
+from skillwire.errors import SkillwireError
+from skillwire.protocol.models import Artifact, Message, Part, Role, Task
+from skillwire.protocol.states import TaskState
+from skillwire.server.context import CallContext, Caller
+from skillwire.server.executor import TaskEvents
+
+if TYPE_CHECKING:
+    from skillwire.skills.registry import Skill
+
+__all__ = ["ASK_KEY", "Answer", "InputNeeded", "SkillContext"]
+
+log = logging.getLogger("skillwire.skills")
+
+#: Metadata key marking an agent message as the prompt of the n-th ``ctx.ask`` of a task.
+ASK_KEY = "skillwireAsk"
+_PROGRESS_STATES = frozenset({TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The client's reply to ``ctx.ask``."""
+
+    message: Message
+
+    @property
+    def text(self) -> str:
+        return self.message.text()
+
+    @property
+    def data(self) -> Any:
+        """The value of the reply's first data part, or None."""
+        return next((p.data for p in self.message.parts if p.data is not UNSET), None)
+
+
+class InputNeeded(Exception):
+    """Raised by ``ctx.ask`` when the answer is not known yet; the executor turns it into INPUT_REQUIRED."""
+
+    def __init__(self, prompt: Message) -> None:
+        super().__init__(prompt.text())
+        self.prompt = prompt
+
+
+def recorded_answers(history: Sequence[Message]) -> list[Message]:
+    """The client's answer to each ``ask`` prompt in ``history``, in order (as far as answered)."""
+    answers: list[Message] = []
+    waiting = False
+    for message in history:
+        if message.role is Role.AGENT and message.metadata and ASK_KEY in message.metadata:
+            waiting = True
+        elif message.role is Role.USER and waiting:
+            answers.append(message)
+            waiting = False
+    return answers
+
+
+class SkillContext:
+    def __init__(
+        self,
+        skill: Skill,
+        events: TaskEvents,
+        *,
+        message: Message,
+        call: CallContext,
+        task: Task | None,
+        params: Any,
+        answers: Sequence[Message] = (),
+    ) -> None:
+        self.skill = skill
+        self.events = events
+        #: The message that started this run (for a resumed conversation: the latest answer).
+        self.message = message
+        self.call = call
+        #: The task before this message, when the message continues one.
+        self.task = task
+        self.params = params
+        self._answers = list(answers)
+        self._asked = 0
+        self.delegated: Any = None
+
+    # -- what was asked -------------------------------------------------------------------------------
+
+    @property
+    def skill_id(self) -> str:
+        return self.skill.id
+
+    @property
+    def task_id(self) -> str:
+        return self.events.task_id
+
+    @property
+    def context_id(self) -> str:
+        return self.events.context_id
+
+    @property
+    def caller(self) -> Caller:
+        """Who is calling (anonymous until authentication is configured)."""
+        return self.call.caller
+
+    @property
+    def tenant(self) -> str:
+        return self.call.tenant
+
+    @property
+    def files(self) -> list[Part]:
+        """The message's file parts (``raw`` bytes or ``url``)."""
+        return [p for p in self.message.parts if p.raw is not UNSET or p.url is not UNSET]
+
+    @property
+    def hints(self) -> Any:
+        """The manifest's execution hints, or None."""
+        return self.skill.card.execution_hints if self.skill.card is not None else None
+
+    def prompt(self, variables: Mapping[str, Any] | None = None) -> str:
+        """The manifest's body rendered with the params (and ``variables``, which take precedence)."""
+        card = self.skill.card
+        if card is None:
+            raise SkillwireError(f"skill {self.skill.id!r} has no manifest template")
+        values: dict[str, Any] = dict(self.params) if isinstance(self.params, Mapping) else {}
+        values.update(variables or {})
+        return card.render(values)
+
+    @property
+    def replaying(self) -> bool:
+        """True while the handler is re-running turns the client already answered (progress is silent)."""
+        return self._asked < len(self._answers)
+
+    # -- progress (best effort) -----------------------------------------------------------------------
+
+    async def _report(self, what: str, call: Callable[[], Awaitable[Any]]) -> None:
+        if self.replaying:
+            return
+        try:
+            await call()
+        except Exception:
+            log.warning(
+                "skill %s could not report %s on task %s", self.skill.id, what, self.task_id, exc_info=True
+            )
+
+    async def set_state(self, state: TaskState, message: Message | str | None = None) -> None:
+        """Move the task to WORKING, INPUT_REQUIRED or AUTH_REQUIRED; terminal states are the framework's."""
+        if state not in _PROGRESS_STATES:
+            raise ValueError(f"a skill may set WORKING, INPUT_REQUIRED or AUTH_REQUIRED, not {state.value}")
+        await self._report(state.value, lambda: self.events.status(state, message))
+
+    async def working(self, message: Message | str | None = None) -> None:
+        await self.set_state(TaskState.WORKING, message)
+
+    async def input_required(self, message: Message | str | None = None) -> None:
+        await self.set_state(TaskState.INPUT_REQUIRED, message)
+
+    async def auth_required(self, message: Message | str | None = None) -> None:
+        await self.set_state(TaskState.AUTH_REQUIRED, message)
+
+    async def artifact(
+        self,
+        content: Artifact | str | Sequence[Part] | Any,
+        *,
+        artifact_id: str | None = None,
+        name: str = "",
+        append: bool = False,
+        last_chunk: bool = False,
+    ) -> None:
+        """Emit an artifact or a chunk of one: text, parts, an Artifact, or any JSON value (a data part)."""
+        if not isinstance(content, Artifact | str) and not _is_parts(content):
+            content = [Part(data=content, media_type="application/json")]
+        await self._report(
+            "an artifact",
+            lambda: self.events.artifact(
+                content, artifact_id=artifact_id, name=name, append=append, last_chunk=last_chunk
+            ),
+        )
+
+    def client_connected(self) -> bool:
+        """Whether any client still waits on this task (a blocking call or an open stream)."""
+        try:
+            return self.events.watchers > 0
+        except Exception:
+            return False
+
+    # -- turns and delegation -------------------------------------------------------------------------
+
+    async def ask(self, prompt: str | Message) -> Answer:
+        """The client's answer to ``prompt``: recorded (replay) or, if not given yet, asked for now."""
+        index = self._asked
+        if index < len(self._answers):
+            self._asked += 1
+            return Answer(self._answers[index])
+        base = self.events.agent_message(prompt)
+        raise InputNeeded(
+            Message(
+                message_id=base.message_id,
+                context_id=base.context_id,
+                task_id=base.task_id,
+                role=Role.AGENT,
+                parts=base.parts,
+                metadata={**(base.metadata or {}), ASK_KEY: index},
+            )
+        )
+
+    async def delegate(self, ref: Any, message: str | Message | None = None) -> None:
+        """Hand the task to external work identified by ``ref`` (JSON); the caller is answered now and the
+        skill's ``follow(ref, ctx)`` carries the task to its end, across restarts too."""
+        if self.skill.follow is None:
+            raise SkillwireError(f"skill {self.skill.id!r} delegates but has no follow() to follow the work")
+        await self.events.set_metadata("delegation", {"skillId": self.skill.id, "ref": ref})
+        await self.events.working(message or "The work continues elsewhere.")
+        await self.events.release()
+        self.delegated = ref
+
+
+def _is_parts(value: Any) -> bool:
+    return isinstance(value, list | tuple) and bool(value) and all(isinstance(p, Part) for p in value)

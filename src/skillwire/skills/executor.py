@@ -1,0 +1,264 @@
+"""The skill executor: plugs a registry of skills into the task runtime's executor seam.
+
+Routing: the skill is named by ``message.metadata.skillId``; with no skillId and exactly one skill, that
+skill; otherwise -32602 listing the skill ids. A message continuing a task goes to the skill that task
+started with (its first message is routed again by the same rules).
+
+Params: the value of the message's first data part if it has one, otherwise ``{"text": <text parts>}``.
+Input that fails the skill's input schema is refused in ``admit`` with -32602 (location and reason), before
+any task exists. A result string becomes a text artifact, any other JSON value a data artifact; output that
+fails the output schema fails the task with a clear message (details in the log).
+
+Hooks (observers) are called after every run, in order, with an :class:`Outcome`; a failing hook is logged
+and changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from skillwire.errors import (
+    InvalidParamsError,
+    SkillError,
+    UnsupportedOperationError,
+    ValidationError,
+)
+from skillwire.protocol.models import Message, Task
+from skillwire.protocol.states import TaskState
+from skillwire.server.context import CallContext
+from skillwire.server.executor import RequestContext, TaskEvents, Work
+from skillwire.skills.context import InputNeeded, SkillContext, recorded_answers
+from skillwire.skills.registry import Skill, SkillRegistry
+
+__all__ = ["Outcome", "OutcomeHook", "SkillExecutor", "params_of"]
+
+log = logging.getLogger("skillwire.skills")
+
+GENERIC_FAILURE = "The skill failed while working on this task."
+OUTPUT_MISMATCH = "The skill produced output that does not match its outputSchema."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outcome:
+    """How one run of a skill ended."""
+
+    skill_id: str
+    task_id: str
+    context_id: str
+    state: TaskState
+    result: Any = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.state is not TaskState.FAILED
+
+
+OutcomeHook = Callable[[Outcome], Awaitable[None] | None]
+
+
+def params_of(message: Message) -> Any:
+    """The skill's input: the first data part's value, else ``{"text": <the text parts joined>}``."""
+    for part in message.parts:
+        if part.data is not UNSET:
+            return part.data
+    return {"text": message.text()}
+
+
+class SkillExecutor:
+    def __init__(
+        self, registry: SkillRegistry, *, hooks: Sequence[OutcomeHook] = (), read_only: bool = False
+    ) -> None:
+        self.registry = registry
+        self.hooks = list(hooks)
+        self.read_only = read_only
+
+    # -- routing ----------------------------------------------------------------------------------------
+
+    def route(self, message: Message) -> Skill:
+        wanted = (message.metadata or {}).get("skillId")
+        if wanted is not None:
+            skill = self.registry.get(str(wanted)) if isinstance(wanted, str) else None
+            if skill is None:
+                raise self._unknown(f"unknown skillId {wanted!r}")
+            return skill
+        if len(self.registry) == 1:
+            return next(iter(self.registry))
+        raise self._unknown("message.metadata.skillId is required: this agent has several skills")
+
+    def _unknown(self, reason: str) -> InvalidParamsError:
+        ids = sorted(s.id for s in self.registry)
+        return InvalidParamsError(
+            f"{reason}; skills: {', '.join(ids) or '(none)'}",
+            field_violations=[("params.message.metadata.skillId", f"one of: {', '.join(ids)}")],
+            metadata={"skills": ",".join(ids)},
+        )
+
+    def _skill_for(self, context: RequestContext) -> Skill:
+        origin = (
+            context.task.history[0] if context.task is not None and context.task.history else context.message
+        )
+        skill = self.route(origin)
+        if self.read_only and not skill.read_only:
+            raise UnsupportedOperationError(
+                f"skill {skill.id!r} changes state and this agent is serving in read-only mode",
+                metadata={"skillId": skill.id},
+            )
+        return skill
+
+    # -- the executor seam --------------------------------------------------------------------------------
+
+    async def admit(self, context: RequestContext) -> None:
+        skill = self._skill_for(context)
+        context.extras["skill"] = skill
+        if context.task is not None:
+            return  # an answer to a question: the skill reads it through ctx.ask
+        raw = params_of(context.message)
+        try:
+            context.extras["params"] = skill.check_input(raw)
+        except ValidationError as exc:
+            where = exc.instance_path or "/"
+            raise InvalidParamsError(
+                f"Invalid input for skill {skill.id!r}: {where}: {exc.reason}",
+                field_violations=[(f"params.message.input{exc.instance_path}", exc.reason)],
+                metadata={"skillId": skill.id, "instancePath": where, "schemaPath": exc.schema_path or "/"},
+            ) from None
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        skill: Skill = context.extras.get("skill") or self._skill_for(context)
+        if context.task is None:
+            params = (
+                context.extras["params"]
+                if "params" in context.extras
+                else skill.check_input(params_of(context.message))
+            )
+            answers: list[Message] = []
+        else:
+            # A new turn: the task works again, and the handler runs from the first message with every
+            # recorded answer.
+            await events.working()
+            first = context.task.history[0] if context.task.history else context.message
+            params = skill.check_input(params_of(first))
+            answers = recorded_answers([*context.task.history, context.message])
+        ctx = SkillContext(
+            skill,
+            events,
+            message=context.message,
+            call=context.call,
+            task=context.task,
+            params=params,
+            answers=answers,
+        )
+        await self._run(skill, ctx, lambda: skill.handler(params, ctx))
+
+    def resume(self, task: Task) -> Work | None:
+        """Take back a task whose skill delegated its work, so following goes on after a restart."""
+        delegation = (task.metadata or {}).get("delegation")
+        if not isinstance(delegation, dict):
+            return None
+        skill = self.registry.get(str(delegation.get("skillId")))
+        if skill is None or skill.follow is None:
+            return None
+        follow = skill.follow
+        ref = delegation.get("ref")
+
+        async def carry_on(events: TaskEvents) -> None:
+            first = task.history[0] if task.history else None
+            ctx = SkillContext(
+                skill,
+                events,
+                message=first or events.agent_message("(resumed)"),
+                call=CallContext(),
+                task=task,
+                params=params_of(first) if first is not None else None,
+            )
+            ctx.delegated = ref
+            await self._run(skill, ctx, lambda: follow(ref, ctx), resumed=True)
+
+        return carry_on
+
+    # -- running a handler to its outcome -----------------------------------------------------------------
+
+    async def _run(
+        self, skill: Skill, ctx: SkillContext, call: Callable[[], Awaitable[Any]], *, resumed: bool = False
+    ) -> None:
+        events = ctx.events
+        state = TaskState.COMPLETED
+        result: Any = None
+        error: BaseException | None = None
+        try:
+            result = await call()
+            if ctx.delegated is not None and not resumed:
+                assert skill.follow is not None
+                result = await skill.follow(ctx.delegated, ctx)
+            state = await self._finish(skill, ctx, result)
+        except InputNeeded as need:
+            state = TaskState.INPUT_REQUIRED
+            await events.status(TaskState.INPUT_REQUIRED, need.prompt)
+        except SkillError as exc:
+            error = exc
+            state = TaskState.REJECTED if exc.kind == SkillError.REJECTED else TaskState.FAILED
+            await events.status(state, exc.message)
+        except asyncio.CancelledError as exc:
+            error = exc
+            state = TaskState.CANCELED
+            await self._notify(skill, ctx, state, None, exc)
+            raise
+        except Exception as exc:
+            error = exc
+            state = TaskState.FAILED
+            log.exception("skill %s failed on task %s", skill.id, ctx.task_id)
+            await events.fail(GENERIC_FAILURE)
+        await self._notify(skill, ctx, state, result, error)
+
+    async def _finish(self, skill: Skill, ctx: SkillContext, result: Any) -> TaskState:
+        """Emit the result as an artifact and complete the task, unless the handler left it waiting."""
+        events = ctx.events
+        if isinstance(result, msgspec.Struct):
+            result = msgspec.to_builtins(result)
+        if result is not None:
+            try:
+                skill.check_output(result)
+            except ValidationError as exc:
+                log.error(
+                    "skill %s output does not match its outputSchema on task %s: %s",
+                    skill.id,
+                    ctx.task_id,
+                    exc,
+                )
+                await events.fail(OUTPUT_MISMATCH)
+                return TaskState.FAILED
+            await ctx.artifact(result, name="result")
+        current = events.state
+        if current is not None and current.is_interrupted:
+            return current  # the handler asked for input or authorization and returned
+        await events.complete()
+        return TaskState.COMPLETED
+
+    async def _notify(
+        self, skill: Skill, ctx: SkillContext, state: TaskState, result: Any, error: BaseException | None
+    ) -> None:
+        if not self.hooks:
+            return
+        outcome = Outcome(
+            skill_id=skill.id,
+            task_id=ctx.task_id,
+            context_id=ctx.context_id,
+            state=state,
+            result=result,
+            error=error,
+        )
+        for hook in self.hooks:
+            try:
+                maybe = hook(outcome)
+                if maybe is not None:
+                    await maybe
+            except Exception:
+                log.exception("outcome hook %r failed for task %s", hook, ctx.task_id)

@@ -1,0 +1,196 @@
+"""Loading skills from folders and from installed packages.
+
+A skills folder holds one sub-folder per skill, each with a ``SKILL.md`` manifest and a ``skill.py`` that
+defines ``async def run(params, ctx)`` (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
+optional ``agent.yaml`` at the root names the agent::
+
+    name: Greeter
+    description: Greets people.
+    version: 1.2.0
+    provider: {organization: Example Inc., url: https://example.com}
+    documentationUrl: https://example.com/docs
+
+Installed packages contribute skills through the ``skillwire.skills`` entry-point group: each entry point
+loads to a skills folder path (``str`` or ``pathlib.Path``) or to a callable returning one. Their skills are
+marked with the distribution they came from.
+
+The manifest is only data (see ``manifest.py``); ``skill.py`` is code the operator chose to serve, imported
+as a module.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillwire.errors import ManifestError, SkillwireError
+from skillwire.protocol.models import AgentProvider
+from skillwire.skills import _yaml
+from skillwire.skills.manifest import SkillCard
+from skillwire.skills.registry import Skill, skill_from_manifest
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "AgentConfig",
+    "check_skills_folder",
+    "is_skills_folder",
+    "load_agent_config",
+    "load_skills_folder",
+    "plugin_skills",
+]
+
+ENTRY_POINT_GROUP = "skillwire.skills"
+MANIFEST = "SKILL.md"
+CODE = "skill.py"
+AGENT_FILE = "agent.yaml"
+_AGENT_KEYS = {"name", "description", "version", "provider", "documentationUrl", "iconUrl"}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentConfig:
+    name: str
+    description: str = ""
+    version: str = "1.0.0"
+    provider: AgentProvider | None = None
+    documentation_url: str | None = None
+    icon_url: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def is_skills_folder(path: Path) -> bool:
+    return path.is_dir() and any((sub / MANIFEST).is_file() for sub in path.iterdir() if sub.is_dir())
+
+
+def _skill_dirs(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        raise SkillwireError(f"{folder}: not a folder")
+    return sorted(sub for sub in folder.iterdir() if sub.is_dir() and (sub / MANIFEST).is_file())
+
+
+def _read_card(skill_dir: Path) -> SkillCard:
+    manifest = skill_dir / MANIFEST
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"cannot read the manifest: {exc}", source=str(manifest)) from None
+    return SkillCard.parse(text, source=str(manifest))
+
+
+def _import_code(skill_dir: Path, skill_id: str) -> Any:
+    code = skill_dir / CODE
+    if not code.is_file():
+        raise SkillwireError(f"{skill_dir}: no {CODE} next to {MANIFEST}")
+    name = f"skillwire_skill_{skill_id.replace('-', '_').replace('.', '_')}_{abs(hash(str(code.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, code)
+    if spec is None or spec.loader is None:
+        raise SkillwireError(f"{code}: cannot be imported")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list[Skill]:
+    """Every skill in ``folder``; a broken manifest or a missing ``run`` raises with its location."""
+    folder = Path(folder)
+    skills = []
+    for skill_dir in _skill_dirs(folder):
+        card = _read_card(skill_dir)
+        module = _import_code(skill_dir, card.id)
+        run = getattr(module, "run", None)
+        if run is None or not inspect.iscoroutinefunction(run):
+            raise SkillwireError(f"{skill_dir / CODE}: must define `async def run(params, ctx)`")
+        follow = getattr(module, "follow", None)
+        if follow is not None and not inspect.iscoroutinefunction(follow):
+            raise SkillwireError(f"{skill_dir / CODE}: `follow` must be `async def follow(ref, ctx)`")
+        skills.append(skill_from_manifest(card, run, follow=follow, source=source or f"folder:{skill_dir}"))
+    return skills
+
+
+def check_skills_folder(folder: Path | str) -> tuple[int, list[ManifestError]]:
+    """Parse every manifest in ``folder`` without importing any code: (manifests seen, problems)."""
+    problems: list[ManifestError] = []
+    dirs = _skill_dirs(Path(folder))
+    seen: dict[str, Path] = {}
+    for skill_dir in dirs:
+        try:
+            card = _read_card(skill_dir)
+        except ManifestError as exc:
+            problems.append(exc)
+            continue
+        if card.id in seen:
+            problems.append(
+                ManifestError(f"duplicate skill id (also in {seen[card.id]})", path="id", source=card.source)
+            )
+        seen[card.id] = skill_dir
+        if not (skill_dir / CODE).is_file():
+            problems.append(ManifestError(f"no {CODE} next to the manifest", source=card.source))
+    return len(dirs), problems
+
+
+def load_agent_config(folder: Path | str) -> AgentConfig:
+    """The folder's ``agent.yaml`` (restricted YAML, like manifests), or defaults named after the folder."""
+    folder = Path(folder)
+    file = folder / AGENT_FILE
+    if not file.is_file():
+        return AgentConfig(name=folder.resolve().name)
+    source = str(file)
+    value, lines = _yaml.load(file.read_text(encoding="utf-8"), source=source)
+    if not isinstance(value, dict):
+        raise ManifestError("agent.yaml must be a mapping", source=source, line=1)
+
+    def text(key: str, default: str | None = None) -> str | None:
+        item = value.get(key, default)
+        if item is not None and not isinstance(item, str):
+            raise ManifestError("expected a string", path=key, line=lines.get((key,)), source=source)
+        return item
+
+    for key in value:
+        if key not in _AGENT_KEYS:
+            raise ManifestError(
+                f"unknown key {key!r}; allowed: {', '.join(sorted(_AGENT_KEYS))}",
+                path=str(key),
+                line=lines.get((key,)),
+                source=source,
+            )
+    provider = value.get("provider")
+    agent_provider = None
+    if provider is not None:
+        if not isinstance(provider, dict) or not all(
+            isinstance(provider.get(k), str) for k in ("organization", "url")
+        ):
+            raise ManifestError(
+                "provider needs `organization` and `url` strings",
+                path="provider",
+                line=lines.get(("provider",)),
+                source=source,
+            )
+        agent_provider = AgentProvider(organization=provider["organization"], url=provider["url"])
+    return AgentConfig(
+        name=text("name", folder.resolve().name) or folder.resolve().name,
+        description=text("description", "") or "",
+        version=text("version", "1.0.0") or "1.0.0",
+        provider=agent_provider,
+        documentation_url=text("documentationUrl"),
+        icon_url=text("iconUrl"),
+    )
+
+
+def plugin_skills() -> list[Skill]:
+    """Skills contributed by installed packages through the ``skillwire.skills`` entry points."""
+    skills: list[Skill] = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        target = entry.load()
+        folder = target() if callable(target) else target
+        if not isinstance(folder, str | Path):
+            raise SkillwireError(
+                f"entry point {entry.name!r} ({entry.value}) must give a skills folder path, got {type(folder).__name__}"
+            )
+        distribution = entry.dist.name if entry.dist is not None else entry.value.split(":")[0]
+        skills += load_skills_folder(folder, source=f"plugin:{distribution}")
+    return skills
