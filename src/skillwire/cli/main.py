@@ -139,7 +139,8 @@ def _check(folder: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    level = getattr(args, "log_level", "warning").upper()
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.command == "serve":
             return _serve(args)

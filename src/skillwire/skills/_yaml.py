@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeAlias
 
-import yaml  # type: ignore[import-untyped, unused-ignore]
+import yaml
 
 from skillwire.errors import ManifestError
 
