@@ -48,7 +48,7 @@ RPC_HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 # The settings `skillwire serve` gives uvicorn; the a2a-sdk app is started with the same ones.
 UVICORN_FLAGS = ("--loop", "auto", "--http", "auto", "--log-level", "warning", "--no-access-log")
 ECHO_TEXT = "hello"
-ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite")
+ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
 BASELINE = "a2a-sdk"
 LOADGEN_NOTES = {
     "wrk": "wrk (C, keep-alive connections, Lua script for unique messageIds)",
@@ -223,10 +223,17 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
             argv=lambda port: [sys.executable, "-m", "uvicorn", *app, *_listen(port), *UVICORN_FLAGS],
             env=lambda port: {"BENCH_HOST": HOST, "BENCH_PORT": str(port)},
         )
-    store = {"skillwire-memory": "memory://", "skillwire-sqlite": f"sqlite:///{workdir / 'tasks.db'}"}[name]
+    store = {
+        "skillwire-memory": "memory://",
+        "skillwire-sqlite": f"sqlite:///{workdir / 'tasks.db'}",
+        "skillwire-skill": "memory://",
+    }[name]
+    # skillwire-skill: the same echo agent written as a SKILL.md skill (routing, input schema, result
+    # conversion), against skillwire-memory's bare executor: the cost of the skill layer.
+    example = "examples/echo_skill" if name == "skillwire-skill" else "examples/echo"
     return TargetSpec(
         name,
-        argv=lambda port: [*skillwire, "serve", "examples/echo", *_listen(port), "--store", store],
+        argv=lambda port: [*skillwire, "serve", example, *_listen(port), "--store", store],
     )
 
 

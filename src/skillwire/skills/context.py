@@ -83,6 +83,8 @@ def recorded_answers(history: Sequence[Message]) -> list[Message]:
 
 
 class SkillContext:
+    __slots__ = ("_answers", "_asked", "call", "delegated", "events", "message", "params", "skill", "task")
+
     def __init__(
         self,
         skill: Skill,

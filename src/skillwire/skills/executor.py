@@ -30,7 +30,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
     ValidationError,
 )
-from skillwire.protocol.models import Message, Task
+from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
@@ -62,6 +62,12 @@ class Outcome:
 
 
 OutcomeHook = Callable[[Outcome], Awaitable[None] | None]
+
+
+class _OutputMismatch(Exception):
+    def __init__(self, error: ValidationError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def params_of(message: Message) -> Any:
@@ -156,7 +162,7 @@ class SkillExecutor:
             params=params,
             answers=answers,
         )
-        await self._run(skill, ctx, lambda: skill.handler(params, ctx))
+        await self._run(skill, ctx, skill.handler, params)
 
     def resume(self, task: Task) -> Work | None:
         """Take back a task whose skill delegated its work, so following goes on after a restart."""
@@ -180,25 +186,59 @@ class SkillExecutor:
                 params=params_of(first) if first is not None else None,
             )
             ctx.delegated = ref
-            await self._run(skill, ctx, lambda: follow(ref, ctx), resumed=True)
+            await self._run(skill, ctx, follow, ref, resumed=True)
 
         return carry_on
 
     # -- running a handler to its outcome -----------------------------------------------------------------
 
     async def _run(
-        self, skill: Skill, ctx: SkillContext, call: Callable[[], Awaitable[Any]], *, resumed: bool = False
+        self,
+        skill: Skill,
+        ctx: SkillContext,
+        handler: Callable[[Any, SkillContext], Awaitable[Any]],
+        argument: Any,
+        *,
+        resumed: bool = False,
     ) -> None:
+        """Run ``handler(argument, ctx)`` (the skill's handler, or its follower) to an outcome: the result
+        becomes an artifact and the task completes, unless the handler left it waiting for the client."""
         events = ctx.events
         state = TaskState.COMPLETED
         result: Any = None
         error: BaseException | None = None
         try:
-            result = await call()
+            result = await handler(argument, ctx)
             if ctx.delegated is not None and not resumed:
                 assert skill.follow is not None
                 result = await skill.follow(ctx.delegated, ctx)
-            state = await self._finish(skill, ctx, result)
+            if result is not None:
+                if isinstance(result, msgspec.Struct):
+                    result = msgspec.to_builtins(result)
+                try:
+                    skill.check_output(result)
+                except ValidationError as exc:
+                    raise _OutputMismatch(exc) from None
+                if isinstance(result, str):
+                    await events.artifact(result, name="result")
+                else:
+                    await events.artifact([Part(data=result, media_type="application/json")], name="result")
+            current = events.state
+            if current is not None and current.is_interrupted:
+                state = current  # the handler asked for input or authorization and returned
+            elif self.hooks:
+                await events.complete()  # hooks run once the task has its final state
+            # (without hooks, returning lets the runtime complete the task: one step fewer)
+        except _OutputMismatch as bad:
+            error = bad.error
+            state = TaskState.FAILED
+            log.error(
+                "skill %s output does not match its outputSchema on task %s: %s",
+                skill.id,
+                ctx.task_id,
+                bad.error,
+            )
+            await events.fail(OUTPUT_MISMATCH)
         except InputNeeded as need:
             state = TaskState.INPUT_REQUIRED
             await events.status(TaskState.INPUT_REQUIRED, need.prompt)
@@ -207,46 +247,20 @@ class SkillExecutor:
             state = TaskState.REJECTED if exc.kind == SkillError.REJECTED else TaskState.FAILED
             await events.status(state, exc.message)
         except asyncio.CancelledError as exc:
-            error = exc
-            state = TaskState.CANCELED
-            await self._notify(skill, ctx, state, None, exc)
+            if self.hooks:
+                await self._notify(skill, ctx, TaskState.CANCELED, None, exc)
             raise
         except Exception as exc:
             error = exc
             state = TaskState.FAILED
             log.exception("skill %s failed on task %s", skill.id, ctx.task_id)
             await events.fail(GENERIC_FAILURE)
-        await self._notify(skill, ctx, state, result, error)
-
-    async def _finish(self, skill: Skill, ctx: SkillContext, result: Any) -> TaskState:
-        """Emit the result as an artifact and complete the task, unless the handler left it waiting."""
-        events = ctx.events
-        if isinstance(result, msgspec.Struct):
-            result = msgspec.to_builtins(result)
-        if result is not None:
-            try:
-                skill.check_output(result)
-            except ValidationError as exc:
-                log.error(
-                    "skill %s output does not match its outputSchema on task %s: %s",
-                    skill.id,
-                    ctx.task_id,
-                    exc,
-                )
-                await events.fail(OUTPUT_MISMATCH)
-                return TaskState.FAILED
-            await ctx.artifact(result, name="result")
-        current = events.state
-        if current is not None and current.is_interrupted:
-            return current  # the handler asked for input or authorization and returned
-        await events.complete()
-        return TaskState.COMPLETED
+        if self.hooks:
+            await self._notify(skill, ctx, state, result, error)
 
     async def _notify(
         self, skill: Skill, ctx: SkillContext, state: TaskState, result: Any, error: BaseException | None
     ) -> None:
-        if not self.hooks:
-            return
         outcome = Outcome(
             skill_id=skill.id,
             task_id=ctx.task_id,

@@ -225,7 +225,7 @@ class InMemorySkillRegistry:
         return self._skills.get(skill_id)
 
     def __iter__(self) -> Iterator[Skill]:
-        return iter(list(self._skills.values()))
+        return iter(self._skills.values())
 
     def __len__(self) -> int:
         return len(self._skills)
