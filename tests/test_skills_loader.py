@@ -181,7 +181,8 @@ async def test_read_only_serving(serve: Any, tmp_path: Path) -> None:
             return (await client.post(srv.rpc_url, json=body, headers=A2A_V1)).json()  # type: ignore[no-any-return]
 
         task = assert_rpc_result(await call("look"), "SendMessage")["task"]
-        assert task["artifacts"][0]["parts"][0]["text"] == "looked Say hi.\n"  # the body, rendered with the params
+        # the result is the body of SKILL.md rendered with the params
+        assert task["artifacts"][0]["parts"][0]["text"] == "looked Say hi.\n"
         refused = assert_rpc_error(await call("change"), -32004)
         assert "read-only" in refused["message"]
         listed = (await client.post(srv.rpc_url, json=rpc("ListTasks", {}), headers=A2A_V1)).json()
