@@ -36,7 +36,7 @@ from skillwire import (
     UnsupportedOperationError,
 )
 from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, Outcome, SkillExecutor
-from skillwire.skills.registry import skill_from_function
+from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
 from skillwire.stores.base import TaskStore
 
 CALL = CallContext()
@@ -542,3 +542,32 @@ def test_card_lists_skills_and_plugin_sources() -> None:
     assert entries["mine"].tags == ["t"]
     assert entries["theirs"].tags == ["x", "plugin:acme-skills"]
     assert SkillExecutor(agent.registry).route(text("x", skill="mine").message).id == "mine"
+
+
+async def test_register_manifest_validates_with_the_manifest_schemas(store: TaskStore) -> None:
+    from skillwire import SkillCard
+
+    card = SkillCard.parse(
+        "---\nid: sum\nname: Sum\ndescription: Adds numbers.\ntags: [math]\n"
+        "inputSchema: {type: array, items: {type: number}, minItems: 1}\n"
+        "outputSchema: {type: number}\n---\nAdd {{ numbers }}.\n"
+    )
+    registry = InMemorySkillRegistry()
+
+    async def add(params: Any, ctx: SkillContext) -> float:
+        return float(sum(params))
+
+    skill = registry.register_manifest(card, add)
+    assert skill.card is card and skill.input_schema == {
+        "type": "array",
+        "items": {"type": "number"},
+        "minItems": 1,
+    }
+    with pytest.raises(SkillwireError, match="already registered"):
+        registry.register_manifest(card, add)
+    rt = TaskRuntime(SkillExecutor(registry), store)
+    task = await send(rt, message(Part(data=[1, 2, 3.5])))
+    assert task.artifacts[0].parts[0].data == 6.5
+    with pytest.raises(InvalidParamsError) as info:
+        await send(rt, message(Part(data=[1, "two"])))
+    assert info.value.metadata["instancePath"] == "/1" and info.value.metadata["schemaPath"] == "/items/type"
