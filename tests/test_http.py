@@ -113,7 +113,8 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
     assert_proto(card, "AgentCard")
     assert card["name"] == "Gated" and card["version"] == "1.0.0"
     assert card["supportedInterfaces"] == [
-        {"url": srv.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        {"url": srv.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": srv.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
     assert card["defaultInputModes"] == ["text/plain"] and card["defaultOutputModes"] == ["text/plain"]

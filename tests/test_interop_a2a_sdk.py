@@ -227,10 +227,12 @@ async def test_card_resolved_by_sdk_resolver(
     assert list(card.default_input_modes) == ["text/plain"]
     assert [skill.id for skill in card.skills] == ["echo"]
     assert list(card.skills[0].examples) == ["hello", "stream 10"]
-    (interface,) = card.supported_interfaces
-    assert interface.protocol_binding == "JSONRPC"
-    assert interface.protocol_version == "1.0"
-    assert interface.url.rstrip("/") == srv.url
+    assert [
+        (i.protocol_binding, i.protocol_version, i.url.rstrip("/")) for i in card.supported_interfaces
+    ] == [
+        ("JSONRPC", "1.0", srv.url),
+        ("HTTP+JSON", "1.0", srv.url),
+    ]
 
     with pytest.raises(AgentCardResolutionError) as missing:
         await within(A2ACardResolver(http, srv.url, "/no/such/card.json").get_agent_card())

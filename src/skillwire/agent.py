@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentProvider, AgentSkill
+from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
@@ -66,6 +66,7 @@ class Agent:
         extended_card_enabled: bool | None = None,
         registry: SkillRegistry | None = None,
         read_only: bool = False,
+        extensions: Sequence[AgentExtension] = (),
     ) -> None:
         self.name = name
         self.description = description or name
@@ -86,6 +87,8 @@ class Agent:
         #: Serve only skills marked readOnly (the others are left off the card and refused).
         self.read_only = read_only
         self.hooks: list[OutcomeHook] = []
+        #: Extensions declared on the card; ``required=True`` ones must be activated by every client.
+        self.extensions = list(extensions)
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -181,6 +184,7 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=False,
+                extensions=self.extensions,
                 extended_agent_card=self.extended_card_enabled,
             ),
             default_input_modes=self.default_input_modes,

@@ -1,6 +1,7 @@
 """The ASGI application: routes, lifespan, and graceful shutdown.
 
-Routes: ``POST /`` (JSON-RPC) and ``GET /.well-known/agent-card.json``. Anything else is 404. Start-up opens
+Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json``, and the HTTP+JSON (REST) paths
+(``/message:send``, ``/tasks/...``, each also under a ``/{tenant}`` prefix). Anything else is 404. Start-up opens
 the store and recovers tasks a previous process left running; shutdown lets running tasks finish for a
 grace period, fails the rest, ends open streams, then closes the store.
 """
@@ -11,11 +12,12 @@ import logging
 
 import msgspec
 
-from skillwire.protocol.models import AgentCapabilities, AgentCard
+from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.jsonrpc import JsonRpcEndpoint
+from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
 
@@ -47,19 +49,38 @@ class A2AApplication:
         self.rpc_path = rpc_path
         self.shutdown_grace = shutdown_grace
         self.dispatcher = Dispatcher(handler, self._capabilities)
-        self.jsonrpc = JsonRpcEndpoint(self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive)
+        self.jsonrpc = JsonRpcEndpoint(
+            self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
+        )
+        self.rest = RestEndpoint(
+            self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
+        )
         self.card_endpoint = CardEndpoint(self.card_for, public_url=public_url)
+        #: ``host:port`` of the gRPC server when one is served beside this app (set before start-up).
+        self.grpc_address: str | None = None
+        self._declared = frozenset(e.uri for e in card.capabilities.extensions)
         self._started = False
         self._stopped = False
 
     def _capabilities(self) -> AgentCapabilities:
         return self.card.capabilities
 
+    def _activate(self, requested: frozenset[str]) -> frozenset[str]:
+        """The requested extensions this agent declares (unknown ones are ignored, as the spec says)."""
+        return requested & self._declared if requested else requested
+
     def card_for(self, base_url: str) -> AgentCard:
-        """The public card as served under ``base_url``."""
-        return msgspec.structs.replace(
-            self.card, supported_interfaces=[jsonrpc_interface(base_url, self.rpc_path)]
-        )
+        """The public card as served under ``base_url``: JSON-RPC first (preferred), then HTTP+JSON, then
+        gRPC when it is served."""
+        interfaces = [
+            jsonrpc_interface(base_url, self.rpc_path),
+            AgentInterface(url=base_url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+        ]
+        if self.grpc_address:
+            interfaces.append(
+                AgentInterface(url=self.grpc_address, protocol_binding="GRPC", protocol_version="1.0")
+            )
+        return msgspec.structs.replace(self.card, supported_interfaces=interfaces)
 
     async def startup(self) -> None:
         if self._started:
@@ -87,7 +108,7 @@ class A2AApplication:
                 await self.jsonrpc(scope, receive, send)
             elif path == CARD_PATH:
                 await self.card_endpoint(scope, receive, send)
-            else:
+            elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)

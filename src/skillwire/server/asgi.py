@@ -84,6 +84,7 @@ async def stream_sse(
     frame_error: Callable[[Exception], bytes],
     keepalive: float,
     first: bytes | None = None,
+    extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
     """Send ``first`` then ``frame(event)`` for each of ``events`` as an SSE response, with keep-alive
     comments when idle. An exception raised by ``events`` is sent as ``frame_error(exc)`` and ends the
@@ -93,7 +94,8 @@ async def stream_sse(
     chunk, so a burst of events costs one socket write. If the client goes away the iterator is closed and
     nothing else happens: the work behind the stream (a task) is not canceled by a disconnect.
     """
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    headers = SSE_HEADERS + extra_headers if extra_headers else SSE_HEADERS
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     if first is not None:
         await send({"type": "http.response.body", "body": first, "more_body": True})
 

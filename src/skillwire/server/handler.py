@@ -18,7 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from skillwire.errors import MethodNotFoundError, PushNotificationNotSupportedError, UnsupportedOperationError
+from skillwire.errors import (
+    ExtensionSupportRequiredError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
 from skillwire.protocol.models import AgentCapabilities
 from skillwire.protocol.operations import Capability, Operation, spec_of
 from skillwire.server.context import CallContext
@@ -64,9 +69,15 @@ class Dispatcher:
         self._capabilities = capabilities
 
     async def call(self, operation: Operation, params: Any, context: CallContext) -> Any:
+        caps = self._capabilities()
+        for extension in caps.extensions:
+            if extension.required and extension.uri not in context.extensions:
+                raise ExtensionSupportRequiredError(
+                    f"This agent requires the extension {extension.uri}: activate it with the A2A-Extensions header",
+                    metadata={"extension": extension.uri},
+                )
         gate = spec_of(operation).capability
         if gate is not None:
-            caps = self._capabilities()
             if gate is Capability.STREAMING and not caps.streaming:
                 raise UnsupportedOperationError(
                     f"{operation.value} needs streaming, which this agent does not offer"
@@ -78,7 +89,7 @@ class Dispatcher:
         if operation in _SENDS:
             config = params.configuration
             pushes = config is not None and config.task_push_notification_config is not None
-            if pushes and not self._capabilities().push_notifications:
+            if pushes and not caps.push_notifications:
                 raise PushNotificationNotSupportedError(
                     "configuration.taskPushNotificationConfig was given, but this agent does not send"
                     " push notifications"

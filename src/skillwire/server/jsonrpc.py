@@ -8,7 +8,7 @@ an error raised up front is a plain JSON-RPC error response rather than a one-ev
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -44,29 +44,38 @@ from skillwire.wire.jsonrpc import (
 )
 from skillwire.wire.sse import encode_event
 
-__all__ = ["JsonRpcEndpoint"]
+__all__ = ["JsonRpcEndpoint", "is_json_content_type", "requested_extensions"]
 
 log = logging.getLogger("skillwire.jsonrpc")
 
 _JSON_TYPES = ("application/json", "application/a2a+json")
 
 
-def _is_json(content_type: str) -> bool:
+def is_json_content_type(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
 
-def _parse_extensions(value: str | None) -> frozenset[str]:
-    if not value:
-        return frozenset()
+def requested_extensions(headers: dict[str, str]) -> frozenset[str]:
+    """The extension URIs a client activates: ``A2A-Extensions`` (v1.0) or ``X-A2A-Extensions`` (v0.3)."""
+    value = ",".join(v for v in (headers.get("a2a-extensions"), headers.get("x-a2a-extensions")) if v)
     return frozenset(part.strip() for part in value.split(",") if part.strip())
 
 
 class JsonRpcEndpoint:
-    def __init__(self, dispatcher: Dispatcher, *, max_body_bytes: int, keepalive: float) -> None:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_body_bytes: int,
+        keepalive: float,
+        activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
+    ) -> None:
         self.dispatcher = dispatcher
         self.max_body_bytes = max_body_bytes
         self.keepalive = keepalive
+        #: requested extension URIs -> the ones this agent activates (declared on its card)
+        self._activate = activate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -75,7 +84,7 @@ class JsonRpcEndpoint:
             return
         headers = header_map(scope)
         content_type = headers.get("content-type")
-        if content_type is not None and not _is_json(content_type):
+        if content_type is not None and not is_json_content_type(content_type):
             error: A2AError = ContentTypeNotSupportedError(
                 f"Content-Type {content_type[:100]!r} is not supported: send application/json",
                 metadata={"contentType": content_type[:100]},
@@ -116,10 +125,12 @@ class JsonRpcEndpoint:
             return
 
         params: Any = request.params
+        activated = self._activate(requested_extensions(headers))
+        echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
         context = CallContext(
             protocol_version=version,
             tenant=getattr(params, "tenant", "") or "",
-            extensions=_parse_extensions(headers.get("a2a-extensions")),
+            extensions=activated,
             binding="JSONRPC",
             headers=headers,
         )
@@ -133,15 +144,17 @@ class JsonRpcEndpoint:
                 except StopAsyncIteration:
                     first = None
         except A2AError as error:
-            await self._answer(send, request_id, expects_response, encode_error(request_id, error))
+            await self._answer(send, request_id, expects_response, encode_error(request_id, error), echo)
             return
         except Exception:
             log.exception("%s failed", operation.value)
-            await self._answer(send, request_id, expects_response, encode_error(request_id, InternalError()))
+            await self._answer(
+                send, request_id, expects_response, encode_error(request_id, InternalError()), echo
+            )
             return
 
         if not request.spec.streaming:
-            await self._answer(send, request_id, expects_response, encode_result(request_id, result))
+            await self._answer(send, request_id, expects_response, encode_result(request_id, result), echo)
             return
         if not expects_response:  # a streaming notification: the task runs, nobody listens
             aclose = getattr(stream, "aclose", None)
@@ -162,11 +175,25 @@ class JsonRpcEndpoint:
 
         head = None if first is None else frame(first)
         await stream_sse(
-            receive, send, stream, frame=frame, frame_error=frame_error, keepalive=self.keepalive, first=head
+            receive,
+            send,
+            stream,
+            frame=frame,
+            frame_error=frame_error,
+            keepalive=self.keepalive,
+            first=head,
+            extra_headers=echo,
         )
 
-    async def _answer(self, send: Send, request_id: RequestId, expects_response: bool, body: bytes) -> None:
+    async def _answer(
+        self,
+        send: Send,
+        request_id: RequestId,
+        expects_response: bool,
+        body: bytes,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         if expects_response:
-            await send_bytes(send, 200, body)
+            await send_bytes(send, 200, body, extra_headers=headers)
         else:
-            await send_bytes(send, 204, b"")
+            await send_bytes(send, 204, b"", extra_headers=headers)

@@ -34,8 +34,10 @@ __all__ = [
     "encode_error",
     "encode_result",
     "error_object",
+    "field_error",
     "parse_envelope",
     "parse_request",
+    "too_deep",
 ]
 
 RequestId = str | int | None
@@ -84,7 +86,7 @@ def _decoder_for(spec: OperationSpec) -> Decoder:
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
-def _too_deep(body: bytes) -> bool:
+def too_deep(body: bytes) -> bool:
     """Whether ``body`` nests arrays/objects deeper than MAX_DEPTH (checked before decoding).
 
     Linear in the body: escapes are dropped, the text is split at the remaining quotes (the odd pieces
@@ -108,14 +110,14 @@ def _too_deep(body: bytes) -> bool:
 _MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
 
 
-def _field_path(err: msgspec.ValidationError) -> tuple[str, str]:
+def field_error(err: msgspec.ValidationError, root: str = "params") -> tuple[str, str]:
     """msgspec's "reason - at `$.a.b`" as ("params.a.b", "reason"); a missing field names itself."""
     text = str(err)
     reason, sep, where = text.rpartition(" - at `")
     if not sep:
-        reason, path = text, "params"
+        reason, path = text, root
     else:
-        path = "params" + where.rstrip("`")[1:]
+        path = root + where.rstrip("`")[1:]
     missing = _MISSING.match(reason)
     if missing:
         return f"{path}.{missing.group(1)}", "required field is missing"
@@ -140,7 +142,7 @@ def parse_envelope(body: bytes) -> Envelope:
             body.decode("utf-8")  # msgspec skips unknown members without checking their text
         except UnicodeDecodeError:
             raise JsonRpcFailure(JSONParseError("Invalid JSON payload: the body is not UTF-8")) from None
-    if _too_deep(body):
+    if too_deep(body):
         raise JsonRpcFailure(InvalidRequestError(f"Request nests deeper than {MAX_DEPTH} levels"))
     try:
         env = _envelope_decoder.decode(body)
@@ -173,7 +175,7 @@ def decode_params(env: Envelope) -> JsonRpcRequest:
     try:
         params = _decoder_for(spec).decode(b"{}" if env.params is UNSET else env.params)
     except msgspec.ValidationError as exc:
-        field, reason = _field_path(exc)
+        field, reason = field_error(exc)
         if field == "params" and reason.startswith("Expected `object`"):
             reason = "`params` must be an object"
         raise JsonRpcFailure(

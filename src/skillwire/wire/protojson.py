@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from msgspec import inspect as mi
 
-__all__ = ["Decoder"]
+__all__ = ["Decoder", "rename"]
 
 
 class _Names:
@@ -57,6 +57,17 @@ def _rename(t: mi.Type, value: Any) -> Any:
             if isinstance(option, mi.ListType) and isinstance(value, list):
                 return _rename(option, value)
     return value
+
+
+_info_cache: dict[type, mi.Type] = {}
+
+
+def rename(struct: type[msgspec.Struct], value: Any) -> Any:
+    """``value`` (decoded JSON for ``struct``) with proto field names renamed to JSON names, by schema."""
+    info = _info_cache.get(struct)
+    if info is None:
+        info = _info_cache[struct] = mi.type_info(struct)
+    return _rename(info, value)
 
 
 class Decoder:

@@ -1,0 +1,178 @@
+"""The HTTP+JSON (REST) binding: an ASGI endpoint over the Dispatcher.
+
+Errors are AIP-193 bodies, ``{"error": {"code": <HTTP status>, "status": <google.rpc.Code name>,
+"message": ..., "details": [ErrorInfo, ...]}}``, with the HTTP status of the v1.0.1 table. Responses are
+``application/json`` (the spec prefers ``application/a2a+json``; the conformance suite expects
+``application/json``, see docs/conformance.md); requests may use either. A request body whose
+Content-Type is not JSON gets HTTP 415. Streams are SSE whose events are bare StreamResponse objects; an
+error before the first event is a plain JSON error response, an error after it is a last ``data:`` event
+holding the AIP-193 error object.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import msgspec
+
+from skillwire.errors import (
+    A2AError,
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidRequestError,
+    MethodNotFoundError,
+)
+from skillwire.protocol.models import StreamResponse
+from skillwire.protocol.operations import spec_of
+from skillwire.protocol.versions import negotiate_version
+from skillwire.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    header_map,
+    read_body,
+    send_bytes,
+    stream_sse,
+)
+from skillwire.server.context import CallContext
+from skillwire.server.handler import Dispatcher
+from skillwire.server.jsonrpc import is_json_content_type, requested_extensions
+from skillwire.wire.rest import match_route, parse_call
+from skillwire.wire.sse import encode_event
+
+__all__ = ["RestEndpoint", "encode_status"]
+
+log = logging.getLogger("skillwire.rest")
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_status(error: A2AError, status: int | None = None) -> bytes:
+    """The AIP-193 ``{"error": {...}}`` body for ``error`` (``code`` is the HTTP status sent with it)."""
+    return _encoder.encode(
+        {
+            "error": {
+                "code": status or error.http_status,
+                "status": error.grpc_status,
+                "message": error.message,
+                "details": error.details(),
+            }
+        }
+    )
+
+
+class RestEndpoint:
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        max_body_bytes: int,
+        keepalive: float,
+        activate: Callable[[frozenset[str]], frozenset[str]],
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.max_body_bytes = max_body_bytes
+        self.keepalive = keepalive
+        self._activate = activate
+
+    async def _error(
+        self, send: Send, error: A2AError, status: int | None = None, headers: Any = None
+    ) -> None:
+        await send_bytes(
+            send, status or error.http_status, encode_status(error, status), extra_headers=headers
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve the request if a route matches it; return False (sending nothing) if none does."""
+        method = scope["method"]
+        try:
+            call = match_route(method, scope["path"])
+        except MethodNotFoundError as exc:
+            await self._error(send, exc, 405, [(b"allow", exc.metadata.get("allow", "").encode())])
+            return True
+        if call is None:
+            return False
+        headers = header_map(scope)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        content_type = headers.get("content-type")
+        if (
+            method in ("POST", "PUT", "PATCH")
+            and content_type is not None
+            and not is_json_content_type(content_type)
+        ):
+            error = ContentTypeNotSupportedError(
+                f"Content-Type {content_type[:100]!r} is not supported: send application/json",
+                metadata={"contentType": content_type[:100]},
+            )
+            await self._error(send, error, 415)
+            return True
+        try:
+            body = await read_body(receive, self.max_body_bytes)
+        except BodyTooLarge:
+            await self._error(
+                send,
+                InvalidRequestError(f"Request body exceeds the limit of {self.max_body_bytes} bytes"),
+                413,
+            )
+            return True
+        except ClientGone:
+            return True
+
+        activated = self._activate(requested_extensions(headers))
+        echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
+        try:
+            version = negotiate_version(
+                headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
+            )
+            params = parse_call(call, query, body)
+            context = CallContext(
+                protocol_version=version,
+                tenant=getattr(params, "tenant", "") or "",
+                extensions=activated,
+                binding="HTTP+JSON",
+                headers=headers,
+            )
+            result = await self.dispatcher.call(call.operation, params, context)
+            if spec_of(call.operation).streaming:
+                try:
+                    first = await anext(result)
+                except StopAsyncIteration:
+                    first = None
+        except A2AError as error:
+            await self._error(send, error, headers=echo)
+            return True
+        except Exception:
+            log.exception("%s failed", call.operation.value)
+            await self._error(send, InternalError(), headers=echo)
+            return True
+
+        if not spec_of(call.operation).streaming:
+            body_out = b"{}" if result is None else _encoder.encode(result)
+            await send_bytes(send, 200, body_out, extra_headers=echo)
+            return True
+
+        def frame(event: StreamResponse) -> bytes:
+            return encode_event(_encoder.encode(event))
+
+        def frame_error(exc: Exception) -> bytes:
+            if not isinstance(exc, A2AError):
+                log.error("stream failed", exc_info=exc)
+                exc = InternalError()
+            return encode_event(encode_status(exc))
+
+        await stream_sse(
+            receive,
+            send,
+            result,
+            frame=frame,
+            frame_error=frame_error,
+            keepalive=self.keepalive,
+            first=None if first is None else frame(first),
+            extra_headers=echo,
+        )
+        return True

@@ -1,0 +1,175 @@
+"""The HTTP+JSON (REST) binding's mapping, sans-IO: (method, path, query, body) -> (operation, params).
+
+v1.0 routes (each also under an optional ``/{tenant}`` prefix)::
+
+    POST   /message:send                          SendMessage            body: SendMessageRequest
+    POST   /message:stream                        SendStreamingMessage   body: SendMessageRequest (SSE)
+    GET    /tasks                                 ListTasks              query: contextId, status, pageSize, ...
+    GET    /tasks/{id}                            GetTask                query: historyLength
+    POST   /tasks/{id}:cancel                     CancelTask             body: {metadata} or empty
+    GET    /tasks/{id}:subscribe  (POST too)      SubscribeToTask        (SSE)
+    POST   /tasks/{taskId}/pushNotificationConfigs        CreateTaskPushNotificationConfig
+    GET    /tasks/{taskId}/pushNotificationConfigs        ListTaskPushNotificationConfigs
+    GET    /tasks/{taskId}/pushNotificationConfigs/{id}   GetTaskPushNotificationConfig
+    DELETE /tasks/{taskId}/pushNotificationConfigs/{id}   DeleteTaskPushNotificationConfig
+    GET    /extendedAgentCard                     GetExtendedAgentCard
+
+Path parameters fill ``id``/``taskId``/``tenant``; query parameters are camelCase (proto names accepted
+too), repeated or comma-separated for lists; bodies are the ProtoJSON request message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import msgspec
+
+from skillwire.errors import InvalidParamsError, JSONParseError, MethodNotFoundError
+from skillwire.protocol.operations import Operation, spec_of
+from skillwire.wire.jsonrpc import field_error, too_deep
+from skillwire.wire.protojson import rename
+
+__all__ = ["RestCall", "match_route", "parse_call"]
+
+_O = Operation
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    pattern: re.Pattern[str]
+    operation: Operation
+    #: Where the body goes: "all" (the body is the request), "none" (no body), or a field name.
+    body: str = "all"
+
+
+def _route(method: str, template: str, operation: Operation, body: str = "all") -> _Route:
+    regex = (
+        re.escape(template).replace(r"\{id\}", "(?P<id>[^/:]+)").replace(r"\{taskId\}", "(?P<taskId>[^/:]+)")
+    )
+    return _Route(method, re.compile(f"^{regex}$"), operation, body)
+
+
+_ROUTES = (
+    _route("POST", "/message:send", _O.SEND_MESSAGE),
+    _route("POST", "/message:stream", _O.SEND_STREAMING_MESSAGE),
+    _route("GET", "/tasks", _O.LIST_TASKS, "none"),
+    _route("GET", "/tasks/{id}", _O.GET_TASK, "none"),
+    _route("POST", "/tasks/{id}:cancel", _O.CANCEL_TASK),
+    _route("GET", "/tasks/{id}:subscribe", _O.SUBSCRIBE_TO_TASK, "none"),
+    _route("POST", "/tasks/{id}:subscribe", _O.SUBSCRIBE_TO_TASK),
+    _route("POST", "/tasks/{taskId}/pushNotificationConfigs", _O.CREATE_PUSH_CONFIG),
+    _route("GET", "/tasks/{taskId}/pushNotificationConfigs", _O.LIST_PUSH_CONFIGS, "none"),
+    _route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", _O.GET_PUSH_CONFIG, "none"),
+    _route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", _O.DELETE_PUSH_CONFIG, "none"),
+    _route("GET", "/extendedAgentCard", _O.GET_EXTENDED_AGENT_CARD, "none"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RestCall:
+    operation: Operation
+    #: Path parameters (``id``, ``taskId``) and ``tenant`` when the path had a tenant prefix.
+    path_params: dict[str, str]
+    body: str
+
+
+class _MethodNotAllowed(Exception):
+    def __init__(self, allowed: list[str]) -> None:
+        self.allowed = allowed
+
+
+def _match(method: str, path: str) -> RestCall | None:
+    allowed = []
+    for route in _ROUTES:
+        found = route.pattern.match(path)
+        if found is None:
+            continue
+        if route.method != method:
+            allowed.append(route.method)
+            continue
+        params = {k: unquote(v) for k, v in found.groupdict().items()}
+        return RestCall(route.operation, params, route.body)
+    if allowed:
+        raise _MethodNotAllowed(allowed)
+    return None
+
+
+def match_route(method: str, path: str) -> RestCall | None:
+    """The call for ``method path``, trying the path as is and then with its first segment as a tenant.
+
+    Returns None when no route has that path; raises MethodNotFoundError naming the allowed methods when a
+    route has the path but not the method.
+    """
+    method = "GET" if method == "HEAD" else method
+    try:
+        call = _match(method, path)
+        if call is not None:
+            return call
+        tenant, sep, rest = path.removeprefix("/").partition("/")
+        if sep and tenant:
+            call = _match(method, "/" + rest)
+            if call is not None:
+                return RestCall(call.operation, {**call.path_params, "tenant": unquote(tenant)}, call.body)
+    except _MethodNotAllowed as exc:
+        raise MethodNotFoundError(
+            f"{method} is not allowed here; use {', '.join(sorted(set(exc.allowed)))}",
+            metadata={"allow": ",".join(sorted(set(exc.allowed)))},
+        ) from None
+    return None
+
+
+def _query_value(info: msgspec.inspect.Type, values: list[str]) -> Any:
+    if isinstance(info, msgspec.inspect.UnionType):
+        inner = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        info = inner[0] if len(inner) == 1 else info
+    if isinstance(info, msgspec.inspect.ListType):
+        return [item for v in values for item in v.split(",") if item]
+    return values[-1]
+
+
+def _query_object(struct: type[msgspec.Struct], query: Mapping[str, list[str]]) -> dict[str, Any]:
+    fields = {}
+    for f in msgspec.inspect.type_info(struct).fields:  # type: ignore[attr-defined]
+        fields[f.encode_name] = f
+        fields[f.name] = f
+    out: dict[str, Any] = {}
+    for key, values in query.items():
+        f = fields.get(key)
+        if f is not None and values:
+            out[f.encode_name] = _query_value(f.type, values)
+    return out
+
+
+def parse_call(call: RestCall, query: Mapping[str, list[str]], body: bytes) -> Any:
+    """The request Struct for ``call``: body, path parameters and query parameters merged."""
+    struct = spec_of(call.operation).request_type
+    if call.body == "none" or not body.strip():
+        value: Any = {}
+    else:
+        if too_deep(body):
+            raise InvalidParamsError("The body nests too deeply")
+        try:
+            value = msgspec.json.decode(body)
+        except (msgspec.DecodeError, RecursionError):
+            raise JSONParseError("The body is not valid JSON") from None
+        if not isinstance(value, dict):
+            raise InvalidParamsError(
+                "The body must be a JSON object", field_violations=[("body", "must be an object")]
+            )
+    value = rename(struct, value)
+    if call.body == "none":
+        value.update(_query_object(struct, query))
+    for key, item in call.path_params.items():
+        value[key] = item
+    try:
+        return msgspec.convert(value, struct, strict=False)
+    except msgspec.ValidationError as exc:
+        field, reason = field_error(exc, root="body" if call.body != "none" else "query")
+        raise InvalidParamsError(
+            f"Invalid request: {field}: {reason}", field_violations=[(field, reason)]
+        ) from None

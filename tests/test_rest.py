@@ -1,0 +1,199 @@
+"""The HTTP+JSON (REST) binding against a real server; extensions and tenants on every HTTP binding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import A2A_V1, RunningServer, assert_proto, assert_rpc_error, example_agent, rpc, user_message
+from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
+from skillwire.wire.sse import SSEDecoder
+
+TIMEOUT = 10.0
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=TIMEOUT, headers=A2A_V1) as c:
+        yield c
+
+
+@pytest.fixture
+def tck(serve: Any) -> RunningServer:
+    return serve(example_agent("tck").asgi(store="memory://"))  # type: ignore[no-any-return]
+
+
+def assert_status(response: httpx.Response, status: int, reason: str | None = None) -> dict[str, Any]:
+    """An AIP-193 error body with ErrorInfo; returns the error object."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == status and isinstance(error["message"], str) and error["status"]
+    info = error["details"][0]
+    assert (
+        info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" and info["domain"] == "a2a-protocol.org"
+    )
+    if reason is not None:
+        assert info["reason"] == reason
+    return error  # type: ignore[no-any-return]
+
+
+def send_body(message_id: str, **extra: Any) -> dict[str, Any]:
+    return {"message": user_message("hi", messageId=message_id), **extra}
+
+
+async def sse(response: httpx.Response) -> list[dict[str, Any]]:
+    decoder = SSEDecoder()
+    out = []
+    async for chunk in response.aiter_bytes():
+        out += [json.loads(d) for d in decoder.feed(chunk)]
+    return out
+
+
+async def test_send_get_list_cancel(tck: RunningServer, client: httpx.AsyncClient) -> None:
+    sent = await client.post(tck.url + "/message:send", json=send_body("tck-complete-task-1"))
+    assert sent.status_code == 200 and sent.headers["content-type"] == "application/json"
+    task = assert_proto(sent.text, "SendMessageResponse").task
+    assert task.status.state == 3  # TASK_STATE_COMPLETED
+    got = await client.get(f"{tck.url}/tasks/{task.id}", params={"historyLength": "1"})
+    assert got.status_code == 200
+    body = got.json()
+    assert_proto(body, "Task")
+    assert body["id"] == task.id and len(body["history"]) == 1
+    waiting = (await client.post(tck.url + "/message:send", json=send_body("tck-input-required-1"))).json()[
+        "task"
+    ]
+    listed = await client.get(tck.url + "/tasks", params={"contextId": waiting["contextId"], "pageSize": "5"})
+    page = listed.json()
+    assert_proto(page, "ListTasksResponse")
+    assert [t["id"] for t in page["tasks"]] == [waiting["id"]]
+    assert page["pageSize"] == 5 and page["totalSize"] == 1 and page["nextPageToken"] == ""
+    by_state = (await client.get(tck.url + "/tasks", params={"status": "TASK_STATE_INPUT_REQUIRED"})).json()
+    assert [t["id"] for t in by_state["tasks"]] == [waiting["id"]]
+    with_artifacts = (await client.get(tck.url + "/tasks", params={"includeArtifacts": "true"})).json()
+    assert any("artifacts" in t for t in with_artifacts["tasks"]) is False  # neither task has artifacts
+    canceled = await client.post(f"{tck.url}/tasks/{waiting['id']}:cancel")  # an empty body is fine
+    assert canceled.status_code == 200 and canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
+    again = await client.post(f"{tck.url}/tasks/{waiting['id']}:cancel", json={})
+    assert_status(again, 400, "TASK_NOT_CANCELABLE")
+
+
+async def test_errors_are_aip_193_with_the_v1_0_1_statuses(
+    tck: RunningServer, client: httpx.AsyncClient
+) -> None:
+    assert_status(await client.get(tck.url + "/tasks/nope"), 404, "TASK_NOT_FOUND")
+    assert_status(await client.post(tck.url + "/tasks/nope:cancel"), 404, "TASK_NOT_FOUND")
+    push = {"url": "https://example.com/hook"}
+    error = assert_status(await client.post(tck.url + "/tasks/t/pushNotificationConfigs", json=push), 400)
+    assert (
+        error["status"] == "FAILED_PRECONDITION"
+        and error["details"][0]["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    )
+    assert_status(
+        await client.get(tck.url + "/tasks/t/pushNotificationConfigs"), 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"
+    )
+    assert_status(await client.get(tck.url + "/tasks/t/pushNotificationConfigs/c"), 400)
+    assert_status(await client.delete(tck.url + "/tasks/t/pushNotificationConfigs/c"), 400)
+    assert_status(await client.get(tck.url + "/extendedAgentCard"), 400, "UNSUPPORTED_OPERATION")
+    missing = await client.post(tck.url + "/message:send", json={})
+    assert "message" in assert_status(missing, 400, "INVALID_PARAMS")["message"]
+    bad_json = await client.post(
+        tck.url + "/message:send", content=b"{", headers={"Content-Type": "application/json"}
+    )
+    assert_status(bad_json, 400, "PARSE_ERROR")
+    version = await client.post(
+        tck.url + "/message:send", json=send_body("x"), headers={"A2A-Version": "99.0"}
+    )
+    assert_status(version, 400, "VERSION_NOT_SUPPORTED")
+    text = await client.post(tck.url + "/message:send", content=b"hi", headers={"Content-Type": "text/plain"})
+    assert_status(text, 415, "CONTENT_TYPE_NOT_SUPPORTED")
+    a2a_json = await client.post(
+        tck.url + "/message:send",
+        content=json.dumps(send_body("tck-complete-task-2")),
+        headers={"Content-Type": "application/a2a+json"},
+    )
+    assert a2a_json.status_code == 200
+    wrong_method = await client.delete(tck.url + "/message:send")
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+    assert (await client.get(tck.url + "/no/such/thing/here")).status_code == 404
+    bad_query = await client.get(tck.url + "/tasks", params={"pageSize": "many"})
+    assert "pageSize" in assert_status(bad_query, 400, "INVALID_PARAMS")["message"]
+
+
+async def test_streams_are_bare_stream_responses(tck: RunningServer, client: httpx.AsyncClient) -> None:
+    async with client.stream(
+        "POST", tck.url + "/message:stream", json=send_body("tck-stream-001-a")
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = await sse(response)
+    for event in events:
+        assert_proto(event, "StreamResponse")
+    assert [next(iter(e)) for e in events] == ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
+    waiting = (await client.post(tck.url + "/message:send", json=send_body("tck-input-required-9"))).json()[
+        "task"
+    ]
+    for method in ("GET", "POST"):
+        async with client.stream(method, f"{tck.url}/tasks/{waiting['id']}:subscribe") as response:
+            async for chunk in response.aiter_bytes():
+                first = json.loads(next(SSEDecoder().feed(chunk)))
+                break
+        assert first["task"]["id"] == waiting["id"]
+    done = (await client.get(tck.url + "/tasks")).json()["tasks"]
+    finished = next(t for t in done if t["status"]["state"] == "TASK_STATE_COMPLETED")
+    refused = await client.post(f"{tck.url}/tasks/{finished['id']}:subscribe")
+    assert_status(refused, 400, "UNSUPPORTED_OPERATION")
+
+
+async def test_tenants_scope_tasks_on_every_binding(tck: RunningServer, client: httpx.AsyncClient) -> None:
+    sent = await client.post(tck.url + "/acme/message:send", json=send_body("tck-complete-task-t"))
+    task = sent.json()["task"]
+    assert (await client.get(f"{tck.url}/acme/tasks/{task['id']}")).status_code == 200
+    assert_status(await client.get(f"{tck.url}/tasks/{task['id']}"), 404, "TASK_NOT_FOUND")
+    assert_status(await client.get(f"{tck.url}/other/tasks/{task['id']}"), 404)
+    assert [t["id"] for t in (await client.get(tck.url + "/acme/tasks")).json()["tasks"]] == [task["id"]]
+    assert (await client.get(tck.url + "/tasks")).json()["totalSize"] == 0
+    # JSON-RPC carries the tenant in params, and sees the same tenant's tasks
+    body = rpc("GetTask", {"tenant": "acme", "id": task["id"]})
+    assert (await client.post(tck.rpc_url, json=body)).json()["result"]["id"] == task["id"]
+    assert_rpc_error((await client.post(tck.rpc_url, json=rpc("GetTask", {"id": task["id"]}))).json(), -32001)
+
+
+EXT = "https://example.com/ext/audit/v1"
+REQUIRED = "https://example.com/ext/signed/v1"
+
+
+async def test_extensions_are_activated_echoed_and_required(serve: Any, client: httpx.AsyncClient) -> None:
+    seen: list[frozenset[str]] = []
+
+    async def work(context: RequestContext, events: TaskEvents) -> None:
+        seen.append(context.call.extensions)
+
+    agent = Agent(
+        "Ext",
+        executor=work,
+        extensions=[
+            AgentExtension(uri=EXT, description="audit"),
+            AgentExtension(uri=REQUIRED, required=True),
+        ],
+    )
+    srv = serve(agent.asgi(store="memory://"))
+    card = (await client.get(srv.url + "/.well-known/agent-card.json")).json()
+    assert [e["uri"] for e in card["capabilities"]["extensions"]] == [EXT, REQUIRED]
+
+    without = await client.post(srv.url + "/message:send", json=send_body("a"))
+    assert_status(without, 400, "EXTENSION_SUPPORT_REQUIRED")
+    rpc_without = (await client.post(srv.rpc_url, json=rpc("SendMessage", send_body("b")))).json()
+    assert_rpc_error(rpc_without, -32008)
+
+    headers = {"A2A-Extensions": f"{REQUIRED}, {EXT}, https://unknown.example/x"}
+    ok = await client.post(srv.url + "/message:send", json=send_body("c"), headers=headers)
+    assert ok.status_code == 200
+    assert ok.headers["a2a-extensions"] == ",".join(sorted([EXT, REQUIRED]))
+    legacy = {"X-A2A-Extensions": REQUIRED}
+    rpc_ok = await client.post(srv.rpc_url, json=rpc("SendMessage", send_body("d")), headers=legacy)
+    assert "result" in rpc_ok.json() and rpc_ok.headers["a2a-extensions"] == REQUIRED
+    assert seen == [frozenset({EXT, REQUIRED}), frozenset({REQUIRED})]
