@@ -1,4 +1,5 @@
-"""Interop: the official a2a-sdk client (PyPI ``a2a-sdk`` 1.3, JSON-RPC binding) against a real server.
+"""Interop: the official a2a-sdk client (PyPI ``a2a-sdk`` 1.3, JSON-RPC and HTTP+JSON bindings) against a
+real server.
 
 Every test resolves the agent card with the sdk's ``A2ACardResolver``, builds its clients with the sdk's
 ``ClientFactory`` and talks to a skillwire server running under uvicorn, over memory and SQLite stores.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
@@ -65,10 +67,33 @@ def _check_rpc_body(body: Any, request: dict[str, Any]) -> None:
         assert_rpc_result(body, request["method"])
 
 
-class _StrictSSE(httpx.AsyncByteStream):
-    """Passes an SSE body through unchanged, checking each event's JSON-RPC payload as it goes by."""
+_REST_RESULTS = (
+    (re.compile(r"^(/[^/]+)?/message:send$"), "SendMessageResponse"),
+    (re.compile(r"^(/[^/]+)?/tasks/[^/:]+:cancel$"), "Task"),
+    (re.compile(r"^(/[^/]+)?/tasks/[^/:]+$"), "Task"),
+    (re.compile(r"^(/[^/]+)?/tasks$"), "ListTasksResponse"),
+)
 
-    def __init__(self, inner: Any, request: dict[str, Any]) -> None:
+
+def _check_rest_body(path: str, status: int, body: Any) -> None:
+    """A REST response: an AIP-193 error with ErrorInfo, or the route's v1.0 result type."""
+    if status >= 400:
+        error = body["error"]
+        assert error["code"] == status and error["status"] and isinstance(error["message"], str)
+        assert error["details"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+        return
+    for pattern, message in _REST_RESULTS:
+        if pattern.match(path):
+            assert_proto(body, message)
+            return
+    raise AssertionError(f"unexpected REST path {path}")
+
+
+class _StrictSSE(httpx.AsyncByteStream):
+    """Passes an SSE body through unchanged, checking each event's payload as it goes by: a JSON-RPC response
+    (``request`` given) or, on REST, a bare StreamResponse or an AIP-193 error."""
+
+    def __init__(self, inner: Any, request: dict[str, Any] | None) -> None:
         self._inner = inner
         self._request = request
         self._buffer = b""
@@ -84,8 +109,15 @@ class _StrictSSE(httpx.AsyncByteStream):
 
     def _check(self, event: bytes) -> None:
         data = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line.startswith(b"data:")]
-        if data:
-            _check_rpc_body(json.loads(b"\n".join(data)), self._request)
+        if not data:
+            return
+        body = json.loads(b"\n".join(data))
+        if self._request is not None:
+            _check_rpc_body(body, self._request)
+        elif "error" in body:
+            _check_rest_body("", body["error"]["code"], body)
+        else:
+            assert_proto(body, "StreamResponse")
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -97,14 +129,18 @@ async def _strict_response_hook(response: httpx.Response) -> None:
         await response.aread()
         assert_proto(response.text, "AgentCard")
         return
-    if request.method != "POST":
+    rest = request.url.path != "/"
+    if request.method != "POST" and not rest:
         return
-    rpc_request = json.loads(request.content)
+    rpc_request = None if rest else json.loads(request.content)
     if "text/event-stream" in response.headers.get("content-type", ""):
         response.stream = _StrictSSE(response.stream, rpc_request)
-    else:
-        await response.aread()
+        return
+    await response.aread()
+    if rpc_request is not None:
         _check_rpc_body(response.json(), rpc_request)
+    else:
+        _check_rest_body(request.url.path, response.status_code, response.json())
 
 
 # -- fixtures ----------------------------------------------------------------------------------------------
@@ -113,6 +149,12 @@ async def _strict_response_hook(response: httpx.Response) -> None:
 @pytest.fixture(params=["memory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Any) -> str:
     return "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/t.db"
+
+
+@pytest.fixture(params=["JSONRPC", "HTTP+JSON"])
+def binding(request: pytest.FixtureRequest) -> str:
+    """The transport the sdk client is restricted to."""
+    return str(request.param)
 
 
 @pytest.fixture
@@ -134,15 +176,20 @@ class Peer:
 
 @pytest.fixture
 async def connect(
-    serve: Callable[[Any], RunningServer], store: str, http: httpx.AsyncClient
+    serve: Callable[[Any], RunningServer], store: str, binding: str, http: httpx.AsyncClient
 ) -> AsyncIterator[Callable[[str], Awaitable[Peer]]]:
     clients: list[Client] = []
 
     async def _connect(example: str) -> Peer:
         srv = serve(example_agent(example).asgi(store=store))
         card = await A2ACardResolver(http, srv.url).get_agent_card()
-        streaming = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
-        blocking = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+        bindings = [binding]
+        streaming = ClientFactory(
+            ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=bindings)
+        ).create(card)
+        blocking = ClientFactory(
+            ClientConfig(httpx_client=http, streaming=False, supported_protocol_bindings=bindings)
+        ).create(card)
         clients.extend([streaming, blocking])
         return Peer(srv, card, streaming, blocking)
 

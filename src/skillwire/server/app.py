@@ -12,6 +12,7 @@ import logging
 
 import msgspec
 
+from skillwire.errors import MethodNotFoundError
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
@@ -20,12 +21,13 @@ from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
+from skillwire.wire.rest import encode_status
 
 __all__ = ["A2AApplication"]
 
 log = logging.getLogger("skillwire.app")
 
-_NOT_FOUND = b'{"error":{"code":404,"status":"NOT_FOUND","message":"No such endpoint"}}'
+_NOT_FOUND = encode_status(MethodNotFoundError("No such endpoint"), 404)
 
 
 class A2AApplication:

@@ -13,8 +13,10 @@ from email.utils import formatdate
 
 import msgspec
 
+from skillwire.errors import MethodNotFoundError
 from skillwire.protocol.models import AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, header_map, send_bytes
+from skillwire.wire.rest import encode_status
 
 __all__ = ["CARD_PATH", "CardEndpoint"]
 
@@ -66,7 +68,7 @@ class CardEndpoint:
             await send_bytes(
                 send,
                 405,
-                b'{"error":{"code":405,"status":"METHOD_NOT_ALLOWED","message":"Use GET"}}',
+                encode_status(MethodNotFoundError("The agent card is read with GET"), 405),
                 extra_headers=[(b"allow", b"GET, HEAD")],
             )
             return

@@ -42,28 +42,14 @@ from skillwire.server.asgi import (
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
 from skillwire.server.jsonrpc import is_json_content_type, requested_extensions
-from skillwire.wire.rest import match_route, parse_call
+from skillwire.wire.rest import encode_status, match_route, parse_call
 from skillwire.wire.sse import encode_event
 
-__all__ = ["RestEndpoint", "encode_status"]
+__all__ = ["RestEndpoint"]
 
 log = logging.getLogger("skillwire.rest")
 
 _encoder = msgspec.json.Encoder()
-
-
-def encode_status(error: A2AError, status: int | None = None) -> bytes:
-    """The AIP-193 ``{"error": {...}}`` body for ``error`` (``code`` is the HTTP status sent with it)."""
-    return _encoder.encode(
-        {
-            "error": {
-                "code": status or error.http_status,
-                "status": error.grpc_status,
-                "message": error.message,
-                "details": error.details(),
-            }
-        }
-    )
 
 
 class RestEndpoint:

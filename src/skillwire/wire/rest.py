@@ -28,12 +28,12 @@ from urllib.parse import unquote
 
 import msgspec
 
-from skillwire.errors import InvalidParamsError, JSONParseError, MethodNotFoundError
+from skillwire.errors import A2AError, InvalidParamsError, JSONParseError, MethodNotFoundError
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.wire.jsonrpc import field_error, too_deep
 from skillwire.wire.protojson import rename
 
-__all__ = ["RestCall", "match_route", "parse_call"]
+__all__ = ["RestCall", "encode_status", "match_route", "parse_call"]
 
 _O = Operation
 
@@ -173,3 +173,20 @@ def parse_call(call: RestCall, query: Mapping[str, list[str]], body: bytes) -> A
         raise InvalidParamsError(
             f"Invalid request: {field}: {reason}", field_violations=[(field, reason)]
         ) from None
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_status(error: A2AError, status: int | None = None) -> bytes:
+    """The AIP-193 ``{"error": {...}}`` body for ``error`` (``code`` is the HTTP status sent with it)."""
+    return _encoder.encode(
+        {
+            "error": {
+                "code": status or error.http_status,
+                "status": error.grpc_status,
+                "message": error.message,
+                "details": error.details(),
+            }
+        }
+    )
