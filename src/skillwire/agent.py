@@ -203,11 +203,14 @@ class Agent:
         keepalive: float = 15.0,
         shutdown_grace: float = 5.0,
         max_body_bytes: int = 10 * 1024 * 1024,
+        grpc_port: int | None = None,
+        grpc_host: str = "127.0.0.1",
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
         ``handler`` replaces the default request handler (the task runtime) with your own, or, given a
-        callable, wraps it: ``handler=lambda runtime: MyLoggingHandler(runtime)``.
+        callable, wraps it: ``handler=lambda runtime: MyLoggingHandler(runtime)``. ``grpc_port`` also serves
+        the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free port).
         """
         task_store = open_store(store) if isinstance(store, str) else store
         custom = handler if isinstance(handler, RequestHandler) and not isinstance(handler, type) else None
@@ -231,6 +234,8 @@ class Agent:
             keepalive=keepalive,
             shutdown_grace=shutdown_grace,
             max_body_bytes=max_body_bytes,
+            grpc_port=grpc_port,
+            grpc_host=grpc_host,
         )
 
     def run(

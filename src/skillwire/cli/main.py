@@ -91,6 +91,18 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--public-url", default=None, help="the base URL clients reach the agent at")
     serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        help="also serve the gRPC binding on this port (needs `pip install 'skillwire[grpc]'`)",
+    )
+    serve.add_argument(
+        "--grpc-statuses",
+        choices=["v1.0.1", "v1.0.0"],
+        default="v1.0.1",
+        help="gRPC status table: the spec's v1.0.1 (default) or v1.0.0, which the TCK 1.0-dev still expects",
+    )
+    serve.add_argument(
         "--read-only", action="store_true", help="serve only skills marked readOnly (others are refused)"
     )
     serve.add_argument(
@@ -108,13 +120,22 @@ def _serve(args: argparse.Namespace) -> int:
 
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     store = open_store(args.store)
-    app = agent.asgi(store=store, public_url=args.public_url)
+    if args.grpc_port is not None:
+        try:
+            from skillwire.server import grpc as grpc_binding
+        except ImportError as exc:
+            raise SkillwireError(str(exc)) from None
+        if args.grpc_statuses == "v1.0.0":
+            grpc_binding.GRPC_STATUS_OVERRIDES.update(grpc_binding.GRPC_STATUSES_V1_0_0)
+    app = agent.asgi(store=store, public_url=args.public_url, grpc_port=args.grpc_port, grpc_host=args.host)
     shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     base = args.public_url.rstrip("/") if args.public_url else f"http://{shown_host}:{args.port}"
 
     def ready() -> None:
         print(f"skillwire: serving {agent.name!r} at {base}/", flush=True)
         print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+        if app.grpc_address:
+            print(f"  gRPC: {app.grpc_address}", flush=True)
         print(f"  task store: {store.url}", flush=True)
 
     serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)

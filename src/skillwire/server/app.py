@@ -8,7 +8,10 @@ grace period, fails the rest, ends open streams, then closes the store.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -43,6 +46,8 @@ class A2AApplication:
         max_body_bytes: int = 10 * 1024 * 1024,
         keepalive: float = 15.0,
         shutdown_grace: float = 5.0,
+        grpc_port: int | None = None,
+        grpc_host: str = "127.0.0.1",
     ) -> None:
         self.card = card
         self.handler = handler
@@ -58,8 +63,13 @@ class A2AApplication:
             self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
         )
         self.card_endpoint = CardEndpoint(self.card_for, public_url=public_url)
-        #: ``host:port`` of the gRPC server when one is served beside this app (set before start-up).
+        #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
+        #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
+        self.grpc_port = grpc_port
+        self.grpc_host = grpc_host
         self.grpc_address: str | None = None
+        self._grpc: Any = None
+        self._max_body_bytes = max_body_bytes
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
         self._started = False
         self._stopped = False
@@ -92,15 +102,40 @@ class A2AApplication:
             await self.store.open()
         if self.runtime is not None:
             await self.runtime.start()
+        if self.grpc_port is not None:
+            from skillwire.server.grpc import GrpcServer
+
+            self._grpc = GrpcServer(
+                self.dispatcher,
+                self.grpc_host,
+                self.grpc_port,
+                max_message_bytes=self._max_body_bytes,
+                activate=self._activate,
+            )
+            await self._grpc.start()
+            public = self.card_endpoint.public_url
+            host = urlsplit(public).hostname if public else self.grpc_host
+            if host in (None, "", "0.0.0.0", "::"):
+                host = "127.0.0.1"
+            self.grpc_address = f"[{host}]:{self._grpc.port}" if ":" in host else f"{host}:{self._grpc.port}"
+            self.card_endpoint.invalidate()
 
     async def shutdown(self) -> None:
         if self._stopped or not self._started:
             return
         self._stopped = True
-        if self.runtime is not None:
-            await self.runtime.stop(self.shutdown_grace)
-        if self.store is not None:
-            await self.store.close()
+        # gRPC stops taking calls at once; its open streams end when the runtime ends every stream.
+        stopping = (
+            asyncio.ensure_future(self._grpc.stop(self.shutdown_grace)) if self._grpc is not None else None
+        )
+        try:
+            if self.runtime is not None:
+                await self.runtime.stop(self.shutdown_grace)
+            if self.store is not None:
+                await self.store.close()
+        finally:
+            if stopping is not None:
+                await stopping
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
