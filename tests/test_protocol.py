@@ -177,7 +177,14 @@ def test_accepted_versions(header: str) -> None:
     assert negotiate_version(header) == "1.0"
 
 
-@pytest.mark.parametrize("header", [None, "", "0.3", "0.3.0", "1.1", "2.0", "1", "v1.0", "1.0.0.0", "x"])
+@pytest.mark.parametrize("header", [None, "", " ", "0.3", "0.3.0"])
+def test_absent_means_0_3(header: str | None) -> None:
+    assert negotiate_version(header) == "0.3"
+    with pytest.raises(VersionNotSupportedError, match=r"Supported versions: 1\.0\."):
+        negotiate_version(header, ("1.0",))  # gRPC serves 1.0 only
+
+
+@pytest.mark.parametrize("header", ["0.2", "1.1", "2.0", "1", "v1.0", "1.0.0.0", "x", "\u00b9.0"])
 def test_refused_versions(header: str | None) -> None:
     with pytest.raises(VersionNotSupportedError) as info:
         negotiate_version(header)

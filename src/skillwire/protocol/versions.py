@@ -1,16 +1,18 @@
 """Protocol versions and the ``A2A-Version`` service parameter.
 
 Versions are ``Major.Minor``; a patch part is ignored. A missing or empty value means 0.3 (specification
-section 7.1). This server speaks 1.0 only for now; 0.3 arrives with its codec.
+section 7.1). The HTTP bindings serve 1.0 and, through the v0.3 codec, 0.3; gRPC serves 1.0 only (the v0.3
+gRPC service had another package name).
 """
 
 from __future__ import annotations
 
 from skillwire.errors import VersionNotSupportedError
 
-__all__ = ["DEFAULT_VERSION_WHEN_ABSENT", "SUPPORTED_VERSIONS", "negotiate_version"]
+__all__ = ["DEFAULT_VERSION_WHEN_ABSENT", "SUPPORTED_VERSIONS", "V1_ONLY", "negotiate_version"]
 
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0",)
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "0.3")
+V1_ONLY: tuple[str, ...] = ("1.0",)
 DEFAULT_VERSION_WHEN_ABSENT = "0.3"
 
 
@@ -25,20 +27,21 @@ def _major_minor(value: str) -> str | None:
     return f"{int(parts[0])}.{int(parts[1])}"
 
 
-def negotiate_version(header: str | None) -> str:
+def negotiate_version(header: str | None, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> str:
     """The protocol version to speak for a request carrying ``header``, or VersionNotSupportedError."""
-    supported = ", ".join(SUPPORTED_VERSIONS)
+    listed = ", ".join(supported)
     if header is None or not header.strip():
+        if DEFAULT_VERSION_WHEN_ABSENT in supported:
+            return DEFAULT_VERSION_WHEN_ABSENT
         raise VersionNotSupportedError(
-            f"No A2A-Version was sent, which means protocol {DEFAULT_VERSION_WHEN_ABSENT}; this server"
-            f" does not serve {DEFAULT_VERSION_WHEN_ABSENT} yet. Supported versions: {supported}."
-            " Send 'A2A-Version: 1.0'.",
-            metadata={"requestedVersion": DEFAULT_VERSION_WHEN_ABSENT, "supportedVersions": supported},
+            f"No A2A-Version was sent, which means protocol {DEFAULT_VERSION_WHEN_ABSENT}; it is not served"
+            f" here. Supported versions: {listed}. Send 'A2A-Version: 1.0'.",
+            metadata={"requestedVersion": DEFAULT_VERSION_WHEN_ABSENT, "supportedVersions": listed},
         )
     version = _major_minor(header)
-    if version is None or version not in SUPPORTED_VERSIONS:
+    if version is None or version not in supported:
         raise VersionNotSupportedError(
-            f"A2A-Version {header.strip()!r} is not supported. Supported versions: {supported}.",
-            metadata={"requestedVersion": header.strip()[:64], "supportedVersions": supported},
+            f"A2A-Version {header.strip()!r} is not supported. Supported versions: {listed}.",
+            metadata={"requestedVersion": header.strip()[:64], "supportedVersions": listed},
         )
     return version

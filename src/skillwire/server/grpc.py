@@ -76,7 +76,7 @@ from skillwire.errors import (
     VersionNotSupportedError,
 )
 from skillwire.protocol.operations import Operation, spec_of
-from skillwire.protocol.versions import negotiate_version
+from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
 
@@ -297,7 +297,7 @@ class _Servicer:
                 f"The request is not a valid lf.a2a.v1.{request_type.__name__}: {request.reason}"
             )
         headers = _metadata(context)
-        version = negotiate_version(headers.get("a2a-version"))
+        version = negotiate_version(headers.get("a2a-version"), V1_ONLY)
         params = to_struct(request, request_type)
         activated = self.activate(_requested_extensions(headers))
         if activated:  # echoed, like the A2A-Extensions response header of the HTTP bindings

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 from urllib.parse import parse_qs
+
+from msgspec import UNSET
 
 from skillwire.errors import (
     A2AError,
@@ -19,6 +20,7 @@ from skillwire.errors import (
     InvalidRequestError,
 )
 from skillwire.protocol.models import StreamResponse
+from skillwire.protocol.operations import spec_of
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.asgi import (
     BodyTooLarge,
@@ -33,13 +35,14 @@ from skillwire.server.asgi import (
 )
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
+from skillwire.wire import v03
 from skillwire.wire.jsonrpc import (
     JsonRpcFailure,
     RequestId,
     ResultFramer,
     decode_params,
     encode_error,
-    encode_result,
+    encode_plain_error,
     parse_envelope,
 )
 from skillwire.wire.sse import encode_event
@@ -54,6 +57,12 @@ _JSON_TYPES = ("application/json", "application/a2a+json")
 def is_json_content_type(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
+
+
+def _encode_error(version: str, request_id: RequestId, error: A2AError) -> bytes:
+    if version == "0.3":
+        return encode_plain_error(request_id, v03.error_code(error), error.message, v03.error_data(error))
+    return encode_error(request_id, error)
 
 
 def requested_extensions(headers: dict[str, str]) -> frozenset[str]:
@@ -102,6 +111,7 @@ class JsonRpcEndpoint:
 
         request_id: RequestId = None
         expects_response = True
+        version = "1.0"
         try:
             envelope = parse_envelope(body)
             request_id, expects_response = envelope.id, envelope.expects_response
@@ -110,7 +120,12 @@ class JsonRpcEndpoint:
                 query = parse_qs(scope["query_string"].decode("latin-1"))
                 version_header = (query.get("A2A-Version") or query.get("a2a-version") or [None])[0]
             version = negotiate_version(version_header)
-            request = decode_params(envelope)
+            if version == "0.3":
+                raw = None if envelope.params is UNSET else envelope.params
+                operation, params = v03.decode_request(envelope.method, raw)
+            else:
+                request = decode_params(envelope)
+                operation, params = request.spec.operation, request.params
         except JsonRpcFailure as failure:
             if failure.expects_response:
                 await send_bytes(send, 200, encode_error(failure.request_id, failure.error))
@@ -119,12 +134,12 @@ class JsonRpcEndpoint:
             return
         except A2AError as error:
             if expects_response:
-                await send_bytes(send, 200, encode_error(request_id, error))
+                await send_bytes(send, 200, _encode_error(version, request_id, error))
             else:
                 await send_bytes(send, 204, b"")
             return
 
-        params: Any = request.params
+        streaming = spec_of(operation).streaming
         activated = self._activate(requested_extensions(headers))
         echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
         context = CallContext(
@@ -134,27 +149,31 @@ class JsonRpcEndpoint:
             binding="JSONRPC",
             headers=headers,
         )
-        operation = request.spec.operation
         try:
             result = await self.dispatcher.call(operation, params, context)
-            if request.spec.streaming:
+            if streaming:
                 stream: AsyncIterator[StreamResponse] = result
                 try:
                     first = await anext(stream)
                 except StopAsyncIteration:
                     first = None
         except A2AError as error:
-            await self._answer(send, request_id, expects_response, encode_error(request_id, error), echo)
+            await self._answer(send, expects_response, _encode_error(version, request_id, error), echo)
             return
         except Exception:
             log.exception("%s failed", operation.value)
             await self._answer(
-                send, request_id, expects_response, encode_error(request_id, InternalError()), echo
+                send, expects_response, _encode_error(version, request_id, InternalError()), echo
             )
             return
 
-        if not request.spec.streaming:
-            await self._answer(send, request_id, expects_response, encode_result(request_id, result), echo)
+        framer = ResultFramer(request_id)
+        if not streaming:
+            if version == "0.3":
+                answer = framer.frame_raw(v03.encode_result(operation, result))
+            else:
+                answer = framer.frame(result)
+            await self._answer(send, expects_response, answer, echo)
             return
         if not expects_response:  # a streaming notification: the task runs, nobody listens
             aclose = getattr(stream, "aclose", None)
@@ -162,16 +181,19 @@ class JsonRpcEndpoint:
                 await aclose()
             await send_bytes(send, 204, b"")
             return
-        framer = ResultFramer(request_id)
 
         def frame(event: StreamResponse) -> bytes:
+            if version == "0.3":
+                return encode_event(
+                    framer.frame_raw(v03.encode_stream_event(event, final=v03.is_final(event)))
+                )
             return encode_event(framer.frame(event))
 
         def frame_error(exc: Exception) -> bytes:
             if not isinstance(exc, A2AError):
                 log.error("stream failed", exc_info=exc)
                 exc = InternalError()
-            return encode_event(encode_error(request_id, exc))
+            return encode_event(_encode_error(version, request_id, exc))
 
         head = None if first is None else frame(first)
         await stream_sse(
@@ -188,7 +210,6 @@ class JsonRpcEndpoint:
     async def _answer(
         self,
         send: Send,
-        request_id: RequestId,
         expects_response: bool,
         body: bytes,
         headers: list[tuple[bytes, bytes]] | None = None,

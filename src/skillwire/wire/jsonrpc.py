@@ -32,6 +32,7 @@ __all__ = [
     "ResultFramer",
     "decode_params",
     "encode_error",
+    "encode_plain_error",
     "encode_result",
     "error_object",
     "field_error",
@@ -228,6 +229,10 @@ class ResultFramer:
     def frame(self, result: Any) -> bytes:
         return self._head + _encoder.encode(result) + b"}"
 
+    def frame_raw(self, result: bytes) -> bytes:
+        """A response whose ``result`` is already encoded JSON."""
+        return self._head + result + b"}"
+
 
 def error_object(error: A2AError) -> _ErrorObj:
     return _ErrorObj(error.code, error.message, error.details())
@@ -235,3 +240,20 @@ def error_object(error: A2AError) -> _ErrorObj:
 
 def encode_error(request_id: RequestId, error: A2AError) -> bytes:
     return _encoder.encode(_ErrorResponse("2.0", request_id, error_object(error)))
+
+
+class _PlainErrorObj(Struct):
+    code: int
+    message: str
+    data: Any
+
+
+class _PlainErrorResponse(Struct):
+    jsonrpc: str
+    id: RequestId
+    error: _PlainErrorObj
+
+
+def encode_plain_error(request_id: RequestId, code: int, message: str, data: Any) -> bytes:
+    """An error response with a free-form ``data`` member (the v0.3 shape)."""
+    return _encoder.encode(_PlainErrorResponse("2.0", request_id, _PlainErrorObj(code, message, data)))
