@@ -110,6 +110,17 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     card = response.json()
+    v03 = {k: card.pop(k) for k in ("protocolVersion", "url", "preferredTransport", "additionalInterfaces")}
+    assert v03 == {  # v0.3 clients read the same card
+        "protocolVersion": "0.3.0",
+        "url": srv.url,
+        "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [
+            {"url": srv.url, "transport": "JSONRPC"},
+            {"url": srv.url, "transport": "HTTP+JSON"},
+        ],
+    }
+    assert card.pop("supportsAuthenticatedExtendedCard") is False
     assert_proto(card, "AgentCard")
     assert card["name"] == "Gated" and card["version"] == "1.0.0"
     assert card["supportedInterfaces"] == [

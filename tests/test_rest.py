@@ -197,3 +197,29 @@ async def test_extensions_are_activated_echoed_and_required(serve: Any, client: 
     rpc_ok = await client.post(srv.rpc_url, json=rpc("SendMessage", send_body("d")), headers=legacy)
     assert "result" in rpc_ok.json() and rpc_ok.headers["a2a-extensions"] == REQUIRED
     assert seen == [frozenset({EXT, REQUIRED}), frozenset({REQUIRED})]
+
+
+async def test_v03_rest_lives_under_v1(tck: RunningServer) -> None:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as bare:  # no A2A-Version header: a v0.3 client
+        body = {
+            "request": {
+                "messageId": "tck-complete-task-v03",
+                "role": "ROLE_USER",
+                "content": [{"text": "hi"}],
+            },
+            "configuration": {"blocking": True},
+        }
+        sent = await bare.post(tck.url + "/v1/message:send", json=body)
+        assert sent.status_code == 200
+        task = sent.json()["task"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task["status"]["message"]["content"] == [{"text": "Hello from TCK"}]  # v0.3 REST: `content`
+        got = await bare.get(f"{tck.url}/v1/tasks/{task['id']}")
+        assert got.status_code == 200 and got.json()["id"] == task["id"]
+        # the same task, read over v1.0
+        v10 = await bare.get(f"{tck.url}/tasks/{task['id']}", headers=A2A_V1)
+        assert v10.json()["status"]["message"]["parts"] == [{"text": "Hello from TCK"}]
+        # v1.0 paths need the header; without it the caller speaks 0.3, whose paths start with /v1/
+        refused = await bare.post(tck.url + "/message:send", json=send_body("x"))
+        assert "/v1/" in assert_status(refused, 400, "VERSION_NOT_SUPPORTED")["message"]
+        assert (await bare.get(tck.url + "/v1/nothing")).status_code == 404

@@ -67,6 +67,7 @@ class Agent:
         registry: SkillRegistry | None = None,
         read_only: bool = False,
         extensions: Sequence[AgentExtension] = (),
+        card_v03_fields: bool = True,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -89,6 +90,8 @@ class Agent:
         self.hooks: list[OutcomeHook] = []
         #: Extensions declared on the card; ``required=True`` ones must be activated by every client.
         self.extensions = list(extensions)
+        #: Whether the agent card also carries the v0.3 fields (url, protocolVersion, ...) for v0.3 clients.
+        self.card_v03_fields = card_v03_fields
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -236,6 +239,7 @@ class Agent:
             max_body_bytes=max_body_bytes,
             grpc_port=grpc_port,
             grpc_host=grpc_host,
+            card_v03_fields=self.card_v03_fields,
         )
 
     def run(

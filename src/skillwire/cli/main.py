@@ -103,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
         help="gRPC status table: the spec's v1.0.1 (default) or v1.0.0, which the TCK 1.0-dev still expects",
     )
     serve.add_argument(
+        "--v03-card",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also write the v0.3 fields on the agent card for v0.3 clients (default: the agent's choice, on)",
+    )
+    serve.add_argument(
         "--read-only", action="store_true", help="serve only skills marked readOnly (others are refused)"
     )
     serve.add_argument(
@@ -120,6 +126,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     store = open_store(args.store)
+    if args.v03_card is not None:
+        agent.card_v03_fields = args.v03_card
     if args.grpc_port is not None:
         try:
             from skillwire.server import grpc as grpc_binding

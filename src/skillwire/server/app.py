@@ -24,6 +24,7 @@ from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
+from skillwire.wire import v03
 from skillwire.wire.rest import encode_status
 
 __all__ = ["A2AApplication"]
@@ -48,6 +49,7 @@ class A2AApplication:
         shutdown_grace: float = 5.0,
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
+        card_v03_fields: bool = True,
     ) -> None:
         self.card = card
         self.handler = handler
@@ -62,7 +64,9 @@ class A2AApplication:
         self.rest = RestEndpoint(
             self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
         )
-        self.card_endpoint = CardEndpoint(self.card_for, public_url=public_url)
+        self.card_endpoint = CardEndpoint(
+            self.card_for, public_url=public_url, extra=self._v03_fields if card_v03_fields else None
+        )
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
         self.grpc_port = grpc_port
@@ -76,6 +80,12 @@ class A2AApplication:
 
     def _capabilities(self) -> AgentCapabilities:
         return self.card.capabilities
+
+    def _v03_fields(self, base_url: str, card: AgentCard) -> dict[str, Any]:
+        """The v0.3 members written beside the v1.0 ones, so v0.3 clients read the same card (the spec
+        allows it). v0.3 clients reach JSON-RPC and REST (under /v1) at the base URL; gRPC is 1.0 only."""
+        jsonrpc = card.supported_interfaces[0].url
+        return v03.v03_card_fields(card, jsonrpc_url=jsonrpc, interfaces=[(base_url, "HTTP+JSON")])
 
     def _activate(self, requested: frozenset[str]) -> frozenset[str]:
         """The requested extensions this agent declares (unknown ones are ignored, as the spec says)."""

@@ -10,6 +10,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from email.utils import formatdate
+from typing import Any
 
 import msgspec
 
@@ -31,9 +32,12 @@ class CardEndpoint:
         *,
         public_url: str | None = None,
         max_age: int = 300,
+        extra: Callable[[str, AgentCard], dict[str, Any]] | None = None,
     ) -> None:
-        """``card(base_url)`` builds the card for a base URL such as ``http://127.0.0.1:8000``."""
+        """``card(base_url)`` builds the card for a base URL such as ``http://127.0.0.1:8000``; ``extra``
+        gives members to add beside the card's own (the v0.3 fields)."""
         self._build = card
+        self._extra = extra
         self.public_url = public_url.rstrip("/") if public_url else None
         self._cache_control = f"public, max-age={max_age}".encode()
         self._encoded: dict[str, tuple[bytes, bytes]] = {}
@@ -52,7 +56,11 @@ class CardEndpoint:
         """(card JSON, quoted ETag) for ``base_url``."""
         hit = self._encoded.get(base_url)
         if hit is None:
-            body = msgspec.json.encode(self._build(base_url))
+            card = self._build(base_url)
+            if self._extra is None:
+                body = msgspec.json.encode(card)
+            else:
+                body = msgspec.json.encode({**msgspec.to_builtins(card), **self._extra(base_url, card)})
             etag = b'"' + hashlib.sha256(body).hexdigest()[:32].encode() + b'"'
             if len(self._encoded) >= _MAX_CACHED_BASES:
                 self._encoded.clear()

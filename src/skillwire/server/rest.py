@@ -24,6 +24,7 @@ from skillwire.errors import (
     InternalError,
     InvalidRequestError,
     MethodNotFoundError,
+    VersionNotSupportedError,
 )
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import spec_of
@@ -42,6 +43,7 @@ from skillwire.server.asgi import (
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
 from skillwire.server.jsonrpc import is_json_content_type, requested_extensions
+from skillwire.wire import v03
 from skillwire.wire.rest import encode_status, match_route, parse_call
 from skillwire.wire.sse import encode_event
 
@@ -75,23 +77,27 @@ class RestEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Serve the request if a route matches it; return False (sending nothing) if none does."""
-        method = scope["method"]
-        try:
-            call = match_route(method, scope["path"])
-        except MethodNotFoundError as exc:
-            await self._error(send, exc, 405, [(b"allow", exc.metadata.get("allow", "").encode())])
-            return True
-        if call is None:
-            return False
+        method, path = scope["method"], scope["path"]
         headers = header_map(scope)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        version_header = headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
+        legacy = path.startswith("/v1/") and _speaks_v03(version_header)
+        call = None
+        if not legacy:
+            try:
+                call = match_route(method, path)
+            except MethodNotFoundError as exc:
+                await self._error(send, exc, 405, [(b"allow", exc.metadata.get("allow", "").encode())])
+                return True
+            if call is None:
+                return False
         content_type = headers.get("content-type")
         if (
             method in ("POST", "PUT", "PATCH")
             and content_type is not None
             and not is_json_content_type(content_type)
         ):
-            error = ContentTypeNotSupportedError(
+            error: A2AError = ContentTypeNotSupportedError(
                 f"Content-Type {content_type[:100]!r} is not supported: send application/json",
                 metadata={"contentType": content_type[:100]},
             )
@@ -100,11 +106,8 @@ class RestEndpoint:
         try:
             body = await read_body(receive, self.max_body_bytes)
         except BodyTooLarge:
-            await self._error(
-                send,
-                InvalidRequestError(f"Request body exceeds the limit of {self.max_body_bytes} bytes"),
-                413,
-            )
+            error = InvalidRequestError(f"Request body exceeds the limit of {self.max_body_bytes} bytes")
+            await self._error(send, error, 413)
             return True
         except ClientGone:
             return True
@@ -112,10 +115,21 @@ class RestEndpoint:
         activated = self._activate(requested_extensions(headers))
         echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
         try:
-            version = negotiate_version(
-                headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
-            )
-            params = parse_call(call, query, body)
+            version = negotiate_version(version_header)
+            if legacy:
+                matched = v03.match_rest(method, path, query, body)
+                if matched is None:
+                    return False
+                operation, params = matched
+            else:
+                assert call is not None
+                if version != "1.0":
+                    raise VersionNotSupportedError(
+                        "These paths speak A2A 1.0: send 'A2A-Version: 1.0' (a request without it means 0.3,"
+                        " whose REST paths start with /v1/)",
+                        metadata={"requestedVersion": version, "supportedVersions": "1.0, 0.3"},
+                    )
+                operation, params = call.operation, parse_call(call, query, body)
             context = CallContext(
                 protocol_version=version,
                 tenant=getattr(params, "tenant", "") or "",
@@ -123,8 +137,9 @@ class RestEndpoint:
                 binding="HTTP+JSON",
                 headers=headers,
             )
-            result = await self.dispatcher.call(call.operation, params, context)
-            if spec_of(call.operation).streaming:
+            result = await self.dispatcher.call(operation, params, context)
+            streaming = spec_of(operation).streaming
+            if streaming:
                 try:
                     first = await anext(result)
                 except StopAsyncIteration:
@@ -133,16 +148,21 @@ class RestEndpoint:
             await self._error(send, error, headers=echo)
             return True
         except Exception:
-            log.exception("%s failed", call.operation.value)
+            log.exception("%s failed", path)
             await self._error(send, InternalError(), headers=echo)
             return True
 
-        if not spec_of(call.operation).streaming:
-            body_out = b"{}" if result is None else _encoder.encode(result)
+        if not streaming:
+            if legacy:
+                body_out = v03.encode_rest_result(operation, result)
+            else:
+                body_out = b"{}" if result is None else _encoder.encode(result)
             await send_bytes(send, 200, body_out, extra_headers=echo)
             return True
 
         def frame(event: StreamResponse) -> bytes:
+            if legacy:
+                return encode_event(v03.encode_rest_stream_event(event, final=v03.is_final(event)))
             return encode_event(_encoder.encode(event))
 
         def frame_error(exc: Exception) -> bytes:
@@ -162,3 +182,10 @@ class RestEndpoint:
             extra_headers=echo,
         )
         return True
+
+
+def _speaks_v03(version_header: str | None) -> bool:
+    """Whether a request is a v0.3 one: no (or a blank) A2A-Version, or 0.3.x."""
+    if version_header is None or not version_header.strip():
+        return True
+    return version_header.strip().split(".")[:2] == ["0", "3"]
