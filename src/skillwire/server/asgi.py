@@ -9,7 +9,17 @@ from typing import Any, TypeVar
 
 from skillwire.wire.sse import KEEPALIVE
 
-__all__ = ["BodyTooLarge", "Receive", "Scope", "Send", "header_map", "read_body", "send_bytes", "stream_sse"]
+__all__ = [
+    "SSE_HEADERS",
+    "BodyTooLarge",
+    "Receive",
+    "Scope",
+    "Send",
+    "header_map",
+    "read_body",
+    "send_bytes",
+    "stream_sse",
+]
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]

@@ -23,6 +23,7 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import spec_of
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.asgi import (
+    SSE_HEADERS,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -158,7 +159,13 @@ class JsonRpcEndpoint:
                 except StopAsyncIteration:
                     first = None
         except A2AError as error:
-            await self._answer(send, expects_response, _encode_error(version, request_id, error), echo)
+            body = _encode_error(version, request_id, error)
+            if streaming and version == "0.3" and expects_response:
+                # v0.3 clients read a streaming call's answer only as SSE: the error is its one event
+                await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                await send({"type": "http.response.body", "body": encode_event(body)})
+                return
+            await self._answer(send, expects_response, body, echo)
             return
         except Exception:
             log.exception("%s failed", operation.value)

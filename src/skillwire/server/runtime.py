@@ -392,7 +392,9 @@ class EventStream:
     """The events of one stream: an optional snapshot, then live events until the task ends.
 
     A SendStreamingMessage stream ends at a terminal or interrupted state (the client's turn has come); a
-    SubscribeToTask stream follows the task through interruptions and ends at a terminal state. Closing it
+    SubscribeToTask stream follows the task through interruptions and ends at a terminal state. The Task is
+    only ever the first event: when a subscribed task is resumed by a new message, the snapshot announcing
+    it is not repeated (the status updates that follow tell the subscriber what happens). Closing it
     (``aclose``) releases its bus subscription even if it was never iterated.
     """
 
@@ -403,6 +405,7 @@ class EventStream:
         self._first = first
         self._ends = _settles if end_on_interrupt else _is_terminal
         self._seen = first[1] if first is not None else 0
+        self._started = False
         self._done = False
 
     def __aiter__(self) -> EventStream:
@@ -411,14 +414,16 @@ class EventStream:
     async def __anext__(self) -> StreamResponse:
         if self._first is not None:
             task, self._first = self._first[0], None
+            self._started = True
             return StreamResponse(task=task)
         while not self._done:
             item = await self._sub.next()
             if item is None:
                 break
             version, event = item
-            if version and version <= self._seen:
+            if (version and version <= self._seen) or (event.task is not None and self._started):
                 continue
+            self._started = True
             update = event.status_update
             if event.message is not None or (update is not None and self._ends(update.status.state)):
                 await self.aclose()
