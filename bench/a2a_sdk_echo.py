@@ -9,10 +9,18 @@ like skillwire's ``examples/echo`` agent:
 * any other text: create a task and complete it at once, echoing the text back
   as a single text artifact.
 
-Served over the JSON-RPC binding (protocol v1.0) with an in-memory task store,
-as a plain Starlette app (no FastAPI) so the framework overhead is the SDK's own::
+Served over the JSON-RPC binding (``POST /``) and the HTTP+JSON binding
+(``POST /message:send``, ``POST /message:stream``, ``GET /tasks/{id}``, ...), both
+protocol v1.0, with an in-memory task store, as a plain Starlette app (no FastAPI) so
+the framework overhead is the SDK's own::
 
     BENCH_PORT=8000 uvicorn bench.a2a_sdk_echo:app --host 127.0.0.1 --port 8000
+
+With ``BENCH_GRPC_PORT`` set, the app also starts the SDK's gRPC binding
+(``lf.a2a.v1.A2AService`` through ``GrpcHandler``, a ``grpc.aio`` server) on
+``BENCH_HOST:BENCH_GRPC_PORT`` from its lifespan, on uvicorn's event loop, over the
+same request handler and task store, and lists it on the card; it needs the SDK's
+``grpc`` extra.
 
 ``BENCH_HOST`` / ``BENCH_PORT`` only decide the URL the agent card advertises;
 uvicorn's own ``--host`` / ``--port`` decide where it listens, so keep them equal.
@@ -20,14 +28,16 @@ uvicorn's own ``--host`` / ``--port`` decide where it listens, so keep them equa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import AsyncIterator
 
 from a2a.server.agent_execution.agent_executor import AgentExecutor
 from a2a.server.agent_execution.context import RequestContext
 from a2a.server.events.event_queue import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
 from a2a.server.tasks.task_updater import TaskUpdater
 from a2a.types import (
@@ -43,6 +53,7 @@ from a2a.types import (
 from starlette.applications import Starlette
 
 RPC_PATH = "/"
+REST_PREFIX = ""
 _STREAM_COMMAND = re.compile(r"^\s*stream\s+(\d+)\s*$")
 
 
@@ -95,8 +106,24 @@ class EchoExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def build_agent_card(host: str, port: int) -> AgentCard:
-    """The card of the echo agent, advertising its JSON-RPC URL on ``host:port``."""
+def build_agent_card(host: str, port: int, grpc_port: int | None = None) -> AgentCard:
+    """The card of the echo agent: JSON-RPC and HTTP+JSON on ``host:port``, gRPC on ``grpc_port``."""
+    interfaces = [
+        AgentInterface(
+            protocol_binding="JSONRPC",
+            protocol_version="1.0",
+            url=f"http://{host}:{port}{RPC_PATH}",
+        ),
+        AgentInterface(
+            protocol_binding="HTTP+JSON",
+            protocol_version="1.0",
+            url=f"http://{host}:{port}{REST_PREFIX}",
+        ),
+    ]
+    if grpc_port is not None:
+        interfaces.append(
+            AgentInterface(protocol_binding="GRPC", protocol_version="1.0", url=f"{host}:{grpc_port}")
+        )
     return AgentCard(
         name="Echo (a2a-sdk)",
         description="Benchmark echo agent built on the official a2a-sdk.",
@@ -113,19 +140,13 @@ def build_agent_card(host: str, port: int) -> AgentCard:
                 examples=["hello", "stream 10"],
             )
         ],
-        supported_interfaces=[
-            AgentInterface(
-                protocol_binding="JSONRPC",
-                protocol_version="1.0",
-                url=f"http://{host}:{port}{RPC_PATH}",
-            )
-        ],
+        supported_interfaces=interfaces,
     )
 
 
-def create_app(host: str, port: int) -> Starlette:
-    """A Starlette app serving the agent card and the JSON-RPC endpoint."""
-    card = build_agent_card(host, port)
+def create_app(host: str, port: int, grpc_port: int | None = None) -> Starlette:
+    """A Starlette app serving the agent card, JSON-RPC and HTTP+JSON; gRPC too with ``grpc_port``."""
+    card = build_agent_card(host, port, grpc_port)
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(),
         task_store=InMemoryTaskStore(),
@@ -134,11 +155,36 @@ def create_app(host: str, port: int) -> Starlette:
     routes = [
         *create_agent_card_routes(agent_card=card),
         *create_jsonrpc_routes(request_handler=handler, rpc_url=RPC_PATH),
+        # Last: the REST routes end with a catch-all ``/{tenant}`` mount.
+        *create_rest_routes(request_handler=handler, path_prefix=REST_PREFIX),
     ]
-    return Starlette(routes=routes)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        if grpc_port is None:
+            yield
+            return
+        # Imported here: only the gRPC run needs grpcio (a2a-sdk's ``grpc`` extra).
+        import grpc.aio  # type: ignore[import-untyped]
+        from a2a.server.request_handlers import GrpcHandler
+        from a2a.types import a2a_pb2_grpc
+
+        server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)  # type: ignore[no-untyped-call]
+        if server.add_insecure_port(f"{host}:{grpc_port}") == 0:
+            raise RuntimeError(f"cannot bind gRPC to {host}:{grpc_port}")
+        await server.start()
+        try:
+            yield
+        finally:
+            await server.stop(grace=1.0)
+
+    return Starlette(routes=routes, lifespan=lifespan)
 
 
+_grpc_port = os.environ.get("BENCH_GRPC_PORT")
 app = create_app(
     host=os.environ.get("BENCH_HOST", "127.0.0.1"),
     port=int(os.environ.get("BENCH_PORT", "8000")),
+    grpc_port=int(_grpc_port) if _grpc_port else None,
 )

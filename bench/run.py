@@ -1,13 +1,14 @@
 """Benchmark skillwire against the official a2a-sdk, side by side, in one run.
 
 Each target is started as its own uvicorn process (one worker, loop/http ``auto``, log level warning, no
-access log) on a free 127.0.0.1 port and measured in turn: cold start, blocking SendMessage throughput and
-latency at several concurrencies, SSE events/s of one ``stream N`` request, and RSS. A target that fails to
-start or answers wrongly is reported, and the run goes on with the next one. Progress goes to stderr, the
-markdown report to stdout.
+access log) on a free 127.0.0.1 port, with its gRPC server on a second one, and measured in turn: cold start,
+then for each binding (JSON-RPC, HTTP+JSON/REST, gRPC) blocking SendMessage throughput and latency at several
+concurrencies and the events/s of one ``stream N`` request, and RSS. A target or binding that fails to start
+or answers wrongly is reported, and the run goes on with the next one. Progress goes to stderr, the markdown
+report to stdout.
 
-    python bench/run.py                      # every target, defaults (about 40 s per target)
-    python bench/run.py --targets a2a-sdk --duration 3 --json /tmp/bench.json
+    python bench/run.py                      # every target and binding, defaults (about 2 min per target)
+    python bench/run.py --targets a2a-sdk --bindings jsonrpc,grpc --duration 3 --json /tmp/bench.json
 
 See bench/README.md for what each figure means.
 """
@@ -22,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import shlex
 import shutil
 import signal
@@ -31,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,14 +49,25 @@ CARD_PATH = "/.well-known/agent-card.json"
 RPC_HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 # The settings `skillwire serve` gives uvicorn; the a2a-sdk app is started with the same ones.
 UVICORN_FLAGS = ("--loop", "auto", "--http", "auto", "--log-level", "warning", "--no-access-log")
+REST_HEADERS = RPC_HEADERS
+GRPC_METADATA = (("a2a-version", "1.0"),)
 ECHO_TEXT = "hello"
 ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
 BASELINE = "a2a-sdk"
+ALL_BINDINGS = ("jsonrpc", "rest", "grpc")
+#: How each binding is named in the report and in the card's ``supportedInterfaces[].protocolBinding``.
+BINDING_LABELS = {"jsonrpc": "JSON-RPC", "rest": "REST", "grpc": "gRPC"}
+CARD_BINDINGS = {"jsonrpc": "JSONRPC", "rest": "HTTP+JSON", "grpc": "GRPC"}
 LOADGEN_NOTES = {
     "wrk": "wrk (C, keep-alive connections, Lua script for unique messageIds)",
     "httpx": "asyncio httpx client inside the harness, one keep-alive connection per worker; "
     "it shares the cores with the server and may be the bottleneck",
 }
+GRPC_LOADGEN_NOTE = (
+    "grpc.aio client inside the harness: N concurrent callers on one channel (one HTTP/2 connection), "
+    "latency per call; it shares the cores with the server and may be the bottleneck (see the "
+    "load generator CPU column)"
+)
 
 WRK_SCRIPT = r"""
 local tag = "bench"
@@ -90,12 +103,23 @@ function done(summary, latency, requests)
 end
 """
 
+# The same script for the HTTP+JSON binding: POST {rest}/message:send with a bare SendMessageRequest.
+WRK_REST_SCRIPT = WRK_SCRIPT.replace(
+    """'{"jsonrpc":"2.0","id":' .. counter
+    .. ',"method":"SendMessage","params":{"message":{"messageId":"' .. tag .. '-' .. counter
+    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'""",
+    """'{"message":{"messageId":"' .. tag .. '-' .. counter
+    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}'""",
+)
+assert WRK_REST_SCRIPT != WRK_SCRIPT
+
 
 @dataclass(frozen=True)
 class Settings:
     """What to measure and for how long (from the command line)."""
 
     targets: list[str]
+    bindings: list[str]
     duration: float
     warmup: float
     settle: float
@@ -126,6 +150,22 @@ class LoadLevel:
     p50_ms: float
     p99_ms: float
     errors: int
+    #: CPU seconds used meanwhile by the server (process tree) and by the load generator (wrk, or the
+    #: harness itself for the in-process generators).
+    server_cpu_s: float | None = None
+    client_cpu_s: float | None = None
+
+
+@dataclass
+class BindingResult:
+    """SendMessage load and ``stream N`` runs over one binding of one target."""
+
+    binding: str
+    endpoint: str = ""
+    error: str | None = None
+    load: list[LoadLevel] = field(default_factory=list)
+    stream_events: list[int] = field(default_factory=list)
+    stream_events_per_s: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -137,11 +177,12 @@ class TargetResult:
     error: str | None = None
     cold_start_ms: list[float] = field(default_factory=list)
     rss_start_mib: float | None = None
+    #: the spawn measured when gRPC is among the bindings: the same server with its gRPC port on
+    cold_start_grpc_ms: float | None = None
+    rss_start_grpc_mib: float | None = None
     rss_after_load_mib: float | None = None
-    load: list[LoadLevel] = field(default_factory=list)
+    bindings: dict[str, BindingResult] = field(default_factory=dict)
     tasks_during_load: int | None = None
-    stream_events: list[int] = field(default_factory=list)
-    stream_events_per_s: list[float] = field(default_factory=list)
     tasks_rss_mib: list[tuple[int, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -171,11 +212,20 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
+def _message(text: str, message_id: str) -> dict[str, Any]:
+    return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}
+
+
 def rpc_body(method: str, text: str, message_id: str, request_id: int = 1) -> bytes:
-    message = {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}
+    message = _message(text, message_id)
     return json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"message": message}}
     ).encode()
+
+
+def rest_body(text: str, message_id: str) -> bytes:
+    """A SendMessageRequest as the HTTP+JSON binding takes it (``/message:send``, ``/message:stream``)."""
+    return json.dumps({"message": _message(text, message_id)}).encode()
 
 
 def _children(pid: int) -> list[int]:
@@ -188,18 +238,44 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def tree_rss_mib(pid: int) -> float:
-    """VmRSS of ``pid`` and all its descendants (in case a CLI forks its server), in MiB."""
-    total_kib = 0
+def _tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (in case a CLI forks its server)."""
+    found = []
     pending = [pid]
     while pending:
         current = pending.pop()
+        found.append(current)
+        pending.extend(_children(current))
+    return found
+
+
+def tree_rss_mib(pid: int) -> float:
+    """VmRSS of ``pid`` and all its descendants, in MiB."""
+    total_kib = 0
+    for current in _tree(pid):
         with contextlib.suppress(OSError):
             for line in Path(f"/proc/{current}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     total_kib += int(line.split()[1])
-            pending.extend(_children(current))
     return total_kib / 1024
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by ``pid`` and all its descendants."""
+    ticks = 0
+    for current in _tree(pid):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            # After the ")" that closes the command name: state is field 3, utime and stime 14 and 15.
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> float:
+    """CPU seconds of the harness (all its threads) and of its finished children (wrk)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 # --------------------------------------------------------------------------------------------- servers
@@ -210,18 +286,31 @@ class TargetSpec:
     """How to start one server under test on a given port."""
 
     name: str
-    argv: Callable[[int], list[str]]
-    env: Callable[[int], dict[str, str]] = lambda _port: {}
+    #: The command line and extra environment for an HTTP port and an optional gRPC port.
+    argv: Callable[[int, int | None], list[str]]
+    env: Callable[[int, int | None], dict[str, str]] = lambda _port, _grpc_port: {}
 
 
 def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
     """The command line of each target; skillwire's stores are chosen with ``--store``."""
     if name == "a2a-sdk":
         app = ("a2a_sdk_echo:app", "--app-dir", str(BENCH_DIR))
+
+        def sdk_env(port: int, grpc_port: int | None) -> dict[str, str]:
+            env = {"BENCH_HOST": HOST, "BENCH_PORT": str(port)}
+            return env | ({"BENCH_GRPC_PORT": str(grpc_port)} if grpc_port is not None else {})
+
         return TargetSpec(
             name,
-            argv=lambda port: [sys.executable, "-m", "uvicorn", *app, *_listen(port), *UVICORN_FLAGS],
-            env=lambda port: {"BENCH_HOST": HOST, "BENCH_PORT": str(port)},
+            argv=lambda port, _grpc_port: [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                *app,
+                *_listen(port),
+                *UVICORN_FLAGS,
+            ],
+            env=sdk_env,
         )
     store = {
         "skillwire-memory": "memory://",
@@ -233,7 +322,15 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
     example = "examples/echo_skill" if name == "skillwire-skill" else "examples/echo"
     return TargetSpec(
         name,
-        argv=lambda port: [*skillwire, "serve", example, *_listen(port), "--store", store],
+        argv=lambda port, grpc_port: [
+            *skillwire,
+            "serve",
+            example,
+            *_listen(port),
+            "--store",
+            store,
+            *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
+        ],
     )
 
 
@@ -242,12 +339,16 @@ def _listen(port: int) -> list[str]:
 
 
 class Server:
-    """One spawned server process, in its own process group, with its output in a log file."""
+    """One spawned server process, in its own process group, with its output in a log file.
 
-    def __init__(self, spec: TargetSpec, log_dir: Path) -> None:
+    With ``grpc`` the server is also told to serve gRPC, on a second free port (``grpc_port``).
+    """
+
+    def __init__(self, spec: TargetSpec, log_dir: Path, grpc: bool = False) -> None:
         self.port = free_port()
+        self.grpc_port = free_port() if grpc else None
         self.base_url = f"http://{HOST}:{self.port}"
-        self.argv = spec.argv(self.port)
+        self.argv = spec.argv(self.port, self.grpc_port)
         self._log_path = log_dir / f"{spec.name}-{self.port}.log"
         self._log = self._log_path.open("wb")
         self.spawned_at = time.perf_counter()
@@ -255,7 +356,7 @@ class Server:
             self.proc = subprocess.Popen(
                 self.argv,
                 cwd=REPO_ROOT,
-                env={**os.environ, **spec.env(self.port)},
+                env={**os.environ, **spec.env(self.port, self.grpc_port)},
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
@@ -281,6 +382,9 @@ class Server:
     def rss_mib(self) -> float:
         return tree_rss_mib(self.proc.pid)
 
+    def cpu_s(self) -> float:
+        return tree_cpu_s(self.proc.pid)
+
     def log_tail(self, lines: int = 8) -> str:
         self._log.flush()
         text = self._log_path.read_text(errors="replace").strip().splitlines()
@@ -299,45 +403,87 @@ class Server:
         self._log.close()
 
 
-def jsonrpc_url(server: Server, notes: list[str]) -> str:
-    """The JSON-RPC URL the card advertises, always sent to this server's loopback port."""
+def card_urls(server: Server) -> dict[str, list[str]]:
+    """The URLs of the card's ``supportedInterfaces``, by ``protocolBinding``."""
     reply = httpx.get(server.base_url + CARD_PATH, timeout=5.0)
+    urls: dict[str, list[str]] = {}
     try:
-        urls = [
-            str(iface.get("url", ""))
-            for iface in reply.json().get("supportedInterfaces", [])
-            if iface.get("protocolBinding") == "JSONRPC"
-        ]
+        for iface in reply.json().get("supportedInterfaces", []):
+            urls.setdefault(str(iface.get("protocolBinding")), []).append(str(iface.get("url", "")))
     except (ValueError, AttributeError, TypeError) as exc:
         raise TargetFailed(f"unreadable agent card: {reply.text[:300]}") from exc
-    if not urls:
-        notes.append("the card advertises no JSONRPC interface; posting to /")
+    return urls
+
+
+def http_url(server: Server, urls: dict[str, list[str]], binding: str, notes: list[str]) -> str:
+    """The URL the card advertises for an HTTP binding, always sent to this server's loopback port."""
+    advertised = urls.get(CARD_BINDINGS[binding], [])
+    if not advertised:
+        notes.append(f"the card advertises no {CARD_BINDINGS[binding]} interface; using /")
         return server.base_url + "/"
-    parts = urlsplit(urls[0])
+    parts = urlsplit(advertised[0])
     if parts.hostname not in LOOPBACK_HOSTS or parts.port != server.port:
-        notes.append(f"the card advertises {urls[0]}, not port {server.port}; posting to its path there")
+        notes.append(f"the card advertises {advertised[0]}, not port {server.port}; using its path there")
     return f"{server.base_url}{parts.path or '/'}"
 
 
+def jsonrpc_url(server: Server, notes: list[str]) -> str:
+    """The JSON-RPC URL the card advertises, always sent to this server's loopback port."""
+    return http_url(server, card_urls(server), "jsonrpc", notes)
+
+
+def grpc_target(server: Server, urls: dict[str, list[str]], notes: list[str]) -> str:
+    """``host:port`` of the gRPC server this harness asked for; the card should list the same port."""
+    if server.grpc_port is None:
+        raise TargetFailed("the server was started without gRPC")
+    advertised = urls.get(CARD_BINDINGS["grpc"], [])
+    if not advertised:
+        notes.append(f"the card advertises no GRPC interface; calling port {server.grpc_port} anyway")
+    elif not advertised[0].endswith(f":{server.grpc_port}"):
+        notes.append(f"the card advertises gRPC at {advertised[0]}, not port {server.grpc_port}")
+    return f"{HOST}:{server.grpc_port}"
+
+
+def _check_task(task: Any, detail: str) -> None:
+    try:
+        state = task["status"]["state"]
+        text = task["artifacts"][0]["parts"][0]["text"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise TargetFailed(f"bad SendMessage reply: {detail[:300]}") from exc
+    if state != "TASK_STATE_COMPLETED" or text != ECHO_TEXT:
+        raise TargetFailed(f"echo check failed: state={state} text={text!r}")
+
+
 def check_echo(url: str) -> None:
-    """One SendMessage must come back as a completed task echoing the text."""
+    """One JSON-RPC SendMessage must come back as a completed task echoing the text."""
     reply = httpx.post(url, content=rpc_body("SendMessage", ECHO_TEXT, "bench-check"), headers=RPC_HEADERS)
     try:
         task = reply.json()["result"]["task"]
-        state = task["status"]["state"]
-        text = task["artifacts"][0]["parts"][0]["text"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:
         raise TargetFailed(f"bad SendMessage reply (HTTP {reply.status_code}): {reply.text[:300]}") from exc
-    if state != "TASK_STATE_COMPLETED" or text != ECHO_TEXT:
-        raise TargetFailed(f"echo check failed: state={state} text={text!r}")
+    _check_task(task, f"(HTTP {reply.status_code}) {reply.text}")
+
+
+def check_rest_echo(url: str) -> None:
+    """The same over HTTP+JSON: ``POST {url}`` (``…/message:send``) must answer ``{"task": …}``."""
+    reply = httpx.post(url, content=rest_body(ECHO_TEXT, "bench-check-rest"), headers=REST_HEADERS)
+    try:
+        task = reply.json()["task"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TargetFailed(
+            f"bad REST SendMessage reply (HTTP {reply.status_code}): {reply.text[:300]}"
+        ) from exc
+    _check_task(task, f"(HTTP {reply.status_code}) {reply.text}")
 
 
 # ------------------------------------------------------------------------------------- load generators
 
 
-def run_wrk(url: str, concurrency: int, seconds: float, threads: int, tag: str) -> LoadLevel:
+def run_wrk(
+    url: str, concurrency: int, seconds: float, threads: int, tag: str, script_text: str = WRK_SCRIPT
+) -> LoadLevel:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(WRK_SCRIPT)
+        script.write(script_text)
     argv = [
         "wrk", f"-t{min(threads, concurrency)}", f"-c{concurrency}", f"-d{max(1, round(seconds))}s",
         "--timeout", "10s", "-s", script.name, url, "--", tag,
@@ -362,7 +508,21 @@ def run_wrk(url: str, concurrency: int, seconds: float, threads: int, tag: str) 
     )
 
 
-async def run_httpx(url: str, concurrency: int, seconds: float, tag: str) -> LoadLevel:
+def _rpc_send_body(message_id: str, n: int) -> bytes:
+    return rpc_body("SendMessage", ECHO_TEXT, message_id, n)
+
+
+def _rest_send_body(message_id: str, _n: int) -> bytes:
+    return rest_body(ECHO_TEXT, message_id)
+
+
+async def run_httpx(
+    url: str,
+    concurrency: int,
+    seconds: float,
+    tag: str,
+    make_body: Callable[[str, int], bytes] = _rpc_send_body,
+) -> LoadLevel:
     latencies: list[float] = []
     errors = 0
     started = time.perf_counter()
@@ -375,7 +535,7 @@ async def run_httpx(url: str, concurrency: int, seconds: float, tag: str) -> Loa
             n = 0
             while time.perf_counter() < deadline:
                 n += 1
-                body = rpc_body("SendMessage", ECHO_TEXT, f"{tag}-{wid}-{n}", n)
+                body = make_body(f"{tag}-{wid}-{n}", n)
                 sent = time.perf_counter()
                 try:
                     reply = await client.post(url, content=body, headers=RPC_HEADERS)
@@ -402,18 +562,31 @@ async def run_httpx(url: str, concurrency: int, seconds: float, tag: str) -> Loa
 
 
 def run_load(settings: Settings, url: str, concurrency: int, seconds: float, tag: str) -> LoadLevel:
-    if settings.loadgen == "wrk":
-        level = run_wrk(url, concurrency, seconds, settings.wrk_threads, tag)
-    else:
-        level = asyncio.run(run_httpx(url, concurrency, seconds, tag))
-    # wrk stops with requests still in flight; let the server finish them before the next measurement.
+    """JSON-RPC SendMessage load (kept for bench/skills.py; the run goes through :class:`BindingDriver`)."""
+    level = _http_load(settings, url, concurrency, seconds, tag, WRK_SCRIPT, _rpc_send_body)
     time.sleep(settings.settle)
     return level
 
 
-def stream_once(url: str, chunks: int, timeout: float) -> tuple[int, float]:
-    """Send ``stream N``; count ``data:`` events until the stream closes. Return (events, seconds)."""
-    body = rpc_body("SendStreamingMessage", f"stream {chunks}", f"bench-stream-{time.time_ns()}")
+def _http_load(
+    settings: Settings,
+    url: str,
+    concurrency: int,
+    seconds: float,
+    tag: str,
+    script: str,
+    make_body: Callable[[str, int], bytes],
+) -> LoadLevel:
+    if settings.loadgen == "wrk":
+        return run_wrk(url, concurrency, seconds, settings.wrk_threads, tag, script)
+    return asyncio.run(run_httpx(url, concurrency, seconds, tag, make_body))
+
+
+def stream_once(url: str, chunks: int, timeout: float, rest: bool = False) -> tuple[int, float]:
+    """Send ``stream N`` (JSON-RPC, or HTTP+JSON to ``…/message:stream`` with ``rest``); count ``data:``
+    events until the stream closes. Return (events, seconds)."""
+    text, message_id = f"stream {chunks}", f"bench-stream-{time.time_ns()}"
+    body = rest_body(text, message_id) if rest else rpc_body("SendStreamingMessage", text, message_id)
     headers = {**RPC_HEADERS, "Accept": "text/event-stream"}
     events = 0
     last = ""
@@ -453,11 +626,183 @@ async def send_many(url: str, count: int, concurrency: int, tag: str) -> int:
     return failures
 
 
+# ------------------------------------------------------------------------------------------------ gRPC
+
+
+@dataclass(frozen=True)
+class GrpcModules:
+    """grpc and a2a-sdk's generated modules, imported only when the gRPC binding is measured."""
+
+    grpc: Any
+    pb: Any
+    pb_grpc: Any
+    json_format: Any
+
+
+def grpc_modules() -> GrpcModules:
+    try:
+        import grpc  # type: ignore[import-untyped]
+        import grpc.aio  # type: ignore[import-untyped]
+        from a2a.types import a2a_pb2, a2a_pb2_grpc
+        from google.protobuf import json_format  # type: ignore[import-untyped]
+    except ImportError as exc:
+        raise TargetFailed(f"the gRPC client needs grpcio and a2a-sdk[grpc]: {exc}") from exc
+    return GrpcModules(grpc, a2a_pb2, a2a_pb2_grpc, json_format)
+
+
+def _grpc_request(m: GrpcModules, text: str, message_id: str) -> Any:
+    message = m.pb.Message(message_id=message_id, role=m.pb.ROLE_USER, parts=[m.pb.Part(text=text)])
+    return m.pb.SendMessageRequest(message=message)
+
+
+@contextlib.asynccontextmanager
+async def grpc_stub(m: GrpcModules, target: str, limit: float = 10.0) -> AsyncIterator[Any]:
+    """An ``A2AService`` stub on a fresh channel to ``target``, once the channel is connected."""
+    async with m.grpc.aio.insecure_channel(target) as channel:
+        try:
+            await asyncio.wait_for(channel.channel_ready(), limit)
+        except TimeoutError as exc:
+            raise TargetFailed(f"no gRPC connection to {target} within {limit:g} s") from exc
+        yield m.pb_grpc.A2AServiceStub(channel)
+
+
+def _rpc_error(m: GrpcModules, exc: Exception) -> str:
+    if isinstance(exc, m.grpc.aio.AioRpcError):
+        return f"{exc.code().name}: {exc.details()}"
+    return str(exc)
+
+
+async def grpc_check(target: str, limit: float = 10.0) -> None:
+    """One gRPC SendMessage must come back as a completed task echoing the text."""
+    m = grpc_modules()
+    async with grpc_stub(m, target, limit) as stub:
+        request = _grpc_request(m, ECHO_TEXT, "bench-check-grpc")
+        try:
+            reply = await stub.SendMessage(request, metadata=GRPC_METADATA, timeout=limit)
+        except m.grpc.RpcError as exc:
+            raise TargetFailed(f"gRPC SendMessage failed: {_rpc_error(m, exc)}") from exc
+    # ProtoJSON: camelCase names and enum names, as on the HTTP bindings.
+    _check_task(m.json_format.MessageToDict(reply).get("task"), str(reply))
+
+
+async def run_grpc(target: str, concurrency: int, seconds: float, tag: str) -> LoadLevel:
+    """``concurrency`` callers, each awaiting one SendMessage after the other, on one shared channel."""
+    m = grpc_modules()
+    latencies: list[float] = []
+    errors = 0
+    async with grpc_stub(m, target) as stub:
+        send = stub.SendMessage
+        started = time.perf_counter()
+        deadline = started + seconds
+
+        async def caller(cid: int) -> None:
+            nonlocal errors
+            n = 0
+            while time.perf_counter() < deadline:
+                n += 1
+                request = _grpc_request(m, ECHO_TEXT, f"{tag}-{cid}-{n}")
+                sent = time.perf_counter()
+                try:
+                    await send(request, metadata=GRPC_METADATA, timeout=10.0)
+                except m.grpc.RpcError:
+                    errors += 1
+                    continue
+                latencies.append(time.perf_counter() - sent)
+
+        await asyncio.gather(*(caller(i) for i in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return LoadLevel(
+        concurrency=concurrency,
+        requests=len(latencies),
+        seconds=elapsed,
+        rps=len(latencies) / elapsed,
+        p50_ms=percentile(latencies, 50) * 1000,
+        p99_ms=percentile(latencies, 99) * 1000,
+        errors=errors,
+    )
+
+
+async def grpc_stream_once(target: str, chunks: int, limit: float) -> tuple[int, float]:
+    """SendStreamingMessage ``stream N``; count the StreamResponses until the stream ends."""
+    m = grpc_modules()
+    async with grpc_stub(m, target) as stub:
+        request = _grpc_request(m, f"stream {chunks}", f"bench-stream-{time.time_ns()}")
+        events = 0
+        last = None
+        started = time.perf_counter()
+        try:
+            async for event in stub.SendStreamingMessage(request, metadata=GRPC_METADATA, timeout=limit):
+                events += 1
+                last = event
+        except m.grpc.RpcError as exc:
+            if isinstance(exc, m.grpc.aio.AioRpcError) and exc.code() == m.grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise TargetFailed(f"stream still open after {limit:g} s") from exc
+            raise TargetFailed(f"gRPC stream failed after {events} events: {_rpc_error(m, exc)}") from exc
+        elapsed = time.perf_counter() - started
+    completed = (
+        last is not None
+        and last.WhichOneof("payload") == "status_update"
+        and last.status_update.status.state == m.pb.TASK_STATE_COMPLETED
+    )
+    if events < chunks or not completed:
+        raise TargetFailed(f"stream ended after {events} events, last: {str(last)[:200]!r}")
+    return events, elapsed
+
+
 # --------------------------------------------------------------------------------------------- the run
 
 
+@dataclass(frozen=True)
+class BindingDriver:
+    """How to check, load and stream over one binding of a running server."""
+
+    endpoint: str
+    check: Callable[[], None]
+    #: (concurrency, seconds, tag) -> one load level, without the CPU figures and the settle time
+    load: Callable[[int, float, str], LoadLevel]
+    #: (chunks, timeout) -> (events, seconds) of one ``stream N``
+    stream: Callable[[int, float], tuple[int, float]]
+
+
+def binding_driver(
+    binding: str, server: Server, urls: dict[str, list[str]], settings: Settings, notes: list[str]
+) -> BindingDriver:
+    if binding == "jsonrpc":
+        url = http_url(server, urls, "jsonrpc", notes)
+        return BindingDriver(
+            url,
+            check=lambda: check_echo(url),
+            load=lambda c, s, tag: _http_load(settings, url, c, s, tag, WRK_SCRIPT, _rpc_send_body),
+            stream=lambda chunks, timeout: stream_once(url, chunks, timeout),
+        )
+    if binding == "rest":
+        base = http_url(server, urls, "rest", notes).rstrip("/")
+        send_url, stream_url = f"{base}/message:send", f"{base}/message:stream"
+        return BindingDriver(
+            send_url,
+            check=lambda: check_rest_echo(send_url),
+            load=lambda c, s, tag: _http_load(
+                settings, send_url, c, s, tag, WRK_REST_SCRIPT, _rest_send_body
+            ),
+            stream=lambda chunks, timeout: stream_once(stream_url, chunks, timeout, rest=True),
+        )
+    target = grpc_target(server, urls, notes)
+    return BindingDriver(
+        target,
+        check=lambda: asyncio.run(grpc_check(target)),
+        load=lambda c, s, tag: asyncio.run(run_grpc(target, c, s, tag)),
+        stream=lambda chunks, timeout: asyncio.run(grpc_stream_once(target, chunks, timeout)),
+    )
+
+
 def start_server(spec: TargetSpec, settings: Settings, log_dir: Path, result: TargetResult) -> Server:
-    """Spawn the target ``cold_starts`` times, timing each; keep the last one running."""
+    """Spawn the target ``cold_starts`` times, timing each; keep the last one running.
+
+    These spawns serve HTTP only, as before gRPC was measured, so that cold start and RSS after start keep
+    their meaning. With gRPC among the bindings, the last one is then replaced by a spawn that also serves
+    gRPC (timed and sampled on rows of its own); that is the server measured.
+    """
     server: Server | None = None
     for attempt in range(1, settings.cold_starts + 1):
         if server is not None:
@@ -471,29 +816,78 @@ def start_server(spec: TargetSpec, settings: Settings, log_dir: Path, result: Ta
             raise
         log(f"{spec.name}: cold start {attempt}: {result.cold_start_ms[-1]:.0f} ms")
     assert server is not None
+    result.rss_start_mib = server.rss_mib()
+    if "grpc" not in settings.bindings:
+        return server
+    server.stop()
+    server = Server(spec, log_dir, grpc=True)
+    result.command = server.argv
+    try:
+        result.cold_start_grpc_ms = server.wait_ready(settings.start_timeout) * 1000
+    except BaseException:
+        server.stop()
+        raise
+    result.rss_start_grpc_mib = server.rss_mib()
+    log(f"{spec.name}: cold start with gRPC: {result.cold_start_grpc_ms:.0f} ms")
     return server
 
 
-def measure_running(server: Server, settings: Settings, result: TargetResult) -> None:
-    url = jsonrpc_url(server, result.notes)
-    check_echo(url)
-    if settings.warmup > 0:
-        run_load(settings, url, max(settings.concurrency), settings.warmup, "warmup")
-    for concurrency in settings.concurrency:
-        level = run_load(settings, url, concurrency, settings.duration, f"c{concurrency}")
-        result.load.append(level)
-        log(
-            f"{result.name}: c={concurrency}: {level.rps:.0f} req/s, "
-            f"p50 {level.p50_ms:.2f} ms, p99 {level.p99_ms:.2f} ms, {level.errors} errors"
-        )
+def measured_load(
+    server: Server, driver: BindingDriver, settings: Settings, concurrency: int, seconds: float, tag: str
+) -> LoadLevel:
+    """One load run with the CPU used meanwhile by the server and the load generator, then ``--settle``."""
+    server_before, client_before = server.cpu_s(), own_cpu_s()
+    level = driver.load(concurrency, seconds, tag)
+    level.server_cpu_s = server.cpu_s() - server_before
+    level.client_cpu_s = own_cpu_s() - client_before
+    # wrk stops with requests still in flight; let the server finish them before the next measurement.
+    time.sleep(settings.settle)
+    return level
 
+
+def measure_binding(
+    server: Server, driver: BindingDriver, settings: Settings, outcome: BindingResult, name: str
+) -> None:
+    outcome.endpoint = driver.endpoint
+    driver.check()
+    if settings.warmup > 0:
+        measured_load(server, driver, settings, max(settings.concurrency), settings.warmup, "warmup")
+    for concurrency in settings.concurrency:
+        level = measured_load(server, driver, settings, concurrency, settings.duration, f"c{concurrency}")
+        outcome.load.append(level)
+        log(
+            f"{name}: c={concurrency}: {level.rps:.0f} req/s, "
+            f"p50 {level.p50_ms:.2f} ms, p99 {level.p99_ms:.2f} ms, {level.errors} errors, "
+            f"CPU server {level.server_cpu_s or 0:.1f} s / load generator {level.client_cpu_s or 0:.1f} s"
+        )
     for _ in range(settings.stream_runs):
-        events, seconds = stream_once(url, settings.stream_chunks, settings.stream_timeout)
-        result.stream_events.append(events)
-        result.stream_events_per_s.append(events / seconds)
-    log(f"{result.name}: SSE {max(result.stream_events_per_s):.0f} events/s at best")
+        events, seconds = driver.stream(settings.stream_chunks, settings.stream_timeout)
+        outcome.stream_events.append(events)
+        outcome.stream_events_per_s.append(events / seconds)
+    log(f"{name}: stream {max(outcome.stream_events_per_s):.0f} events/s at best")
+
+
+def measure_running(server: Server, settings: Settings, result: TargetResult) -> None:
+    urls = card_urls(server)
+    for binding in settings.bindings:
+        label = f"{result.name} {BINDING_LABELS[binding]}"
+        outcome = result.bindings[binding] = BindingResult(binding)
+        try:
+            driver = binding_driver(binding, server, urls, settings, result.notes)
+            measure_binding(server, driver, settings, outcome, label)
+        except (TargetFailed, OSError, httpx.HTTPError, subprocess.SubprocessError) as exc:
+            outcome.error = f"{type(exc).__name__}: {exc}"
+            log(f"{label}: FAILED: {outcome.error}")
+        if server.proc.poll() is not None:
+            raise TargetFailed(f"exited with code {server.proc.returncode}: {server.log_tail()}")
+    if all(outcome.error for outcome in result.bindings.values()):
+        raise TargetFailed("every binding failed")
     result.rss_after_load_mib = server.rss_mib()
 
+    if settings.tasks <= 0:
+        return
+    url = http_url(server, urls, "jsonrpc", [])
+    check_echo(url)
     step = max(1, settings.tasks // 10)
     sent = 0
     while sent < settings.tasks:
@@ -514,7 +908,6 @@ def measure_target(spec: TargetSpec, settings: Settings, log_dir: Path) -> Targe
         result.error = str(exc)
         log(f"{spec.name}: FAILED: {result.error}")
         return result
-    result.rss_start_mib = server.rss_mib()
     try:
         measure_running(server, settings, result)
     except (TargetFailed, OSError, httpx.HTTPError, subprocess.SubprocessError) as exc:
@@ -522,8 +915,11 @@ def measure_target(spec: TargetSpec, settings: Settings, log_dir: Path) -> Targe
         log(f"{spec.name}: FAILED: {result.error}")
     finally:
         server.stop()
-    requests = sum(level.requests for level in result.load)
-    result.tasks_during_load = requests + len(result.stream_events) if result.load else None
+    measured = [b for b in result.bindings.values() if b.load]
+    if measured:
+        result.tasks_during_load = sum(
+            sum(level.requests for level in b.load) + len(b.stream_events) for b in measured
+        )
     return result
 
 
@@ -537,7 +933,7 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def machine_info(loadgen: str) -> dict[str, str]:
+def machine_info(loadgen: str, bindings: Sequence[str] = ALL_BINDINGS) -> dict[str, str]:
     cpu = "unknown"
     with contextlib.suppress(OSError):
         models = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
@@ -550,12 +946,27 @@ def machine_info(loadgen: str) -> dict[str, str]:
         "python": f"{platform.python_version()} ({sys.executable})",
         "platform": platform.platform(),
         "uvicorn loop/http (auto)": f"{loop}/{http}",
-        "load generator": LOADGEN_NOTES[loadgen],
+        "load generator": LOADGEN_NOTES[loadgen] + (" (JSON-RPC and REST)" if "rest" in bindings else ""),
     }
+    if "grpc" in bindings:
+        info["gRPC load generator"] = GRPC_LOADGEN_NOTE
+    info["stream clients"] = ", ".join(
+        {
+            "jsonrpc": "JSON-RPC SSE: httpx (sync, a new connection per stream)",
+            "rest": "REST SSE: httpx (the same)",
+            "grpc": "gRPC: grpc.aio streaming stub (a new channel per stream)",
+        }[b]
+        for b in bindings
+    )
     if loadgen == "wrk":
         out = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
         info["wrk"] = (out.stdout or out.stderr).split("Copyright")[0].strip()
-    for dist in ("a2a-sdk", "skillwire", "uvicorn", "uvloop", "httptools", "starlette", "httpx", "msgspec"):
+    dists = ["a2a-sdk", "skillwire", "uvicorn", "uvloop", "httptools", "starlette", "httpx", "msgspec"]
+    if "rest" in bindings:
+        dists.append("sse-starlette")
+    if "grpc" in bindings:
+        dists += ["grpcio", "protobuf"]
+    for dist in dists:
         info[dist] = _version(dist)
     return info
 
@@ -568,12 +979,40 @@ class Row:
     better: str
     value: Callable[[TargetResult], float | None]
     fmt: str
+    #: the binding the row measures: its cells say ``failed`` when that binding failed
+    binding: str | None = None
 
 
-def _level(concurrency: int, attr: str) -> Callable[[TargetResult], float | None]:
+def _levels(r: TargetResult, binding: str, concurrency: int) -> LoadLevel | None:
+    outcome = r.bindings.get(binding)
+    hits = [level for level in outcome.load if level.concurrency == concurrency] if outcome else []
+    return hits[0] if hits else None
+
+
+def _level(binding: str, concurrency: int, attr: str) -> Callable[[TargetResult], float | None]:
     def value(r: TargetResult) -> float | None:
-        hits = [level for level in r.load if level.concurrency == concurrency]
-        return float(getattr(hits[0], attr)) if hits else None
+        level = _levels(r, binding, concurrency)
+        return float(getattr(level, attr)) if level is not None else None
+
+    return value
+
+
+def _server_cpu_us(binding: str, concurrency: int) -> Callable[[TargetResult], float | None]:
+    """Server CPU time per completed request, in µs: what a request costs, whoever is the bottleneck."""
+
+    def value(r: TargetResult) -> float | None:
+        level = _levels(r, binding, concurrency)
+        if level is None or level.server_cpu_s is None or not level.requests:
+            return None
+        return level.server_cpu_s / level.requests * 1e6
+
+    return value
+
+
+def _errors(binding: str) -> Callable[[TargetResult], float | None]:
+    def value(r: TargetResult) -> float | None:
+        outcome = r.bindings.get(binding)
+        return sum(level.errors for level in outcome.load) if outcome and outcome.load else None
 
     return value
 
@@ -590,33 +1029,85 @@ def _stat(pick: Callable[[list[float]], float], attr: str) -> Callable[[TargetRe
     return value
 
 
+def _stream_stat(
+    binding: str, pick: Callable[[list[float]], float]
+) -> Callable[[TargetResult], float | None]:
+    def value(r: TargetResult) -> float | None:
+        outcome = r.bindings.get(binding)
+        return pick(outcome.stream_events_per_s) if outcome and outcome.stream_events_per_s else None
+
+    return value
+
+
+def stream_label(binding: str, chunks: int) -> str:
+    return {
+        "jsonrpc": f"SSE `stream {chunks}`",
+        "rest": f"REST SSE `stream {chunks}`",
+        "grpc": f"gRPC `stream {chunks}`",
+    }[binding]
+
+
+def binding_rows(binding: str, settings: Settings) -> list[Row]:
+    """The SendMessage and stream rows of one binding; JSON-RPC's keep their names without a prefix."""
+    prefix = "" if binding == "jsonrpc" else f"{BINDING_LABELS[binding]} "
+    stream = stream_label(binding, settings.stream_chunks)
+    rows = []
+    for c in settings.concurrency:
+        rows += [
+            Row(f"{prefix}SendMessage c={c} (req/s)", "higher", _level(binding, c, "rps"), "{:.0f}", binding),
+            Row(
+                f"{prefix}SendMessage c={c} p50 (ms)",
+                "lower",
+                _level(binding, c, "p50_ms"),
+                "{:.2f}",
+                binding,
+            ),
+            Row(
+                f"{prefix}SendMessage c={c} p99 (ms)",
+                "lower",
+                _level(binding, c, "p99_ms"),
+                "{:.2f}",
+                binding,
+            ),
+        ]
+    top = max(settings.concurrency)
+    rows += [
+        Row(f"{prefix}SendMessage errors, all levels", "lower", _errors(binding), "{:.0f}", binding),
+        Row(
+            f"{prefix}SendMessage c={top} server CPU per request (µs)",
+            "lower",
+            _server_cpu_us(binding, top),
+            "{:.0f}",
+            binding,
+        ),
+        Row(f"{stream}, best (events/s)", "higher", _stream_stat(binding, max), "{:.0f}", binding),
+        Row(
+            f"{stream}, median (events/s)",
+            "higher",
+            _stream_stat(binding, statistics.median),
+            "{:.0f}",
+            binding,
+        ),
+    ]
+    return rows
+
+
 def report_rows(settings: Settings) -> list[Row]:
-    stream = f"SSE `stream {settings.stream_chunks}`"
     rows = [
         Row("cold start, median (ms)", "lower", _stat(statistics.median, "cold_start_ms"), "{:.0f}"),
         Row("cold start, min (ms)", "lower", _stat(min, "cold_start_ms"), "{:.0f}"),
     ]
-    for c in settings.concurrency:
-        rows += [
-            Row(f"SendMessage c={c} (req/s)", "higher", _level(c, "rps"), "{:.0f}"),
-            Row(f"SendMessage c={c} p50 (ms)", "lower", _level(c, "p50_ms"), "{:.2f}"),
-            Row(f"SendMessage c={c} p99 (ms)", "lower", _level(c, "p99_ms"), "{:.2f}"),
-        ]
+    if "grpc" in settings.bindings:
+        rows.append(Row("cold start with gRPC, once (ms)", "lower", lambda r: r.cold_start_grpc_ms, "{:.0f}"))
+    for binding in settings.bindings:
+        rows += binding_rows(binding, settings)
     rows += [
-        Row(
-            "SendMessage errors, all levels",
-            "lower",
-            lambda r: sum(lv.errors for lv in r.load) if r.load else None,
-            "{:.0f}",
-        ),
-        Row(f"{stream}, best (events/s)", "higher", _stat(max, "stream_events_per_s"), "{:.0f}"),
-        Row(
-            f"{stream}, median (events/s)",
-            "higher",
-            _stat(statistics.median, "stream_events_per_s"),
-            "{:.0f}",
-        ),
         Row("RSS after start (MiB)", "lower", lambda r: r.rss_start_mib, "{:.1f}"),
+        *(
+            [Row("RSS after start with gRPC (MiB)", "lower", lambda r: r.rss_start_grpc_mib, "{:.1f}")]
+            if "grpc" in settings.bindings
+            else []
+        ),
         Row("tasks created by the load", "", lambda r: r.tasks_during_load, "{:.0f}"),
         Row("RSS after load (MiB)", "lower", lambda r: r.rss_after_load_mib, "{:.1f}"),
     ]
@@ -626,38 +1117,105 @@ def report_rows(settings: Settings) -> list[Row]:
     return rows
 
 
+def _cell(row: Row, r: TargetResult) -> str:
+    value = row.value(r)
+    if value is not None:
+        return row.fmt.format(value)
+    outcome = r.bindings.get(row.binding) if row.binding else None
+    return "failed" if r.error or (outcome is not None and outcome.error) else "n/a"
+
+
+def bindings_table(results: list[TargetResult], settings: Settings) -> list[str]:
+    """The second table: one line per target and binding, so the bindings of a target sit side by side."""
+    top = max(settings.concurrency)
+    header = ["target", "binding"]
+    for c in settings.concurrency:
+        header += [f"c={c} req/s", f"c={c} p50 / p99 (ms)"]
+    header += [
+        f"c={top} vs JSON-RPC",
+        f"`stream {settings.stream_chunks}` best (events/s)",
+        "stream vs JSON-RPC",
+        f"c={top} server CPU per request (µs)",
+        f"c={top} CPU server / load generator (% of one core)",
+    ]
+    lines = ["| " + " | ".join(header) + " |", "|---|---|" + "---:|" * (len(header) - 2)]
+    for r in results:
+        for binding in settings.bindings:
+            outcome = r.bindings.get(binding)
+            cells = [r.name, BINDING_LABELS[binding]]
+            if outcome is None or outcome.error or not outcome.load:
+                state = "failed" if (r.error or (outcome is not None and outcome.error)) else "n/a"
+                lines.append("| " + " | ".join(cells + [state] * (len(header) - 2)) + " |")
+                continue
+            for c in settings.concurrency:
+                level = _levels(r, binding, c)
+                cells += (
+                    [f"{level.rps:.0f}", f"{level.p50_ms:.2f} / {level.p99_ms:.2f}"]
+                    if level is not None
+                    else ["n/a", "n/a"]
+                )
+            rps, base_rps = _level(binding, top, "rps")(r), _level("jsonrpc", top, "rps")(r)
+            best, base_best = _stream_stat(binding, max)(r), _stream_stat("jsonrpc", max)(r)
+            cells.append(f"{rps / base_rps:.2f}x" if rps is not None and base_rps else "-")
+            cells.append(f"{best:.0f}" if best is not None else "n/a")
+            cells.append(f"{best / base_best:.2f}x" if best is not None and base_best else "-")
+            cpu_us = _server_cpu_us(binding, top)(r)
+            cells.append(f"{cpu_us:.0f}" if cpu_us is not None else "n/a")
+            level = _levels(r, binding, top)
+            if level is not None and level.server_cpu_s is not None and level.client_cpu_s is not None:
+                cells.append(
+                    f"{level.server_cpu_s / level.seconds * 100:.0f} / {level.client_cpu_s / level.seconds * 100:.0f}"
+                )
+            else:
+                cells.append("n/a")
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
 def render_markdown(results: list[TargetResult], info: dict[str, str], settings: Settings) -> str:
     baseline = next((r for r in results if r.name == BASELINE), None)
     compared = [r for r in results if baseline is not None and r is not baseline]
     header = ["metric", "better", *(r.name for r in results), *(f"{r.name} / {BASELINE}" for r in compared)]
+    labels = ", ".join(BINDING_LABELS[b] for b in settings.bindings)
     lines = [
         "# skillwire vs a2a-sdk benchmark",
         "",
         *(f"- **{key}**: {value}" for key, value in info.items()),
-        f"- **settings**: {settings.warmup:g} s warm-up, then {settings.duration:g} s per concurrency level "
-        f"({', '.join(map(str, settings.concurrency))}), {settings.settle:g} s idle after each; "
-        f"{settings.cold_starts} cold starts; {settings.stream_runs} SSE runs",
-        f"- load generator and servers share the same {info['nproc']} cores: compare columns, "
+        f"- **settings**: bindings {labels}, measured one after the other on the same server; per binding "
+        f"{settings.warmup:g} s warm-up, then {settings.duration:g} s per concurrency level "
+        f"({', '.join(map(str, settings.concurrency))}), {settings.settle:g} s idle after each, "
+        f"{settings.stream_runs} stream runs; {settings.cold_starts} cold starts"
+        + (
+            "; the measured servers also serve gRPC on a second port (the cold starts do not: see the "
+            "rows with gRPC)"
+            if "grpc" in settings.bindings
+            else ""
+        ),
+        f"- load generators and servers share the same {info['nproc']} cores: compare columns, "
         "do not read the figures as absolute capacity",
+        "- rows without a binding prefix are JSON-RPC; `REST` is HTTP+JSON (`POST /message:send`, "
+        "SSE on `/message:stream`), `gRPC` is `lf.a2a.v1.A2AService`",
         "",
         "| " + " | ".join(header) + " |",
         "|---|---|" + "---:|" * (len(header) - 2),
     ]
     for row in report_rows(settings):
-        cells = [row.metric, row.better or "-"]
-        for r in results:
-            value = row.value(r)
-            cells.append(row.fmt.format(value) if value is not None else ("failed" if r.error else "n/a"))
+        cells = [row.metric, row.better or "-", *(_cell(row, r) for r in results)]
         base = row.value(baseline) if baseline is not None else None
         for r in compared:
             value = row.value(r)
             cells.append(f"{value / base:.2f}x" if value is not None and base else "-")
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
+    lines += ["", "## By binding", "", *bindings_table(results, settings), ""]
     for r in results:
         lines.append(f"- `{r.name}`: " + (f"`{shlex.join(r.command)}`" if r.command else "not started"))
         if r.error:
             lines.append(f"  - **failed**: {' '.join(r.error.split())}")
+        for binding, outcome in r.bindings.items():
+            if outcome.error:
+                lines.append(f"  - **{BINDING_LABELS[binding]} failed**: {' '.join(outcome.error.split())}")
+            elif outcome.endpoint:
+                lines.append(f"  - {BINDING_LABELS[binding]}: `{outcome.endpoint}`")
         lines += [f"  - note: {note}" for note in r.notes]
     return "\n".join(lines) + "\n"
 
@@ -669,6 +1227,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     add = parser.add_argument
     add("--targets", default=",".join(ALL_TARGETS), help=f"comma-separated, from: {', '.join(ALL_TARGETS)}")
+    add(
+        "--bindings",
+        default=",".join(ALL_BINDINGS),
+        help=f"comma-separated, from: {', '.join(ALL_BINDINGS)} (default all; JSON-RPC rows keep their names)",
+    )
     add("--duration", type=float, default=5.0, help="seconds of load per concurrency level (default 5)")
     add("--warmup", type=float, default=2.0, help="seconds of warm-up load first (default 2; 0 for none)")
     add("--settle", type=float, default=1.0, help="idle seconds after each load run (default 1)")
@@ -688,6 +1251,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     targets = [t.strip() for t in ns.targets.split(",") if t.strip()]
     if unknown := sorted(set(targets) - set(ALL_TARGETS)):
         parser.error(f"unknown targets: {', '.join(unknown)}")
+    bindings = [b.strip() for b in ns.bindings.split(",") if b.strip()]
+    if unknown := sorted(set(bindings) - set(ALL_BINDINGS)):
+        parser.error(f"unknown bindings: {', '.join(unknown)}")
+    if not bindings:
+        parser.error("--bindings needs at least one binding")
+    bindings = [b for b in ALL_BINDINGS if b in bindings]
     concurrency = [int(c) for c in ns.concurrency.split(",")]
     if min(concurrency, default=0) < 1 or min(ns.cold_starts, ns.stream_runs, ns.wrk_threads) < 1:
         parser.error("concurrency levels, --cold-starts, --stream-runs and --wrk-threads must be >= 1")
@@ -699,6 +1268,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         ns.skillwire = str(beside) if beside.exists() else "skillwire"
     return Settings(
         targets=targets,
+        bindings=bindings,
         duration=ns.duration,
         warmup=ns.warmup,
         settle=ns.settle,
@@ -732,11 +1302,11 @@ def sigterm_as_exit() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
-    info = machine_info(settings.loadgen)
+    info = machine_info(settings.loadgen, settings.bindings)
     runs = len(settings.concurrency) + (settings.warmup > 0)
-    estimate = settings.cold_starts + settings.warmup + len(settings.concurrency) * settings.duration
-    estimate += runs * settings.settle
-    log(f"{len(settings.targets)} target(s), roughly {estimate + settings.stream_runs:.0f} s each")
+    per_binding = settings.warmup + len(settings.concurrency) * settings.duration + runs * settings.settle
+    estimate = settings.cold_starts + len(settings.bindings) * (per_binding + settings.stream_runs)
+    log(f"{len(settings.targets)} target(s), roughly {estimate:.0f} s each")
 
     results: list[TargetResult] = []
     with sigterm_as_exit(), tempfile.TemporaryDirectory(prefix="skillwire-bench-") as tmp:
