@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import logging
 import os
 import sys
@@ -53,13 +52,9 @@ def _load_code_agent(target: str) -> Agent:
         folder = str(file.parent.resolve())
         if folder not in sys.path:
             sys.path.insert(0, folder)
-        name = f"skillwire_target_{file.parent.resolve().name}_{abs(hash(str(file.resolve())))}"
-        spec = importlib.util.spec_from_file_location(name, file)
-        if spec is None or spec.loader is None:
-            raise SkillwireError(f"{file}: cannot be imported")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        from skillwire.skills.loader import import_file
+
+        module = import_file(file, f"skillwire_target_{file.parent.resolve().name}")
     elif ":" in target:
         module_name, _, attribute = target.partition(":")
         try:

@@ -38,6 +38,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "AgentConfig",
     "check_skills_folder",
+    "import_file",
     "is_skills_folder",
     "load_agent_config",
     "load_skills_folder",
@@ -81,18 +82,23 @@ def _read_card(skill_dir: Path) -> SkillCard:
     return SkillCard.parse(text, source=str(manifest))
 
 
-def _import_code(skill_dir: Path, skill_id: str) -> Any:
-    code = skill_dir / CODE
-    if not code.is_file():
-        raise SkillwireError(f"{skill_dir}: no {CODE} next to {MANIFEST}")
-    name = f"skillwire_skill_{skill_id.replace('-', '_').replace('.', '_')}_{abs(hash(str(code.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, code)
+def import_file(file: Path, prefix: str) -> Any:
+    """Import the Python file ``file`` as a module of its own (named after ``prefix`` and its path)."""
+    name = f"{prefix}_{abs(hash(str(file.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, file)
     if spec is None or spec.loader is None:
-        raise SkillwireError(f"{code}: cannot be imported")
+        raise SkillwireError(f"{file}: cannot be imported")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _import_code(skill_dir: Path, skill_id: str) -> Any:
+    code = skill_dir / CODE
+    if not code.is_file():
+        raise SkillwireError(f"{skill_dir}: no {CODE} next to {MANIFEST}")
+    return import_file(code, f"skillwire_skill_{skill_id.replace('-', '_').replace('.', '_')}")
 
 
 def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list[Skill]:
