@@ -18,6 +18,7 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"errors", "protocol"},
     "stores": {"errors", "protocol"},
     "server": {"errors", "protocol", "wire", "stores"},
+    "client": {"errors", "protocol", "wire"},
     "skills": {"errors", "protocol", "wire", "stores", "server"},
     "testing": {"errors", "protocol", "wire", "stores", "server"},
     "agent": {"errors", "protocol", "wire", "stores", "server", "skills"},

@@ -3,6 +3,8 @@
 Everything a user needs is importable from here: ``from skillwire import Agent, TaskEvents, Message``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from skillwire.agent import DEFAULT_STORE, Agent
 from skillwire.errors import (
     A2AError,
@@ -65,12 +67,54 @@ from skillwire.server.handler import BaseRequestHandler, RequestHandler
 from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.context import Answer, SkillContext
 from skillwire.skills.executor import Outcome, SkillExecutor
-from skillwire.skills.manifest import SkillCard
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, SkillRegistry
-from skillwire.skills.schema import compile_schema, validate_json
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskPage, TaskQuery, TaskStore, open_store
 
+if TYPE_CHECKING:
+    from skillwire.client import (
+        AgentConnectionError,
+        Client,
+        ClientError,
+        HTTPStatusError,
+        JsonRpcTransport,
+        RestTransport,
+        RetryPolicy,
+        TaskFailedError,
+        Transport,
+    )
+    from skillwire.skills.manifest import SkillCard
+    from skillwire.skills.schema import compile_schema, validate_json
+
 __version__ = "0.1.0"
+
+# Imported on first use: the client (httpx), manifests (YAML) and the schema compiler are not needed to
+# serve an agent, and start-up time matters.
+_LAZY = {
+    "Client": "skillwire.client",
+    "ClientError": "skillwire.client",
+    "TaskFailedError": "skillwire.client",
+    "AgentConnectionError": "skillwire.client",
+    "HTTPStatusError": "skillwire.client",
+    "RetryPolicy": "skillwire.client",
+    "Transport": "skillwire.client",
+    "JsonRpcTransport": "skillwire.client",
+    "RestTransport": "skillwire.client",
+    "SkillCard": "skillwire.skills.manifest",
+    "compile_schema": "skillwire.skills.schema",
+    "validate_json": "skillwire.skills.schema",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skillwire' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_STORE",
@@ -79,6 +123,7 @@ __all__ = [
     "Agent",
     "AgentCapabilities",
     "AgentCard",
+    "AgentConnectionError",
     "AgentExtension",
     "AgentInterface",
     "AgentProvider",
@@ -89,6 +134,8 @@ __all__ = [
     "CallContext",
     "Caller",
     "CancelTaskRequest",
+    "Client",
+    "ClientError",
     "ConcurrentUpdateError",
     "ContentTypeNotSupportedError",
     "EventBus",
@@ -97,6 +144,7 @@ __all__ = [
     "ExtensionSupportRequiredError",
     "GetExtendedAgentCardRequest",
     "GetTaskRequest",
+    "HTTPStatusError",
     "InMemorySkillRegistry",
     "InProcessEventBus",
     "InternalError",
@@ -104,6 +152,7 @@ __all__ = [
     "InvalidParamsError",
     "InvalidRequestError",
     "JSONParseError",
+    "JsonRpcTransport",
     "ListTasksRequest",
     "ListTasksResponse",
     "ManifestError",
@@ -117,6 +166,8 @@ __all__ = [
     "RenderError",
     "RequestContext",
     "RequestHandler",
+    "RestTransport",
+    "RetryPolicy",
     "Role",
     "SQLiteTaskStore",
     "SchemaError",
@@ -135,6 +186,7 @@ __all__ = [
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskEvents",
+    "TaskFailedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "TaskPage",
@@ -145,6 +197,7 @@ __all__ = [
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "TaskStore",
+    "Transport",
     "UnsupportedOperationError",
     "ValidationError",
     "VersionNotSupportedError",

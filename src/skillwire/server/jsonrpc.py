@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
+from types import ModuleType
 from urllib.parse import parse_qs
 
 from msgspec import UNSET
@@ -36,7 +37,6 @@ from skillwire.server.asgi import (
 )
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
-from skillwire.wire import v03
 from skillwire.wire.jsonrpc import (
     JsonRpcFailure,
     RequestId,
@@ -50,6 +50,14 @@ from skillwire.wire.sse import encode_event
 
 __all__ = ["JsonRpcEndpoint", "is_json_content_type", "requested_extensions"]
 
+
+def _v03() -> ModuleType:
+    """The v0.3 codec, imported on the first v0.3 request (most deployments never see one)."""
+    from skillwire.wire import v03
+
+    return v03
+
+
 log = logging.getLogger("skillwire.jsonrpc")
 
 _JSON_TYPES = ("application/json", "application/a2a+json")
@@ -62,7 +70,9 @@ def is_json_content_type(content_type: str) -> bool:
 
 def _encode_error(version: str, request_id: RequestId, error: A2AError) -> bytes:
     if version == "0.3":
-        return encode_plain_error(request_id, v03.error_code(error), error.message, v03.error_data(error))
+        return encode_plain_error(
+            request_id, _v03().error_code(error), error.message, _v03().error_data(error)
+        )
     return encode_error(request_id, error)
 
 
@@ -123,7 +133,7 @@ class JsonRpcEndpoint:
             version = negotiate_version(version_header)
             if version == "0.3":
                 raw = None if envelope.params is UNSET else envelope.params
-                operation, params = v03.decode_request(envelope.method, raw)
+                operation, params = _v03().decode_request(envelope.method, raw)
             else:
                 request = decode_params(envelope)
                 operation, params = request.spec.operation, request.params
@@ -177,7 +187,7 @@ class JsonRpcEndpoint:
         framer = ResultFramer(request_id)
         if not streaming:
             if version == "0.3":
-                answer = framer.frame_raw(v03.encode_result(operation, result))
+                answer = framer.frame_raw(_v03().encode_result(operation, result))
             else:
                 answer = framer.frame(result)
             await self._answer(send, expects_response, answer, echo)
@@ -192,7 +202,7 @@ class JsonRpcEndpoint:
         def frame(event: StreamResponse) -> bytes:
             if version == "0.3":
                 return encode_event(
-                    framer.frame_raw(v03.encode_stream_event(event, final=v03.is_final(event)))
+                    framer.frame_raw(_v03().encode_stream_event(event, final=_v03().is_final(event)))
                 )
             return encode_event(framer.frame(event))
 

@@ -1,0 +1,447 @@
+"""The A2A client: discover an agent's card, pick a binding, call the eleven operations.
+
+::
+
+    async with await Client.connect("http://127.0.0.1:8000") as client:
+        task = await client.send("hello")                 # Task or Message
+        async for event in client.stream("count to 3"):   # StreamResponse events, resumed if the line drops
+            ...
+
+Every binding behaves the same: results are the v1.0 Structs of :mod:`skillwire.protocol.models`, protocol
+errors are the :mod:`skillwire.errors` classes. A task that ends FAILED, REJECTED or CANCELED is a result,
+not an exception, unless ``raise_on_failure=True`` asks for :class:`TaskFailedError`.
+
+Operations that are safe to repeat (reads, cancel, subscribe, push-config get/list/delete, the card) are
+retried on connection failures and HTTP 429/503 as the :class:`RetryPolicy` says; SendMessage and
+CreateTaskPushNotificationConfig are never retried by the client. A stream whose connection breaks is
+resumed through SubscribeToTask without repeating events (:mod:`skillwire.client.progress`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from skillwire.client.errors import (
+    AgentConnectionError,
+    HTTPStatusError,
+    InvalidResponseError,
+    NoCompatibleInterfaceError,
+    TaskFailedError,
+)
+from skillwire.client.progress import StreamProgress
+from skillwire.client.retry import RetryPolicy
+from skillwire.client.transport import A2A_VERSION, JsonRpcTransport, RestTransport, Transport
+from skillwire.errors import UnsupportedOperationError
+from skillwire.protocol import models as m
+from skillwire.protocol.operations import Operation
+from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
+
+__all__ = [
+    "CARD_PATH",
+    "DEFAULT_TIMEOUT",
+    "FAILED_STATES",
+    "Client",
+    "TaskFailedError",
+    "select_interface",
+]
+
+CARD_PATH = "/.well-known/agent-card.json"
+#: Streams get keep-alive comments every 15 s from skillwire agents, well inside the read timeout.
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0, read=60.0)
+#: End states that ``raise_on_failure`` turns into TaskFailedError.
+FAILED_STATES = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+
+T = TypeVar("T")
+_O = Operation
+_TRANSPORTS: dict[str, type[JsonRpcTransport | RestTransport]] = {
+    "JSONRPC": JsonRpcTransport,
+    "HTTP+JSON": RestTransport,
+}
+
+
+def _speaks_v1(version: str) -> bool:
+    major, _, rest = version.partition(".")
+    return major == "1" and rest.partition(".")[0] == "0"  # Major.Minor; a patch part is ignored
+
+
+def select_interface(card: m.AgentCard, bindings: Sequence[str]) -> m.AgentInterface:
+    """The interface to use: the first binding of ``bindings`` the card offers at protocol 1.0, taking the
+    card's earliest interface for that binding (the card lists its preferred ones first)."""
+    for binding in bindings:
+        for interface in card.supported_interfaces:
+            if interface.protocol_binding.upper() == binding.upper() and _speaks_v1(
+                interface.protocol_version
+            ):
+                return interface
+    offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces)
+    raise NoCompatibleInterfaceError(
+        f"the card offers {offered or 'no interfaces'}; wanted {list(bindings)} 1.0"
+    )
+
+
+def _message(text_or_message: m.Message | str, context_id: str, task_id: str) -> m.Message:
+    if isinstance(text_or_message, m.Message):
+        changes = {k: v for k, v in (("context_id", context_id), ("task_id", task_id)) if v}
+        return msgspec.structs.replace(text_or_message, **changes) if changes else text_or_message
+    return m.Message(
+        message_id=str(uuid.uuid4()),
+        context_id=context_id,
+        task_id=task_id,
+        role=m.Role.USER,
+        parts=[m.Part(text=text_or_message)],
+    )
+
+
+class _CardSource:
+    """Fetches the agent card and revalidates it with ``If-None-Match``."""
+
+    def __init__(self, url: str, http: httpx.AsyncClient, timeout: httpx.Timeout, headers: dict[str, str]):
+        self.url = url
+        self._http = http
+        self._timeout = timeout
+        self._headers = {**headers, "A2A-Version": A2A_VERSION, "Accept": "application/json"}
+        self.etag: str | None = None
+        self.card: m.AgentCard | None = None
+
+    async def fetch(self) -> m.AgentCard:
+        headers = dict(self._headers)
+        if self.etag is not None and self.card is not None:
+            headers["If-None-Match"] = self.etag
+        try:
+            response = await self._http.get(self.url, headers=headers, timeout=self._timeout)
+        except httpx.TransportError as exc:
+            raise AgentConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        if response.status_code == 304 and self.card is not None:
+            return self.card
+        if response.status_code != 200:
+            retry_after = response.headers.get("retry-after")
+            seconds = float(retry_after) if retry_after and retry_after.isdigit() else None
+            raise HTTPStatusError(response.status_code, f"GET {self.url}", retry_after=seconds)
+        try:
+            self.card = msgspec.json.decode(response.content, type=m.AgentCard)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidResponseError(f"{self.url} is not a v1.0 agent card: {exc}") from None
+        self.etag = response.headers.get("etag")
+        return self.card
+
+
+class Client:
+    """An A2A v1.0 client over one of the agent's HTTP interfaces. Make one with :meth:`connect`."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        card: m.AgentCard | None = None,
+        interface: m.AgentInterface | None = None,
+        retry: RetryPolicy | None = None,
+        http: httpx.AsyncClient | None = None,
+        owns_http: bool = False,
+        card_source: _CardSource | None = None,
+    ) -> None:
+        """A client over ``transport`` as is (no discovery): for tests, or transports of your own."""
+        self.transport = transport
+        self.interface = interface
+        self.retry = retry if retry is not None else RetryPolicy()
+        self._card = card
+        self._tenant = interface.tenant if interface is not None else ""
+        self._http = http
+        self._owns_http = owns_http
+        self._card_source = card_source
+
+    @classmethod
+    async def connect(
+        cls,
+        base_url: str,
+        *,
+        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        http: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,  # noqa: ASYNC109 - per-request HTTP timeouts
+        retries: int | RetryPolicy = 3,
+        headers: dict[str, str] | None = None,
+    ) -> Client:
+        """Read the agent card at ``base_url`` and connect through the first of ``bindings`` it offers.
+
+        ``http`` is an httpx.AsyncClient to share (it is not closed by the client); ``headers`` are sent
+        with every request (credentials, for instance); ``retries`` is a retry count or a RetryPolicy.
+        """
+        timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
+        owns = http is None
+        client_http = http if http is not None else httpx.AsyncClient(timeout=timeout)
+        try:
+            url = base_url if base_url.endswith(".json") else base_url.rstrip("/") + CARD_PATH
+            source = _CardSource(url, client_http, timeout, headers or {})
+            card = await retry.call(source.fetch)
+            interface = select_interface(card, bindings)
+            transport = _TRANSPORTS[interface.protocol_binding.upper()](
+                interface.url, client_http, timeout=timeout, headers=headers
+            )
+        except BaseException:
+            if owns:
+                await client_http.aclose()
+            raise
+        return cls(
+            transport,
+            card=card,
+            interface=interface,
+            retry=retry,
+            http=client_http,
+            owns_http=owns,
+            card_source=source,
+        )
+
+    # -- lifetime ----------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        if self._owns_http and self._http is not None:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # -- the card ----------------------------------------------------------------------------------------
+
+    @property
+    def card(self) -> m.AgentCard:
+        """The public card, as last fetched."""
+        if self._card is None:
+            raise RuntimeError("this client was made without a card")
+        return self._card
+
+    async def refresh_card(self) -> m.AgentCard:
+        """Revalidate the cached card (``If-None-Match``; a 304 keeps it) and return the current one.
+        The interface in use does not change."""
+        if self._card_source is None:
+            raise RuntimeError("this client was made without card discovery")
+        self._card = await self.retry.call(self._card_source.fetch)
+        return self._card
+
+    async def get_extended_card(self) -> m.AgentCard:
+        """The authenticated extended card (GetExtendedAgentCard)."""
+        request = m.GetExtendedAgentCardRequest(tenant=self._tenant)
+        card: m.AgentCard = await self._idempotent(_O.GET_EXTENDED_AGENT_CARD, request)
+        return card
+
+    # -- messages ----------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        message: m.Message | str,
+        *,
+        context_id: str = "",
+        task_id: str = "",
+        configuration: m.SendMessageConfiguration | None = None,
+        metadata: dict[str, Any] | None = None,
+        raise_on_failure: bool = False,
+    ) -> m.Task | m.Message:
+        """Send a message (text becomes a user message; ``context_id``/``task_id`` continue a conversation)
+        and return the Task or the agent's Message. Never retried: a message is not idempotent."""
+        request = m.SendMessageRequest(
+            tenant=self._tenant,
+            message=_message(message, context_id, task_id),
+            configuration=configuration,
+            metadata=metadata,
+        )
+        response: m.SendMessageResponse = await self.transport.send(_O.SEND_MESSAGE, request)
+        result = response.task if response.task is not None else response.message
+        if result is None:
+            raise InvalidResponseError("SendMessage returned neither a task nor a message")
+        if raise_on_failure and isinstance(result, m.Task) and result.status.state in FAILED_STATES:
+            raise TaskFailedError(result)
+        return result
+
+    async def stream(
+        self,
+        message: m.Message | str,
+        *,
+        context_id: str = "",
+        task_id: str = "",
+        configuration: m.SendMessageConfiguration | None = None,
+        metadata: dict[str, Any] | None = None,
+        resume: bool = True,
+    ) -> AsyncIterator[m.StreamResponse]:
+        """Send a message and yield the stream's events until the task is terminal or interrupted.
+
+        If the connection breaks after the task is known, the stream is resumed with SubscribeToTask
+        (``resume=False`` turns this off): events already yielded are not repeated, missed ones are
+        rebuilt from the task snapshot.
+        """
+        request = m.SendMessageRequest(
+            tenant=self._tenant,
+            message=_message(message, context_id, task_id),
+            configuration=configuration,
+            metadata=metadata,
+        )
+        progress = StreamProgress(end_on_interrupt=True)
+        opener = lambda: self.transport.stream(_O.SEND_STREAMING_MESSAGE, request)  # noqa: E731
+        async for event in self._resumable(opener, progress, resume=resume, reopen=False):
+            yield event
+
+    # -- tasks -------------------------------------------------------------------------------------------
+
+    async def get_task(self, id: str, history_length: int | None = None) -> m.Task:
+        request = m.GetTaskRequest(tenant=self._tenant, id=id, history_length=history_length)
+        task: m.Task = await self._idempotent(_O.GET_TASK, request)
+        return task
+
+    async def list_tasks(
+        self,
+        *,
+        context_id: str = "",
+        status: TaskState | None = None,
+        page_size: int | None = None,
+        page_token: str = "",
+        history_length: int | None = None,
+        status_timestamp_after: datetime | None = None,
+        include_artifacts: bool | None = None,
+    ) -> m.ListTasksResponse:
+        request = m.ListTasksRequest(
+            tenant=self._tenant,
+            context_id=context_id,
+            status=status if status is not None else TaskState.UNSPECIFIED,
+            page_size=page_size,
+            page_token=page_token,
+            history_length=history_length,
+            status_timestamp_after=status_timestamp_after,
+            include_artifacts=include_artifacts,
+        )
+        response: m.ListTasksResponse = await self._idempotent(_O.LIST_TASKS, request)
+        return response
+
+    async def cancel_task(self, id: str, *, metadata: dict[str, Any] | None = None) -> m.Task:
+        """Cancel a task; returns it. A task already terminal raises TaskNotCancelableError."""
+        request = m.CancelTaskRequest(tenant=self._tenant, id=id, metadata=metadata)
+        task: m.Task = await self._idempotent(_O.CANCEL_TASK, request)
+        return task
+
+    async def subscribe(self, id: str, *, resume: bool = True) -> AsyncIterator[m.StreamResponse]:
+        """Yield a task's events: first its snapshot, then updates until it is terminal (an interrupted
+        task keeps the stream open). Resumed after a broken connection, like :meth:`stream`."""
+        request = m.SubscribeToTaskRequest(tenant=self._tenant, id=id)
+        progress = StreamProgress(id, end_on_interrupt=False)
+        opener = lambda: self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)  # noqa: E731
+        async for event in self._resumable(opener, progress, resume=resume, reopen=True):
+            yield event
+
+    # -- push notification configs -----------------------------------------------------------------------
+
+    async def create_push_config(
+        self,
+        task_id: str,
+        url: str,
+        *,
+        id: str = "",
+        token: str = "",
+        authentication: m.AuthenticationInfo | None = None,
+    ) -> m.TaskPushNotificationConfig:
+        config = m.TaskPushNotificationConfig(
+            tenant=self._tenant, id=id, task_id=task_id, url=url, token=token, authentication=authentication
+        )
+        created: m.TaskPushNotificationConfig = await self.transport.send(_O.CREATE_PUSH_CONFIG, config)
+        return created
+
+    async def get_push_config(self, task_id: str, id: str) -> m.TaskPushNotificationConfig:
+        request = m.GetTaskPushNotificationConfigRequest(tenant=self._tenant, task_id=task_id, id=id)
+        config: m.TaskPushNotificationConfig = await self._idempotent(_O.GET_PUSH_CONFIG, request)
+        return config
+
+    async def list_push_configs(
+        self, task_id: str, *, page_size: int = 0, page_token: str = ""
+    ) -> m.ListTaskPushNotificationConfigsResponse:
+        request = m.ListTaskPushNotificationConfigsRequest(
+            tenant=self._tenant, task_id=task_id, page_size=page_size, page_token=page_token
+        )
+        response: m.ListTaskPushNotificationConfigsResponse = await self._idempotent(
+            _O.LIST_PUSH_CONFIGS, request
+        )
+        return response
+
+    async def delete_push_config(self, task_id: str, id: str) -> None:
+        request = m.DeleteTaskPushNotificationConfigRequest(tenant=self._tenant, task_id=task_id, id=id)
+        await self._idempotent(_O.DELETE_PUSH_CONFIG, request)
+
+    # -- plumbing ----------------------------------------------------------------------------------------
+
+    async def _idempotent(self, operation: Operation, request: msgspec.Struct) -> Any:
+        return await self.retry.call(lambda: self.transport.send(operation, request))
+
+    async def _resumable(
+        self,
+        opener: Callable[[], AsyncIterator[m.StreamResponse]],
+        progress: StreamProgress,
+        *,
+        resume: bool,
+        reopen: bool,
+    ) -> AsyncIterator[m.StreamResponse]:
+        """The events of ``opener()``, deduplicated by ``progress``; a broken connection is resumed with
+        SubscribeToTask once the task is known (or, when ``reopen``, by calling ``opener`` again)."""
+        source = opener()
+        attempt = 0
+        while True:
+            try:
+                async for event in source:
+                    if progress.observe(event):
+                        attempt = 0
+                        yield event
+                    if progress.finished:
+                        return
+                return
+            except (AgentConnectionError, HTTPStatusError) as exc:
+                can_resume = progress.started and progress.task_id is not None
+                wait = self.retry.wait_for(exc, attempt) if resume and (can_resume or reopen) else None
+                if wait is None:
+                    raise
+            finally:
+                await _aclose(source)
+            attempt += 1
+            await asyncio.sleep(wait)
+            source = self._resumed(progress) if progress.started else opener()
+
+    async def _resumed(self, progress: StreamProgress) -> AsyncIterator[m.StreamResponse]:
+        """SubscribeToTask for a stream already under way: its snapshot becomes the missed events only."""
+        assert progress.task_id is not None
+        request = m.SubscribeToTaskRequest(tenant=self._tenant, id=progress.task_id)
+        stream = self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)
+        try:
+            first = True
+            async for event in stream:
+                if first and event.task is not None:
+                    first = False
+                    for missed in progress.missed(event.task):
+                        yield missed
+                    if event.task.status.state in TERMINAL_STATES or (
+                        progress.end_on_interrupt and event.task.status.state in INTERRUPTED_STATES
+                    ):
+                        return
+                    continue
+                first = False
+                yield event
+        except UnsupportedOperationError:
+            # SubscribeToTask refuses a task that ended while the line was down: read its final state.
+            task = await self.get_task(progress.task_id)
+            if task.status.state not in TERMINAL_STATES:
+                raise
+            for missed in progress.missed(task):
+                yield missed
+        finally:
+            await _aclose(stream)
+
+
+async def _aclose(stream: AsyncIterator[Any]) -> None:
+    aclose: Callable[[], Awaitable[None]] | None = getattr(stream, "aclose", None)
+    if aclose is not None:
+        await aclose()

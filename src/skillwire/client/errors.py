@@ -1,0 +1,67 @@
+"""Errors raised by the client that are not protocol errors.
+
+Protocol errors arrive as the :mod:`skillwire.errors` classes (``TaskNotFoundError`` ...), the same on every
+binding. The failures below belong to the client side of the conversation::
+
+    SkillwireError
+    +-- ClientError
+        +-- TaskFailedError            a task ended FAILED, REJECTED or CANCELED (``raise_on_failure=True``)
+        +-- AgentConnectionError       the agent could not be reached, or a connection broke
+        +-- HTTPStatusError            an HTTP failure that carries no protocol error (429, 503, a proxy's 502)
+        +-- NoCompatibleInterfaceError the card offers no interface this client can speak
+        +-- InvalidResponseError       the agent answered with something that is not A2A v1.0
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from skillwire.errors import SkillwireError
+
+if TYPE_CHECKING:
+    from skillwire.protocol.models import Task
+
+__all__ = [
+    "AgentConnectionError",
+    "ClientError",
+    "HTTPStatusError",
+    "InvalidResponseError",
+    "NoCompatibleInterfaceError",
+    "TaskFailedError",
+]
+
+
+class ClientError(SkillwireError):
+    """Base of the client's own errors."""
+
+
+class TaskFailedError(ClientError):
+    """A task ended FAILED, REJECTED or CANCELED; ``task`` is its final snapshot."""
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        state = task.status.state
+        note = task.status.message.text() if task.status.message is not None else ""
+        super().__init__(f"task {task.id} ended {state.value}" + (f": {note}" if note else ""))
+
+
+class AgentConnectionError(ClientError):
+    """The agent could not be reached or the connection broke (the httpx error is the ``__cause__``)."""
+
+
+class HTTPStatusError(ClientError):
+    """An HTTP error response without an A2A error in it. ``retry_after`` is the ``Retry-After`` header in
+    seconds, when the agent sent one."""
+
+    def __init__(self, status_code: int, message: str, *, retry_after: float | None = None) -> None:
+        self.status_code = status_code
+        self.retry_after = retry_after
+        super().__init__(f"HTTP {status_code}: {message}" if message else f"HTTP {status_code}")
+
+
+class NoCompatibleInterfaceError(ClientError):
+    """The agent card lists no interface with an accepted binding and protocol version 1.0."""
+
+
+class InvalidResponseError(ClientError):
+    """The agent's answer does not decode as the A2A v1.0 message expected."""

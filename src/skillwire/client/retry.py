@@ -1,0 +1,65 @@
+"""Bounded retries with exponential backoff and full jitter, honouring ``Retry-After``.
+
+Only calls that are safe to repeat go through :meth:`RetryPolicy.call` (the client decides which); a retry
+happens on a connection failure or an HTTP 429/503. The n-th retry waits a random time in
+``[0, min(cap, base * 2**n)]`` ("full jitter"), or exactly ``Retry-After`` seconds when the agent sent it.
+An agent asking to wait longer than ``cap`` gets no retry: the error is raised at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from skillwire.client.errors import AgentConnectionError, HTTPStatusError
+
+__all__ = ["RETRYABLE_STATUSES", "RetryPolicy"]
+
+T = TypeVar("T")
+
+RETRYABLE_STATUSES = frozenset({429, 503})
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``retries`` extra attempts at most; delays in seconds."""
+
+    retries: int = 3
+    base: float = 0.2
+    cap: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.retries < 0 or self.base < 0 or self.cap < 0:
+            raise ValueError("retries, base and cap must not be negative")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before retry number ``attempt`` (0-based), or None to give up."""
+        if attempt >= self.retries:
+            return None
+        if retry_after is not None:
+            return retry_after if retry_after <= self.cap else None
+        return random.uniform(0.0, min(self.cap, self.base * 2**attempt))
+
+    def wait_for(self, error: Exception, attempt: int) -> float | None:
+        """Seconds to wait before retrying after ``error``, or None if it is not retried."""
+        if isinstance(error, AgentConnectionError):
+            return self.delay(attempt)
+        if isinstance(error, HTTPStatusError) and error.status_code in RETRYABLE_STATUSES:
+            return self.delay(attempt, error.retry_after)
+        return None
+
+    async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """``await fn()``, retried as this policy says."""
+        attempt = 0
+        while True:
+            try:
+                return await fn()
+            except (AgentConnectionError, HTTPStatusError) as exc:
+                wait = self.wait_for(exc, attempt)
+                if wait is None:
+                    raise
+            attempt += 1
+            await asyncio.sleep(wait)
