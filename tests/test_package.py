@@ -22,7 +22,7 @@ ALLOWED: dict[str, set[str]] = {
     "skills": {"errors", "protocol", "wire", "stores", "server"},
     "testing": {"errors", "protocol", "wire", "stores", "server"},
     "agent": {"errors", "protocol", "wire", "stores", "server", "skills"},
-    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent"},
+    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client"},
 }
 
 

@@ -5,6 +5,7 @@
   or ``module:attribute``.
 * ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code;
   exit 0 if all are valid, 1 if not.
+* ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from skillwire.agent import DEFAULT_STORE, Agent
+from skillwire.cli import calls
 from skillwire.errors import SkillwireError
 from skillwire.stores.base import open_store
 
@@ -113,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
     check = skills_sub.add_parser("check", help="validate every SKILL.md in a folder of skills")
     check.add_argument("folder")
+    calls.add_parsers(sub)
     return parser
 
 
@@ -170,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args)
         if args.command == "skills":
             return _check(args.folder)
+        if args.command in calls.COMMANDS:
+            return calls.run(args)
     except SkillwireError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return 2

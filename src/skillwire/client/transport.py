@@ -21,8 +21,9 @@ Every request carries ``A2A-Version: 1.0``. Retrying and resuming are the Client
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -186,7 +187,7 @@ class _HttpTransport:
         self._timeout: Any = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
         self._headers = {**(headers or {}), "A2A-Version": A2A_VERSION}
 
-    async def _sse(self, method: str, url: str, body: bytes | None) -> AsyncIterator[bytes]:
+    async def _sse(self, method: str, url: str, body: bytes | None) -> AsyncGenerator[bytes, None]:
         """The ``data`` of each SSE event of the response; error responses are raised."""
         headers = {**self._headers, "Accept": "text/event-stream"}
         if body is not None:
@@ -284,11 +285,15 @@ class JsonRpcTransport(_HttpTransport):
     async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
         if operation not in STREAMING_OPERATIONS:
             raise ValueError(f"{operation.value} does not stream: use send()")
-        async for data in self._sse("POST", self.url, self._envelope(operation, request)):
-            result = self._unwrap(data)
-            if result is None:
-                raise InvalidResponseError("a stream event without a result")
-            yield _decode(result, m.StreamResponse)
+        # aclosing: a consumer that stops early closes the HTTP response here, not in a finalizer task
+        async with contextlib.aclosing(
+            self._sse("POST", self.url, self._envelope(operation, request))
+        ) as events:
+            async for data in events:
+                result = self._unwrap(data)
+                if result is None:
+                    raise InvalidResponseError("a stream event without a result")
+                yield _decode(result, m.StreamResponse)
 
 
 # -- HTTP+JSON ---------------------------------------------------------------------------------------------
@@ -379,9 +384,10 @@ class RestTransport(_HttpTransport):
         if operation not in STREAMING_OPERATIONS:
             raise ValueError(f"{operation.value} does not stream: use send()")
         method, path, body, query = self._target(operation, request)
-        async for data in self._sse(method, str(self._url(path, query)), body):
-            if data.startswith(b'{"error"'):
-                decoded = _json(data)
-                error = error_from_details(decoded.get("error")) if isinstance(decoded, dict) else None
-                raise error or InvalidResponseError(f"a stream error: {data[:200]!r}")
-            yield _decode(data, m.StreamResponse)
+        async with contextlib.aclosing(self._sse(method, str(self._url(path, query)), body)) as events:
+            async for data in events:
+                if data.startswith(b'{"error"'):
+                    decoded = _json(data)
+                    error = error_from_details(decoded.get("error")) if isinstance(decoded, dict) else None
+                    raise error or InvalidResponseError(f"a stream error: {data[:200]!r}")
+                yield _decode(data, m.StreamResponse)
