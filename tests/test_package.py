@@ -99,3 +99,20 @@ def test_missing_services_skip_locally_and_fail_in_ci(monkeypatch: pytest.Monkey
     monkeypatch.setenv("SKILLWIRE_REQUIRE_SERVICES", "1")
     with pytest.raises(pytest.fail.Exception, match="forbids skipping"):
         skip_without_service("Redis", "connection refused")
+
+
+def test_serving_does_not_load_the_client() -> None:
+    """`skillwire serve` builds the whole CLI parser; the client (and httpx) must load only when called."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "import importlib\n"
+        "cli = importlib.import_module('skillwire.cli.main')\n"
+        "assert cli._parser().parse_args(['serve', 'x']).command == 'serve'\n"
+        "import skillwire\n"
+        "assert 'skillwire.client' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -25,13 +25,12 @@ import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import httpx
 import msgspec
 
-from skillwire.client import Client
-from skillwire.client.errors import ClientError
+if TYPE_CHECKING:
+    from skillwire.client import Client
 from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
@@ -154,6 +153,8 @@ class _Call:
         self.operation = f"reading the agent card at {self.url}"
 
     async def connect(self) -> Client:
+        from skillwire.client import Client
+
         bindings = (self.args.binding,) if self.args.binding else ("JSONRPC", "HTTP+JSON")
         return await Client.connect(
             self.url, bindings=bindings, headers=dict(self.args.header), retries=max(self.args.retries, 0)
@@ -162,6 +163,11 @@ class _Call:
 
 def run(args: argparse.Namespace) -> int:
     """Run the client command in ``args``; return the exit code."""
+    # Imported here, not at the top: `skillwire serve` builds this parser too and should not load the client.
+    import httpx
+
+    from skillwire.client.errors import ClientError
+
     call = _Call(args)
     handlers: dict[str, Callable[[_Call, Client], Coroutine[Any, Any, int]]] = {
         "card": _card,
