@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
 from typing import Protocol
 
 from skillwire.protocol.models import StreamResponse
@@ -22,8 +21,6 @@ Item = tuple[int, StreamResponse] | None
 
 
 class Subscription(Protocol):
-    def __aiter__(self) -> AsyncIterator[tuple[int, StreamResponse]]: ...
-
     async def next(self) -> tuple[int, StreamResponse] | None:
         """The next event, or ``None`` once the bus closed."""
         ...
@@ -73,10 +70,6 @@ class _QueueSubscription:
         if item is None:
             self._ended = True
         return item
-
-    async def __aiter__(self) -> AsyncIterator[tuple[int, StreamResponse]]:
-        while (item := await self.next()) is not None:
-            yield item
 
     def close(self) -> None:
         self._bus._drop(self._key, self)

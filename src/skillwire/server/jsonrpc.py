@@ -48,10 +48,10 @@ from skillwire.wire.jsonrpc import (
 )
 from skillwire.wire.sse import encode_event
 
-__all__ = ["JsonRpcEndpoint", "is_json_content_type", "requested_extensions"]
+__all__ = ["JsonRpcEndpoint", "is_json_content_type", "requested_extensions", "v03_codec"]
 
 
-def _v03() -> ModuleType:
+def v03_codec() -> ModuleType:
     """The v0.3 codec, imported on the first v0.3 request (most deployments never see one)."""
     from skillwire.wire import v03
 
@@ -71,7 +71,7 @@ def is_json_content_type(content_type: str) -> bool:
 def _encode_error(version: str, request_id: RequestId, error: A2AError) -> bytes:
     if version == "0.3":
         return encode_plain_error(
-            request_id, _v03().error_code(error), error.message, _v03().error_data(error)
+            request_id, v03_codec().error_code(error), error.message, v03_codec().error_data(error)
         )
     return encode_error(request_id, error)
 
@@ -133,7 +133,7 @@ class JsonRpcEndpoint:
             version = negotiate_version(version_header)
             if version == "0.3":
                 raw = None if envelope.params is UNSET else envelope.params
-                operation, params = _v03().decode_request(envelope.method, raw)
+                operation, params = v03_codec().decode_request(envelope.method, raw)
             else:
                 request = decode_params(envelope)
                 operation, params = request.spec.operation, request.params
@@ -187,7 +187,7 @@ class JsonRpcEndpoint:
         framer = ResultFramer(request_id)
         if not streaming:
             if version == "0.3":
-                answer = framer.frame_raw(_v03().encode_result(operation, result))
+                answer = framer.frame_raw(v03_codec().encode_result(operation, result))
             else:
                 answer = framer.frame(result)
             await self._answer(send, expects_response, answer, echo)
@@ -202,7 +202,9 @@ class JsonRpcEndpoint:
         def frame(event: StreamResponse) -> bytes:
             if version == "0.3":
                 return encode_event(
-                    framer.frame_raw(_v03().encode_stream_event(event, final=_v03().is_final(event)))
+                    framer.frame_raw(
+                        v03_codec().encode_stream_event(event, final=v03_codec().is_final(event))
+                    )
                 )
             return encode_event(framer.frame(event))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -43,18 +42,11 @@ from skillwire.server.asgi import (
 )
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
-from skillwire.server.jsonrpc import is_json_content_type, requested_extensions
+from skillwire.server.jsonrpc import is_json_content_type, requested_extensions, v03_codec
 from skillwire.wire.rest import encode_status, match_route, parse_call
 from skillwire.wire.sse import encode_event
 
 __all__ = ["RestEndpoint"]
-
-
-def _v03() -> ModuleType:
-    """The v0.3 codec, imported on the first v0.3 request (most deployments never see one)."""
-    from skillwire.wire import v03
-
-    return v03
 
 
 log = logging.getLogger("skillwire.rest")
@@ -125,7 +117,7 @@ class RestEndpoint:
         try:
             version = negotiate_version(version_header)
             if legacy:
-                matched = _v03().match_rest(method, path, query, body)
+                matched = v03_codec().match_rest(method, path, query, body)
                 if matched is None:
                     return False
                 operation, params = matched
@@ -162,7 +154,7 @@ class RestEndpoint:
 
         if not streaming:
             if legacy:
-                body_out = _v03().encode_rest_result(operation, result)
+                body_out = v03_codec().encode_rest_result(operation, result)
             else:
                 body_out = b"{}" if result is None else _encoder.encode(result)
             await send_bytes(send, 200, body_out, extra_headers=echo)
@@ -170,7 +162,9 @@ class RestEndpoint:
 
         def frame(event: StreamResponse) -> bytes:
             if legacy:
-                return encode_event(_v03().encode_rest_stream_event(event, final=_v03().is_final(event)))
+                return encode_event(
+                    v03_codec().encode_rest_stream_event(event, final=v03_codec().is_final(event))
+                )
             return encode_event(_encoder.encode(event))
 
         def frame_error(exc: Exception) -> bytes:

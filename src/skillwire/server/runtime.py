@@ -182,11 +182,11 @@ class _Run:
 
     # -- applying events (the caller holds the lock) -------------------------------------------------
 
-    async def _materialize(self, state: TaskState = TaskState.SUBMITTED) -> None:
+    async def _materialize(self) -> None:
         task = Task(
             id=self.task_id,
             context_id=self.context_id,
-            status=TaskStatus(state=state, timestamp=_now()),
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=_now()),
             history=[self.message],
         )
         self.task = task

@@ -122,6 +122,8 @@ def field_error(err: msgspec.ValidationError, root: str = "params") -> tuple[str
     missing = _MISSING.match(reason)
     if missing:
         return f"{path}.{missing.group(1)}", "required field is missing"
+    if path == root and reason.startswith("Expected `object`"):
+        return path, f"`{root}` must be an object"
     return path, reason
 
 
@@ -177,8 +179,6 @@ def decode_params(env: Envelope) -> JsonRpcRequest:
         params = _decoder_for(spec).decode(b"{}" if env.params is UNSET else env.params)
     except msgspec.ValidationError as exc:
         field, reason = field_error(exc)
-        if field == "params" and reason.startswith("Expected `object`"):
-            reason = "`params` must be an object"
         raise JsonRpcFailure(
             InvalidParamsError(f"Invalid params: {field}: {reason}", field_violations=[(field, reason)]),
             env.id,

@@ -42,7 +42,6 @@ Where v0.3 and v1.0 do not map one to one, this codec decides as follows:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,6 +60,7 @@ from skillwire.errors import (
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
+from skillwire.wire.jsonrpc import field_error
 from skillwire.wire.protojson import Decoder
 
 __all__ = [
@@ -426,22 +426,10 @@ _METHODS: dict[str, _Method] = {
 #: v0.3 JSON-RPC method name -> the v1.0 operation that serves it.
 METHODS: Mapping[str, Operation] = {name: method.operation for name, method in _METHODS.items()}
 
-_MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
-
 
 def _invalid(exc: msgspec.ValidationError, root: str) -> InvalidParamsError:
     """msgspec's "reason - at `$.a.b`" as an InvalidParamsError naming ``root.a.b``."""
-    text = str(exc)
-    reason, sep, where = text.rpartition(" - at `")
-    if not sep:
-        reason, path = text, root
-    else:
-        path = root + where.rstrip("`")[1:]
-    missing = _MISSING.match(reason)
-    if missing:
-        path, reason = f"{path}.{missing.group(1)}", "required field is missing"
-    elif path == root and reason.startswith("Expected `object`"):
-        reason = f"`{root}` must be an object"
+    path, reason = field_error(exc, root)
     return InvalidParamsError(f"Invalid params: {path}: {reason}", field_violations=[(path, reason)])
 
 
