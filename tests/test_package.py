@@ -20,7 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "server": {"errors", "protocol", "wire", "stores"},
     "client": {"errors", "protocol", "wire"},
     "skills": {"errors", "protocol", "wire", "stores", "server"},
-    "testing": {"errors", "protocol", "wire", "stores", "server"},
+    # the public test kit sits on top: its mock agent is a real agent, driven by a real client
+    "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client"},
     "agent": {"errors", "protocol", "wire", "stores", "server", "skills"},
     "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client"},
 }

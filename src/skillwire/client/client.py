@@ -20,8 +20,11 @@ resumed through SubscribeToTask without repeating events (:mod:`skillwire.client
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import inspect
+import random
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -29,6 +32,7 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
+from skillwire.client.auth import CardAuth, CredentialsProvider, Secret, as_provider, credential_headers
 from skillwire.client.errors import (
     AgentConnectionError,
     HTTPStatusError,
@@ -37,17 +41,20 @@ from skillwire.client.errors import (
     TaskFailedError,
 )
 from skillwire.client.progress import StreamProgress
-from skillwire.client.retry import RetryPolicy
+from skillwire.client.retry import RetryPolicy, parse_retry_after
 from skillwire.client.transport import A2A_VERSION, JsonRpcTransport, RestTransport, Transport
-from skillwire.errors import UnsupportedOperationError
+from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
 __all__ = [
     "CARD_PATH",
+    "DEFAULT_BINDINGS",
     "DEFAULT_TIMEOUT",
     "FAILED_STATES",
+    "PROTOCOL_VERSIONS",
+    "Answerer",
     "Client",
     "TaskFailedError",
     "select_interface",
@@ -61,30 +68,75 @@ FAILED_STATES = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCE
 
 T = TypeVar("T")
 _O = Operation
-_TRANSPORTS: dict[str, type[JsonRpcTransport | RestTransport]] = {
-    "JSONRPC": JsonRpcTransport,
-    "HTTP+JSON": RestTransport,
-}
+
+#: What :meth:`Client.converse` asks for each answer: the waiting task in, text or a Message (or None to
+#: stop) out, sync or async.
+Answerer = Callable[[m.Task], "str | m.Message | Awaitable[str | m.Message | None] | None"]
+
+#: The bindings tried, in order, when the caller names none. gRPC is left out when its extra is missing.
+DEFAULT_BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
+#: The protocol versions this client speaks, preferred first.
+PROTOCOL_VERSIONS = ("1.0", "0.3")
 
 
-def _speaks_v1(version: str) -> bool:
-    major, _, rest = version.partition(".")
-    return major == "1" and rest.partition(".")[0] == "0"  # Major.Minor; a patch part is ignored
+def _major_minor(version: str) -> str:
+    major, _, rest = version.strip().partition(".")
+    return f"{major}.{rest.partition('.')[0]}"  # Major.Minor; a patch part is ignored
 
 
-def select_interface(card: m.AgentCard, bindings: Sequence[str]) -> m.AgentInterface:
-    """The interface to use: the first binding of ``bindings`` the card offers at protocol 1.0, taking the
-    card's earliest interface for that binding (the card lists its preferred ones first)."""
-    for binding in bindings:
-        for interface in card.supported_interfaces:
-            if interface.protocol_binding.upper() == binding.upper() and _speaks_v1(
-                interface.protocol_version
-            ):
-                return interface
+def select_interface(
+    card: m.AgentCard, bindings: Sequence[str], versions: Sequence[str] = PROTOCOL_VERSIONS
+) -> m.AgentInterface:
+    """The interface to use: protocol versions in ``versions`` order (1.0 before 0.3), and within a
+    version the first of ``bindings`` the card offers, taking the card's earliest interface for that
+    binding (the card lists its preferred ones first)."""
+    for version in versions:
+        for binding in bindings:
+            for interface in card.supported_interfaces:
+                if (
+                    interface.protocol_binding.upper() == binding.upper()
+                    and _major_minor(interface.protocol_version) == version
+                ):
+                    return interface
     offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces)
     raise NoCompatibleInterfaceError(
-        f"the card offers {offered or 'no interfaces'}; wanted {list(bindings)} 1.0"
+        f"the card offers {offered or 'no interfaces'}; wanted {list(bindings)} at {' or '.join(versions)}"
     )
+
+
+def _grpc_available() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a", "google.rpc"))
+
+
+async def _transport(
+    interface: m.AgentInterface,
+    card: m.AgentCard,
+    http: httpx.AsyncClient,
+    timeout: httpx.Timeout,  # noqa: ASYNC109 - the transport's per-request timeouts
+    headers: dict[str, str],
+    credentials: CredentialsProvider | None,
+) -> Transport:
+    """The transport for ``interface``; each binding module is imported only when it is used."""
+    binding = interface.protocol_binding.upper()
+    version = _major_minor(interface.protocol_version)
+    if binding == "GRPC":
+        if version != "1.0":
+            raise NoCompatibleInterfaceError(
+                f"gRPC at protocol {interface.protocol_version} is not supported"
+            )
+        from skillwire.client.grpc import GrpcTransport
+
+        if credentials is not None:
+            headers = {**headers, **await credential_headers(card, credentials)}
+        return GrpcTransport(interface.url, timeout=timeout.read, headers=headers)
+    auth = CardAuth(card, credentials) if credentials is not None else None
+    if version == "0.3":
+        from skillwire.client import v03
+
+        v03_type = v03.V03JsonRpcTransport if binding == "JSONRPC" else v03.V03RestTransport
+        return v03_type(interface.url, http, timeout=timeout, headers=headers, auth=auth)
+    http_type = JsonRpcTransport if binding == "JSONRPC" else RestTransport
+    return http_type(interface.url, http, timeout=timeout, headers=headers, auth=auth)
 
 
 def _message(text_or_message: m.Message | str, context_id: str, task_id: str) -> m.Message:
@@ -122,15 +174,31 @@ class _CardSource:
         if response.status_code == 304 and self.card is not None:
             return self.card
         if response.status_code != 200:
-            retry_after = response.headers.get("retry-after")
-            seconds = float(retry_after) if retry_after and retry_after.isdigit() else None
-            raise HTTPStatusError(response.status_code, f"GET {self.url}", retry_after=seconds)
-        try:
-            self.card = msgspec.json.decode(response.content, type=m.AgentCard)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            raise InvalidResponseError(f"{self.url} is not a v1.0 agent card: {exc}") from None
+            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            raise HTTPStatusError(response.status_code, f"GET {self.url}", retry_after=retry_after)
+        self.card = _decode_card(response.content, self.url)
         self.etag = response.headers.get("etag")
         return self.card
+
+
+def _decode_card(content: bytes, url: str) -> m.AgentCard:
+    """A v1.0 card as is; a v0.3 card (no ``supportedInterfaces``) through the v0.3 codec, its
+    interfaces marked protocol 0.3."""
+    try:
+        return msgspec.json.decode(content, type=m.AgentCard)
+    except msgspec.DecodeError as exc:
+        raise InvalidResponseError(f"{url} is not JSON: {exc}") from None
+    except msgspec.ValidationError as exc:
+        error = exc
+    from skillwire.wire import v03
+
+    raw = msgspec.json.decode(content)
+    if isinstance(raw, dict) and v03.is_v03_card(raw):
+        try:
+            return v03.card_from_v03(raw)
+        except (msgspec.ValidationError, A2AError) as exc:
+            raise InvalidResponseError(f"{url} is not a valid v0.3 agent card: {exc}") from None
+    raise InvalidResponseError(f"{url} is not an agent card: {error}") from None
 
 
 class Client:
@@ -162,29 +230,41 @@ class Client:
         cls,
         base_url: str,
         *,
-        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        bindings: Sequence[str] | None = None,
+        versions: Sequence[str] = PROTOCOL_VERSIONS,
         http: httpx.AsyncClient | None = None,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,  # noqa: ASYNC109 - per-request HTTP timeouts
         retries: int | RetryPolicy = 3,
         headers: dict[str, str] | None = None,
+        credentials: CredentialsProvider | Mapping[str, Secret] | None = None,
+        extensions: Sequence[str] = (),
     ) -> Client:
-        """Read the agent card at ``base_url`` and connect through the first of ``bindings`` it offers.
+        """Read the agent card at ``base_url`` and connect through the interface it offers that suits
+        best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
+        ``bindings`` (default :data:`DEFAULT_BINDINGS`: JSON-RPC, HTTP+JSON, then gRPC if installed).
 
         ``http`` is an httpx.AsyncClient to share (it is not closed by the client); ``headers`` are sent
-        with every request (credentials, for instance); ``retries`` is a retry count or a RetryPolicy.
+        with every request; ``credentials`` maps the card's security scheme names to secrets (see
+        :mod:`skillwire.client.auth`); ``extensions`` are the extension URIs to request (the
+        ``A2A-Extensions`` header); ``retries`` is a retry count or a RetryPolicy; ``timeout`` is the
+        per-request timeout (a stream's ``read`` timeout bounds the wait between two events).
         """
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
+        if bindings is None:
+            bindings = DEFAULT_BINDINGS if _grpc_available() else DEFAULT_BINDINGS[:2]
+        sent = dict(headers or {})
+        if extensions:
+            sent["A2A-Extensions"] = ", ".join(extensions)
+        provider = as_provider(credentials) if credentials is not None else None
         owns = http is None
         client_http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         try:
             url = base_url if base_url.endswith(".json") else base_url.rstrip("/") + CARD_PATH
             source = _CardSource(url, client_http, timeout, headers or {})
             card = await retry.call(source.fetch)
-            interface = select_interface(card, bindings)
-            transport = _TRANSPORTS[interface.protocol_binding.upper()](
-                interface.url, client_http, timeout=timeout, headers=headers
-            )
+            interface = select_interface(card, bindings, versions)
+            transport = await _transport(interface, card, client_http, timeout, sent, provider)
         except BaseException:
             if owns:
                 await client_http.aclose()
@@ -202,8 +282,14 @@ class Client:
     # -- lifetime ----------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        if self._owns_http and self._http is not None:
-            await self._http.aclose()
+        """Close the transport (a gRPC channel) and the HTTP client, if this client made it."""
+        close: Callable[[], Awaitable[None]] | None = getattr(self.transport, "aclose", None)
+        try:
+            if close is not None:
+                await close()
+        finally:
+            if self._owns_http and self._http is not None:
+                await self._http.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -336,6 +422,97 @@ class Client:
         opener = lambda: self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)  # noqa: E731
         async for event in self._resumable(opener, progress, resume=resume, reopen=True):
             yield event
+
+    # -- waiting and conversing --------------------------------------------------------------------------
+
+    async def wait(
+        self,
+        task_id: str,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the whole wait, not one request
+        interval: float = 0.2,
+        max_interval: float = 5.0,
+        backoff: float = 2.0,
+        stop_on_interrupt: bool = True,
+        history_length: int | None = None,
+    ) -> m.Task:
+        """Poll GetTask until the task is terminal, or interrupted (waiting for input or auth) unless
+        ``stop_on_interrupt=False``; for agents without streaming. The wait between polls starts at
+        ``interval`` and grows by ``backoff`` up to ``max_interval``, each one jittered down by at most
+        half so that many clients do not poll in step. ``timeout`` bounds the whole wait (TimeoutError)::
+
+            task = await client.send(message, configuration=m.SendMessageConfiguration(return_immediately=True))
+            task = await client.wait(task.id, timeout=60)
+        """
+        if interval <= 0 or max_interval < interval or backoff < 1:
+            raise ValueError("need 0 < interval <= max_interval and backoff >= 1")
+        delay = interval
+        async with asyncio.timeout(timeout):
+            while True:
+                task = await self.get_task(task_id, history_length=history_length)
+                state = task.status.state
+                if state in TERMINAL_STATES or (stop_on_interrupt and state in INTERRUPTED_STATES):
+                    return task
+                await asyncio.sleep(delay / 2 + random.uniform(0.0, delay / 2))
+                delay = min(delay * backoff, max_interval)
+
+    async def converse(
+        self,
+        message: m.Message | str,
+        answer: Answerer,
+        *,
+        context_id: str = "",
+        task_id: str = "",
+        configuration: m.SendMessageConfiguration | None = None,
+        metadata: dict[str, Any] | None = None,
+        max_turns: int = 20,
+        timeout: float | None = None,  # noqa: ASYNC109 - each wait for a task that keeps working
+        raise_on_failure: bool = False,
+    ) -> m.Task | m.Message:
+        """Send ``message`` and drive the conversation to its end: whenever the task stops at
+        INPUT_REQUIRED, ``answer(task)`` (sync or async) gives the reply, text or a Message, which is sent
+        on the same task and context. A task the agent leaves working is followed with :meth:`wait`.
+
+        Returns the agent's direct Message, or the task once it is terminal or waits for auth; also the
+        waiting task when ``answer`` returns None or after ``max_turns`` answers::
+
+            def ask_user(task: m.Task) -> str | None:
+                question = task.status.message.text() if task.status.message else "?"
+                return input(question + " ") or None
+
+            task = await client.converse("book a table", ask_user)
+        """
+        result = await self.send(
+            message,
+            context_id=context_id,
+            task_id=task_id,
+            configuration=configuration,
+            metadata=metadata,
+            raise_on_failure=raise_on_failure,
+        )
+        turns = 0
+        while isinstance(result, m.Task):
+            task = result
+            if task.status.state not in TERMINAL_STATES and task.status.state not in INTERRUPTED_STATES:
+                task = await self.wait(task.id, timeout=timeout)
+            if raise_on_failure and task.status.state in FAILED_STATES:
+                raise TaskFailedError(task)
+            if task.status.state is not TaskState.INPUT_REQUIRED or turns >= max_turns:
+                return task
+            reply = answer(task)
+            if inspect.isawaitable(reply):
+                reply = await reply
+            if reply is None:
+                return task
+            turns += 1
+            result = await self.send(
+                reply,
+                context_id=task.context_id,
+                task_id=task.id,
+                configuration=configuration,
+                raise_on_failure=raise_on_failure,
+            )
+        return result
 
     # -- push notification configs -----------------------------------------------------------------------
 

@@ -12,15 +12,40 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError
 
-__all__ = ["RETRYABLE_STATUSES", "RetryPolicy"]
+__all__ = ["RETRYABLE_STATUSES", "RetryPolicy", "parse_retry_after"]
 
 T = TypeVar("T")
 
 RETRYABLE_STATUSES = frozenset({429, 503})
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """``Retry-After`` in seconds from now: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); None when
+    absent or unreadable. A date in the past means "now" (0.0)::
+
+        parse_retry_after("2")                                  # 2.0
+        parse_retry_after("Wed, 21 Oct 2026 07:28:00 GMT")      # seconds until then
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0) if value else None
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000" dates parse naive; HTTP-dates are always GMT
+        when = when.replace(tzinfo=UTC)
+    return max((when - (now or datetime.now(UTC))).total_seconds(), 0.0)
 
 
 @dataclass(frozen=True, slots=True)

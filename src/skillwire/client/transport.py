@@ -32,6 +32,7 @@ import httpx
 import msgspec
 
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
+from skillwire.client.retry import parse_retry_after
 from skillwire.errors import (
     BAD_REQUEST_TYPE,
     ERROR_INFO_TYPE,
@@ -136,14 +137,7 @@ def error_from_details(status: Any) -> A2AError | None:
 
 
 def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # an HTTP-date: not honoured, the policy's backoff applies
-    return max(seconds, 0.0)
+    return parse_retry_after(response.headers.get("retry-after"))
 
 
 def _json(body: bytes) -> Any:
@@ -181,11 +175,17 @@ class _HttpTransport:
         *,
         timeout: httpx.Timeout | None = None,
         headers: dict[str, str] | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.url = url
         self._http = http
         self._timeout: Any = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
-        self._headers = {**(headers or {}), "A2A-Version": A2A_VERSION}
+        self._headers = {**(headers or {}), "A2A-Version": self.version}
+        #: Per-request credentials (:class:`skillwire.client.auth.CardAuth`); else the httpx client's own.
+        self._auth: Any = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
+
+    #: The ``A2A-Version`` every request carries.
+    version = A2A_VERSION
 
     async def _sse(self, method: str, url: str, body: bytes | None) -> AsyncGenerator[bytes, None]:
         """The ``data`` of each SSE event of the response; error responses are raised."""
@@ -196,7 +196,7 @@ class _HttpTransport:
             request = self._http.build_request(
                 method, url, content=body, headers=headers, timeout=self._timeout
             )
-            response = await self._http.send(request, stream=True)
+            response = await self._http.send(request, stream=True, auth=self._auth)
             try:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     raise self._failure(response, await response.aread())
@@ -234,8 +234,9 @@ class JsonRpcTransport(_HttpTransport):
         *,
         timeout: httpx.Timeout | None = None,
         headers: dict[str, str] | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
-        super().__init__(url, http, timeout=timeout, headers=headers)
+        super().__init__(url, http, timeout=timeout, headers=headers, auth=auth)
         self._ids = itertools.count(1)
 
     def _envelope(self, operation: Operation, request: msgspec.Struct) -> bytes:
@@ -269,7 +270,11 @@ class JsonRpcTransport(_HttpTransport):
         headers = {**self._headers, "Content-Type": "application/json"}
         async with _connection_errors():
             response = await self._http.post(
-                self.url, content=self._envelope(operation, request), headers=headers, timeout=self._timeout
+                self.url,
+                content=self._envelope(operation, request),
+                headers=headers,
+                timeout=self._timeout,
+                auth=self._auth,
             )
         body = response.content
         if response.status_code != 200:
@@ -370,7 +375,12 @@ class RestTransport(_HttpTransport):
             headers["Content-Type"] = "application/json"
         async with _connection_errors():
             response = await self._http.request(
-                method, self._url(path, query), content=body, headers=headers, timeout=self._timeout
+                method,
+                self._url(path, query),
+                content=body,
+                headers=headers,
+                timeout=self._timeout,
+                auth=self._auth,
             )
         content = response.content
         if not response.is_success:
