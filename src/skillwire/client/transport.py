@@ -39,6 +39,7 @@ from skillwire.errors import (
     ERRORS_BY_CODE,
     A2AError,
     InternalError,
+    InvalidParamsError,
     MethodNotFoundError,
 )
 from skillwire.protocol import models as m
@@ -88,6 +89,12 @@ class Transport(Protocol):
 # -- errors ------------------------------------------------------------------------------------------------
 
 _ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+#: ErrorInfo is required of the A2A-specific errors only, so a standard error may come without one: these
+#: google.rpc codes stand for one standard JSON-RPC error each.
+_ERRORS_BY_STATUS: dict[str, type[A2AError]] = {
+    "INVALID_ARGUMENT": InvalidParamsError,  # -32602
+    "INTERNAL": InternalError,  # -32603
+}
 
 
 def _build_error(cls: type[A2AError], message: Any, details: Any) -> A2AError:
@@ -126,11 +133,14 @@ def error_from_jsonrpc(error: Any) -> A2AError:
 
 
 def error_from_details(status: Any) -> A2AError | None:
-    """The A2AError for an AIP-193 ``error`` object (the class comes from the ErrorInfo ``reason``), or
-    None when it carries no reason this client knows."""
+    """The A2AError for an AIP-193 ``error`` object: the class comes from the ErrorInfo ``reason`` or, for an
+    error without one, from a standard ``status`` (INTERNAL, INVALID_ARGUMENT); None otherwise."""
     if not isinstance(status, dict):
         return None
     cls = _ERRORS_BY_REASON.get(_reason(status.get("details")) or "")
+    if cls is None:
+        code = status.get("status")
+        cls = _ERRORS_BY_STATUS.get(code) if isinstance(code, str) else None
     if cls is None:
         return None
     return _build_error(cls, status.get("message"), status.get("details"))
