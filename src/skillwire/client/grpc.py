@@ -1,0 +1,345 @@
+"""The gRPC binding of the client: ``lf.a2a.v1.A2AService`` over a ``grpc.aio`` channel.
+
+Needs the ``skillwire[grpc]`` extra (grpcio, protobuf, googleapis-common-protos and a2a-sdk, whose generated
+``a2a_pb2`` / ``a2a_pb2_grpc`` modules define the service). It is the same small transport as the HTTP ones::
+
+    transport = GrpcTransport("127.0.0.1:50051", headers={"Authorization": "Bearer t"})
+    task = await transport.send(Operation.GET_TASK, GetTaskRequest(id="t1"))
+    async for event in transport.stream(Operation.SUBSCRIBE_TO_TASK, SubscribeToTaskRequest(id="t1")):
+        ...
+    await transport.aclose()
+
+``url`` is the card's GRPC interface url: ``host:port``, ``[::1]:port``, or either behind ``grpc://``
+(plaintext) or ``grpcs://`` (TLS with the system's root certificates); ``http://`` and ``https://`` are read
+the same way, and anything else is handed to grpc as a target of its own syntax (``dns:///host:443``,
+``unix:/path``). The channel is opened on the first call, on the running event loop, and closed by
+:meth:`GrpcTransport.aclose`; a ``channel`` passed in (for credentials or options of your own) is used as is
+and left open. Replies of any size are accepted, as on HTTP.
+
+Every call carries the metadata ``a2a-version: 1.0`` and the ``headers``, names lower-cased (``authorization``,
+``a2a-extensions`` ...). Headers that mean something only to HTTP/1.1 or that HTTP/2 and grpc reserve
+(``content-type``, ``host``, ``connection``, ``te``, ``grpc-*`` ...) are left out; a ``-bin`` header's value
+is sent as its UTF-8 bytes.
+
+Messages cross through ProtoJSON, so the msgspec Structs stay the one source of truth: a request Struct is
+encoded with msgspec and parsed strictly into its protobuf message (one it cannot hold is
+:class:`InvalidParamsError`, raised before anything is sent); a reply is printed with ``json_format`` (camelCase
+names, fields without presence printed even when empty) and decoded into :data:`RESPONSE_TYPES` or
+:class:`StreamResponse` (one that does not decode is :class:`InvalidResponseError`). Numbers in ``data`` and
+``metadata`` are doubles in protobuf (``google.protobuf.Value``): an integral one comes back as an int (42, not
+42.0, up to 2**53), which is what the agent meant unless it meant the float 42.0.
+
+Errors, the same things as the HTTP bindings raise:
+
+* a status whose ``grpc-status-details-bin`` trailer holds a ``google.rpc.Status`` with an ``ErrorInfo`` of a
+  known ``reason``: that :mod:`skillwire.errors` class, with the status message, the ErrorInfo metadata and
+  the ``BadRequest`` field violations;
+* otherwise the status code decides (a proxy's answer, an agent that sends no details):
+
+  =====================================================  ================================================
+  ``UNAVAILABLE``, ``DEADLINE_EXCEEDED``, ``CANCELLED``  :class:`AgentConnectionError` (retried; a stream
+                                                         broken midway is resumed by the Client)
+  ``RESOURCE_EXHAUSTED``                                 :class:`HTTPStatusError` 429 (``retry_after``
+                                                         from a ``RetryInfo`` detail)
+  ``UNAUTHENTICATED``, ``PERMISSION_DENIED``             :class:`HTTPStatusError` 401, 403
+  ``INVALID_ARGUMENT``                                   :class:`InvalidParamsError`
+  ``NOT_FOUND``                                          :class:`TaskNotFoundError` (the only NOT_FOUND)
+  ``UNIMPLEMENTED``                                      :class:`MethodNotFoundError`
+  anything else                                          :class:`InternalError`, the code in the message
+  =====================================================  ================================================
+
+  (the HTTP statuses are google.rpc's own mapping of those codes). ``CANCELLED`` reaching the client means
+  the server cancelled the call (it was stopping, say): a call this client cancels raises nothing.
+
+``timeout`` (seconds) is the deadline of each unary call. Streams get none: a quiet task may send nothing
+for a long time, and gRPC sends no keep-alive events. A connection that is closed or reset ends the stream
+with AgentConnectionError; to notice a peer that vanished without a word, give a ``channel`` with
+``grpc.keepalive_time_ms``. A stream the consumer stops early (``aclose()``, ``break`` inside ``aclosing``)
+cancels its call; the task behind it goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+try:
+    import grpc  # type: ignore[import-untyped]
+    from a2a.types import a2a_pb2, a2a_pb2_grpc
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+except ImportError as exc:  # pragma: no cover - depends on what is installed
+    raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
+
+from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
+from skillwire.client.transport import A2A_VERSION, RESPONSE_TYPES, STREAMING_OPERATIONS
+from skillwire.errors import (
+    ERRORS_BY_CODE,
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    MethodNotFoundError,
+    TaskNotFoundError,
+)
+from skillwire.protocol import models as m
+from skillwire.protocol.operations import Operation
+
+__all__ = ["GrpcTransport", "error_from_rpc", "grpc_target"]
+
+_O = Operation
+STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+#: The protobuf request message of each operation (the rpc of the same name takes it).
+_REQUESTS: dict[Operation, Any] = {
+    _O.SEND_MESSAGE: a2a_pb2.SendMessageRequest,
+    _O.SEND_STREAMING_MESSAGE: a2a_pb2.SendMessageRequest,
+    _O.GET_TASK: a2a_pb2.GetTaskRequest,
+    _O.LIST_TASKS: a2a_pb2.ListTasksRequest,
+    _O.CANCEL_TASK: a2a_pb2.CancelTaskRequest,
+    _O.SUBSCRIBE_TO_TASK: a2a_pb2.SubscribeToTaskRequest,
+    _O.CREATE_PUSH_CONFIG: a2a_pb2.TaskPushNotificationConfig,
+    _O.GET_PUSH_CONFIG: a2a_pb2.GetTaskPushNotificationConfigRequest,
+    _O.LIST_PUSH_CONFIGS: a2a_pb2.ListTaskPushNotificationConfigsRequest,
+    _O.DELETE_PUSH_CONFIG: a2a_pb2.DeleteTaskPushNotificationConfigRequest,
+    _O.GET_EXTENDED_AGENT_CARD: a2a_pb2.GetExtendedAgentCardRequest,
+}
+
+#: Headers that are not gRPC metadata: HTTP/1.1 connection management, and what HTTP/2 and grpc set.
+_NOT_METADATA = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "connection",
+        "content-length",
+        "content-type",
+        "host",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "user-agent",
+    }
+)
+
+_SECURE_SCHEMES = {"grpcs": True, "https": True, "grpc": False, "http": False}
+
+#: No limit on the size of a reply (grpc's own default is 4 MiB; HTTP has none).
+_CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),)
+
+
+def grpc_target(url: str) -> tuple[str, bool]:
+    """The grpc target for an interface ``url`` and whether it needs TLS::
+
+    grpc_target("grpcs://agent.example:443")  # ("agent.example:443", True)
+    grpc_target("[::1]:50051")                 # ("[::1]:50051", False)
+    """
+    url = url.strip()
+    scheme, sep, rest = url.partition("://")
+    secure = _SECURE_SCHEMES.get(scheme.lower()) if sep else False
+    if secure is None:  # grpc's own target syntax: dns:///host:port, ipv4:..., unix://...
+        return url, False
+    authority = rest.partition("/")[0] if sep else url.rstrip("/")
+    return authority, secure
+
+
+def _metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str | bytes], ...]:
+    out: dict[str, str] = {}
+    for name, value in (headers or {}).items():
+        key = name.strip().lower()
+        if not key or key in _NOT_METADATA or key.startswith((":", "grpc-")):
+            continue
+        out[key] = value
+    out["a2a-version"] = A2A_VERSION
+    return tuple((k, v.encode() if k.endswith("-bin") else v) for k, v in out.items())
+
+
+# -- ProtoJSON bridge -------------------------------------------------------------------------------------
+
+
+def _number(literal: str) -> int | float:
+    """A number in ``data`` or ``metadata``: protobuf carried it as a double; integral means int."""
+    value = float(literal)
+    return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+
+
+_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+
+
+def _to_struct(message: Any, type_: type[msgspec.Struct]) -> Any:
+    decoder = _decoders.get(type_)
+    if decoder is None:
+        decoder = _decoders[type_] = msgspec.json.Decoder(type_, float_hook=_number)
+    try:
+        text = json_format.MessageToJson(
+            message, preserving_proto_field_name=False, always_print_fields_with_no_presence=True, indent=None
+        )
+        return decoder.decode(text)
+    except (json_format.Error, ValueError, msgspec.DecodeError) as exc:
+        raise InvalidResponseError(f"not a valid {type_.__name__}: {exc}") from None
+
+
+def _to_message(request: msgspec.Struct, message_type: Any) -> Any:
+    message = message_type()
+    try:
+        json_format.Parse(msgspec.json.encode(request), message, ignore_unknown_fields=False)
+    except json_format.ParseError as exc:
+        name = message.DESCRIPTOR.full_name
+        raise InvalidParamsError(f"the request is not a valid {name}: {exc}") from None
+    return message
+
+
+# -- errors -----------------------------------------------------------------------------------------------
+
+_ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+
+#: Status codes that mean the call, not the operation, failed: the connection broke or never was.
+_CONNECTION_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED"})
+#: Codes a proxy answers with, as the HTTP status google.rpc maps them to.
+_HTTP_STATUSES = {"RESOURCE_EXHAUSTED": 429, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+#: Codes that name one protocol error when no ErrorInfo says which.
+_ERRORS_BY_STATUS: dict[str, type[A2AError]] = {
+    "INVALID_ARGUMENT": InvalidParamsError,
+    "NOT_FOUND": TaskNotFoundError,
+    "UNIMPLEMENTED": MethodNotFoundError,
+}
+
+
+def _status(error: Any) -> Any:
+    """The ``google.rpc.Status`` in the trailers of ``error``, or None."""
+    for key, value in error.trailing_metadata() or ():
+        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
+            try:
+                return status_pb2.Status.FromString(value)
+            except Exception:  # protobuf's DecodeError: a trailer that is not a Status counts as none
+                return None
+    return None
+
+
+def _retry_delay(details: Any) -> float | None:
+    for detail in details:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return max(float(info.retry_delay.ToTimedelta().total_seconds()), 0.0)
+    return None
+
+
+def error_from_rpc(error: Any) -> Exception:
+    """The exception to raise for a failed call (a ``grpc.aio.AioRpcError``), as the module docstring says."""
+    code = error.code().name
+    status = _status(error)
+    details = list(status.details) if status is not None else []
+    message = (status.message if status is not None else "") or error.details() or ""
+    reason = ""
+    metadata: dict[str, str] = {}
+    violations: list[tuple[str, str]] = []
+    for detail in details:
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            reason = reason or info.reason
+            metadata.update(info.metadata)
+        elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            violations.extend((v.field, v.description) for v in bad.field_violations)
+    cls = _ERRORS_BY_REASON.get(reason)
+    if cls is None:
+        if code in _CONNECTION_CODES:
+            return AgentConnectionError(f"gRPC {code}: {message}" if message else f"gRPC {code}")
+        if code in _HTTP_STATUSES:
+            retry_after = _retry_delay(details)
+            return HTTPStatusError(_HTTP_STATUSES[code], f"gRPC {code}: {message}", retry_after=retry_after)
+        cls = _ERRORS_BY_STATUS.get(code)
+        if cls is None:
+            cls, message = InternalError, f"gRPC {code}: {message}" if message else f"gRPC {code}"
+    return cls(message or None, metadata=metadata, field_violations=violations)
+
+
+# -- the transport ----------------------------------------------------------------------------------------
+
+
+class GrpcTransport:
+    """The gRPC binding (``lf.a2a.v1.A2AService``) at ``url``; see the module docstring.
+
+    ::
+
+        async with GrpcTransport("grpc://127.0.0.1:50051", timeout=30.0) as transport:
+            client = Client(transport)
+            task = await client.send("hello")
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float | None = None,
+        headers: dict[str, str] | None = None,
+        channel: grpc.aio.Channel | None = None,
+    ) -> None:
+        self.url = url
+        self.target, self.secure = grpc_target(url)
+        self.timeout = timeout
+        self.metadata = _metadata(headers)
+        self._channel: Any = channel
+        self._owns_channel = channel is None
+        self._stub: Any = None
+        self._closed = False
+
+    def _open(self) -> Any:
+        if self._closed:
+            raise RuntimeError("this GrpcTransport is closed")
+        if self._channel is None:
+            self._channel = (
+                grpc.aio.secure_channel(self.target, grpc.ssl_channel_credentials(), options=_CHANNEL_OPTIONS)
+                if self.secure
+                else grpc.aio.insecure_channel(self.target, options=_CHANNEL_OPTIONS)
+            )
+        if self._stub is None:
+            self._stub = a2a_pb2_grpc.A2AServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
+        if operation in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} streams: use stream()")
+        message = _to_message(request, _REQUESTS[operation])
+        rpc = getattr(self._open(), operation.value)
+        try:
+            reply = await rpc(message, metadata=self.metadata, timeout=self.timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
+        type_ = RESPONSE_TYPES[operation]
+        return None if type_ is None else _to_struct(reply, type_)
+
+    async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
+        if operation not in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} does not stream: use send()")
+        message = _to_message(request, _REQUESTS[operation])
+        call = getattr(self._open(), operation.value)(message, metadata=self.metadata)
+        try:
+            async for reply in call:
+                yield _to_struct(reply, m.StreamResponse)
+        except grpc.aio.AioRpcError as exc:
+            raise error_from_rpc(exc) from exc
+        finally:
+            call.cancel()  # a consumer that stopped early ends the call; a finished call ignores this
+
+    async def aclose(self) -> None:
+        """Close the channel this transport opened (a channel passed in is the caller's to close)."""
+        self._closed = True
+        channel, self._channel, self._stub = self._channel, None, None
+        if channel is not None and self._owns_channel:
+            await channel.close()
+
+    async def __aenter__(self) -> GrpcTransport:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
