@@ -88,11 +88,13 @@ def tck(serve: Any) -> RunningServer:
 
 @pytest.fixture
 async def client(tck: RunningServer) -> AsyncIterator[Client]:
-    client = grpc_client(tck)
+    """Discovered from the card, as users connect: the GRPC interface chosen by ``bindings``."""
+    client = await Client.connect(tck.url, bindings=("GRPC",), timeout=WAIT, retries=FAST)
+    assert isinstance(client.transport, GrpcTransport)
+    assert client.interface is not None and client.interface.protocol_binding == "GRPC"
     yield client
     await client.aclose()
-    assert isinstance(client.transport, GrpcTransport)
-    await client.transport.aclose()  # idempotent: a no-op if the client closed it
+    await client.transport.aclose()  # idempotent: a no-op once the client closed it
 
 
 # -- the url ---------------------------------------------------------------------------------------------

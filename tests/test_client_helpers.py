@@ -291,6 +291,19 @@ async def test_credentials_go_where_the_card_says(serve: Any, binding: str) -> N
     assert "x-api-key" not in seen[0].headers  # the public card is fetched without credentials
 
 
+async def test_credentials_go_into_grpc_metadata(serve: Any) -> None:
+    app, made = secured_app([requirement("apiKey"), requirement("bearer")])
+    app.grpc_port = 0
+    srv = serve(app)
+    async with await Client.connect(
+        srv.url, bindings=("GRPC",), credentials={"bearer": "tok"}, timeout=WAIT
+    ) as client:
+        with pytest.raises(TaskNotFoundError):
+            await client.get_task("a")
+    assert made[0].headers[-1]["authorization"] == "Bearer tok"
+    assert "x-api-key" not in made[0].headers[-1]
+
+
 async def test_the_first_satisfiable_requirement_is_used(serve: Any) -> None:
     app, made = secured_app([requirement("oidc"), requirement("queryKey", "cookieKey")])
     srv = serve(app)
