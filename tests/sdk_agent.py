@@ -1,8 +1,9 @@
 """A test agent written against the official a2a-sdk 1.3, the peer of ``test_client_interop_sdk.py``.
 
 It serves the agent card, JSON-RPC (``/a2a/jsonrpc``) and HTTP+JSON (under ``/a2a/rest`` by default) from one
-Starlette app, with the sdk's in-memory task and push-config stores and an extended card. What it does depends on
-the text of the user's message:
+Starlette app, with the sdk's in-memory task and push-config stores and an extended card; given a ``grpc_port``,
+the app's lifespan also serves gRPC there (``host:grpc_port``, the sdk's ``GrpcHandler`` over the same request
+handler). What it does depends on the text of the user's message:
 
 =============  ==========================================================================================
 ``message``    a direct Message reply, no task
@@ -18,7 +19,7 @@ anything else  COMPLETED with one artifact echoing the text
 
 ::
 
-    app, executor = create_app("127.0.0.1", 8000)
+    app, executor = create_app("127.0.0.1", 8000, grpc_port=50051)
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ import re
 import uuid
 from collections.abc import AsyncIterator
 
+import grpc.aio  # type: ignore[import-untyped]
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
 from a2a.types import (
@@ -45,6 +47,7 @@ from a2a.types import (
     Task,
     TaskState,
     TaskStatus,
+    a2a_pb2_grpc,
 )
 from starlette.applications import Starlette
 
@@ -56,6 +59,7 @@ QUESTION = "What is your name?"
 FAILURE = "the agent failed on purpose"
 DIRECT_REPLY = "a direct reply"
 CRASH = "the agent crashed on purpose"
+GRPC_GRACE = 1.0  # seconds the gRPC server gives open calls to end when the app stops
 _STREAM = re.compile(r"^stream\s+(\d+)$")
 
 
@@ -152,10 +156,10 @@ class SdkExecutor(AgentExecutor):
 
 
 def build_cards(
-    host: str, port: int, *, rest_prefix: str = REST_PREFIX, tenant: str = ""
+    host: str, port: int, *, rest_prefix: str = REST_PREFIX, tenant: str = "", grpc_port: int | None = None
 ) -> tuple[AgentCard, AgentCard]:
-    """The public card and the extended card (one more skill) for an agent at ``host:port``; with a
-    ``tenant``, both interfaces name it."""
+    """The public card and the extended card (one more skill) for an agent at ``host:port``, with a GRPC
+    interface at ``host:grpc_port`` after the HTTP ones if given; with a ``tenant``, every interface names it."""
     base = f"http://{host}:{port}"
     skill = AgentSkill(
         id="echo",
@@ -181,6 +185,12 @@ def build_cards(
             ),
         ],
     )
+    if grpc_port is not None:
+        card.supported_interfaces.append(
+            AgentInterface(
+                protocol_binding="GRPC", protocol_version="1.0", url=f"{host}:{grpc_port}", tenant=tenant
+            )
+        )
     extended = AgentCard()
     extended.CopyFrom(card)
     extended.skills.append(
@@ -190,11 +200,12 @@ def build_cards(
 
 
 def create_app(
-    host: str, port: int, *, rest_prefix: str = REST_PREFIX, tenant: str = ""
+    host: str, port: int, *, rest_prefix: str = REST_PREFIX, tenant: str = "", grpc_port: int | None = None
 ) -> tuple[Starlette, SdkExecutor]:
     """The Starlette app of the agent (its card advertises ``host:port``) and its executor. HTTP+JSON is
-    served under ``rest_prefix``; a ``tenant`` is only advertised on the card (the sdk routes any)."""
-    card, extended = build_cards(host, port, rest_prefix=rest_prefix, tenant=tenant)
+    served under ``rest_prefix``; a ``tenant`` is only advertised on the card (the sdk routes any). With a
+    ``grpc_port``, the lifespan serves gRPC on ``host:grpc_port`` (on the app's event loop) until shutdown."""
+    card, extended = build_cards(host, port, rest_prefix=rest_prefix, tenant=tenant, grpc_port=grpc_port)
     executor = SdkExecutor()
     handler = DefaultRequestHandler(
         agent_executor=executor,
@@ -213,8 +224,25 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with contextlib.AsyncExitStack() as stack:
+                if grpc_port is not None:
+                    await stack.enter_async_context(_grpc_server(handler, f"{host}:{grpc_port}"))
+                yield
         finally:
             await handler.aclose()  # no agent task outlives the server
 
     return Starlette(routes=routes, lifespan=lifespan), executor
+
+
+@contextlib.asynccontextmanager
+async def _grpc_server(handler: DefaultRequestHandler, address: str) -> AsyncIterator[None]:
+    """The sdk's gRPC binding of ``handler`` (``lf.a2a.v1.A2AService``), served on ``address`` meanwhile."""
+    server = grpc.aio.server()
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)  # type: ignore[no-untyped-call]
+    if server.add_insecure_port(address) == 0:
+        raise RuntimeError(f"cannot serve gRPC on {address}")
+    await server.start()
+    try:
+        yield
+    finally:
+        await server.stop(grace=GRPC_GRACE)
