@@ -343,6 +343,20 @@ async def test_extended_card(serve: Any, client: httpx.AsyncClient) -> None:
         (await post(client, srv3, rpc("GetExtendedAgentCard", {}))).json(), "GetExtendedAgentCard"
     )
     assert got["name"] == "Gated (full)"
+    # built without interfaces, it is served with the public card's, for the URL the client reached
+    assert got["supportedInterfaces"][0] == {
+        "url": srv3.url,
+        "protocolBinding": "JSONRPC",
+        "protocolVersion": "1.0",
+    }
+    rest = (await client.get(srv3.url + "/extendedAgentCard", headers=A2A_V1)).json()
+    assert rest["supportedInterfaces"] == got["supportedInterfaces"]
+    # v0.3 clients (no A2A-Version) get it in v0.3 shape, with its url: it used to be an HTTP 500
+    v03_rpc = await client.post(srv3.url + "/", json=rpc("agent/getAuthenticatedExtendedCard"))
+    assert v03_rpc.status_code == 200
+    assert v03_rpc.json()["result"]["url"] == srv3.url
+    v03_rest = await client.get(srv3.url + "/v1/card")
+    assert v03_rest.status_code == 200 and v03_rest.json()["name"] == "Gated (full)"
 
 
 async def test_task_operations_round_trip(serve: Any, client: httpx.AsyncClient) -> None:

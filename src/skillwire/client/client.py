@@ -182,23 +182,21 @@ class _CardSource:
 
 
 def _decode_card(content: bytes, url: str) -> m.AgentCard:
-    """A v1.0 card as is; a v0.3 card (no ``supportedInterfaces``) through the v0.3 codec, its
-    interfaces marked protocol 0.3."""
+    """The agent card in ``content``. A card with v0.3 members (a v0.3 agent's, or one that serves both
+    versions) goes through the v0.3 codec, which lists its v0.3 endpoints as protocol 0.3 interfaces after
+    any v1.0 ones; a plain v1.0 card is decoded as is."""
     try:
-        return msgspec.json.decode(content, type=m.AgentCard)
+        raw = msgspec.json.decode(content)
     except msgspec.DecodeError as exc:
         raise InvalidResponseError(f"{url} is not JSON: {exc}") from None
-    except msgspec.ValidationError as exc:
-        error = exc
     from skillwire.wire import v03
 
-    raw = msgspec.json.decode(content)
-    if isinstance(raw, dict) and v03.is_v03_card(raw):
-        try:
+    try:
+        if isinstance(raw, dict) and v03.is_v03_card(raw):
             return v03.card_from_v03(raw)
-        except (msgspec.ValidationError, A2AError) as exc:
-            raise InvalidResponseError(f"{url} is not a valid v0.3 agent card: {exc}") from None
-    raise InvalidResponseError(f"{url} is not an agent card: {error}") from None
+        return msgspec.json.decode(content, type=m.AgentCard)
+    except (msgspec.ValidationError, A2AError) as exc:
+        raise InvalidResponseError(f"{url} is not a valid agent card: {exc}") from None
 
 
 class Client:

@@ -57,15 +57,23 @@ class A2AApplication:
         self.store = store
         self.rpc_path = rpc_path
         self.shutdown_grace = shutdown_grace
-        self.dispatcher = Dispatcher(handler, self._capabilities)
-        self.jsonrpc = JsonRpcEndpoint(
-            self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
-        )
-        self.rest = RestEndpoint(
-            self.dispatcher, max_body_bytes=max_body_bytes, keepalive=keepalive, activate=self._activate
-        )
+        self.dispatcher = Dispatcher(handler, self._capabilities, self._interfaces)
         self.card_endpoint = CardEndpoint(
             self.card_for, public_url=public_url, extra=self._v03_fields if card_v03_fields else None
+        )
+        self.jsonrpc = JsonRpcEndpoint(
+            self.dispatcher,
+            max_body_bytes=max_body_bytes,
+            keepalive=keepalive,
+            activate=self._activate,
+            base_url=self.card_endpoint.base_url,
+        )
+        self.rest = RestEndpoint(
+            self.dispatcher,
+            max_body_bytes=max_body_bytes,
+            keepalive=keepalive,
+            activate=self._activate,
+            base_url=self.card_endpoint.base_url,
         )
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
@@ -90,6 +98,16 @@ class A2AApplication:
     def _activate(self, requested: frozenset[str]) -> frozenset[str]:
         """The requested extensions this agent declares (unknown ones are ignored, as the spec says)."""
         return requested & self._declared if requested else requested
+
+    def _interfaces(self, base_url: str) -> list[AgentInterface]:
+        """The public card's interfaces for a request's base URL (the public URL, or only gRPC's when a
+        gRPC call gives none)."""
+        base = base_url or self.card_endpoint.public_url
+        if base:
+            return self.card_for(base).supported_interfaces
+        if self.grpc_address:
+            return [AgentInterface(url=self.grpc_address, protocol_binding="GRPC", protocol_version="1.0")]
+        return []
 
     def card_for(self, base_url: str) -> AgentCard:
         """The public card as served under ``base_url``: JSON-RPC first (preferred), then HTTP+JSON, then

@@ -32,3 +32,6 @@ class CallContext:
     binding: str = "JSONRPC"
     #: Service parameters and other transport headers, lower-cased names.
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: The base URL the client reached (as the public card is built for it; ``""`` when unknown, as on gRPC
+    #: without a public URL).
+    base_url: str = ""

@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
+import msgspec
+
 from skillwire.errors import (
     ExtensionSupportRequiredError,
     MethodNotFoundError,
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
-from skillwire.protocol.models import AgentCapabilities
+from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.protocol.operations import Capability, Operation, spec_of
 from skillwire.server.context import CallContext
 
@@ -64,9 +66,16 @@ class BaseRequestHandler:
 class Dispatcher:
     """The one entry every binding calls: capability gates first, then the handler."""
 
-    def __init__(self, handler: RequestHandler, capabilities: Callable[[], AgentCapabilities]) -> None:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        capabilities: Callable[[], AgentCapabilities],
+        interfaces: Callable[[str], list[AgentInterface]] | None = None,
+    ) -> None:
         self.handler = handler
         self._capabilities = capabilities
+        #: base URL -> the public card's interfaces, for an extended card that lists none of its own
+        self._interfaces = interfaces
 
     async def call(self, operation: Operation, params: Any, context: CallContext) -> Any:
         caps = self._capabilities()
@@ -94,7 +103,19 @@ class Dispatcher:
                     "configuration.taskPushNotificationConfig was given, but this agent does not send"
                     " push notifications"
                 )
-        return await self.handler.handle(operation, params, context)
+        result = await self.handler.handle(operation, params, context)
+        if (
+            operation is Operation.GET_EXTENDED_AGENT_CARD
+            and isinstance(result, AgentCard)
+            and not result.supported_interfaces
+            and self._interfaces is not None
+        ):
+            # An extended card is usually the public one plus more skills, built without interfaces: it
+            # gets the public card's, as served to this client (the card must list at least one).
+            interfaces = self._interfaces(context.base_url)
+            if interfaces:
+                result = msgspec.structs.replace(result, supported_interfaces=interfaces)
+        return result
 
 
 _SENDS = frozenset({Operation.SEND_MESSAGE, Operation.SEND_STREAMING_MESSAGE})

@@ -90,12 +90,15 @@ class JsonRpcEndpoint:
         max_body_bytes: int,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
+        base_url: Callable[[Scope], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_body_bytes = max_body_bytes
         self.keepalive = keepalive
         #: requested extension URIs -> the ones this agent activates (declared on its card)
         self._activate = activate
+        #: the base URL of a request (the app's public URL, or where the client reached it)
+        self._base_url = base_url
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -159,6 +162,7 @@ class JsonRpcEndpoint:
             extensions=activated,
             binding="JSONRPC",
             headers=headers,
+            base_url=self._base_url(scope) if self._base_url is not None else "",
         )
         try:
             result = await self.dispatcher.call(operation, params, context)

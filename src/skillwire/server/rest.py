@@ -62,11 +62,14 @@ class RestEndpoint:
         max_body_bytes: int,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]],
+        base_url: Callable[[Scope], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_body_bytes = max_body_bytes
         self.keepalive = keepalive
         self._activate = activate
+        #: the base URL of a request (the app's public URL, or where the client reached it)
+        self._base_url = base_url
 
     async def _error(
         self, send: Send, error: A2AError, status: int | None = None, headers: Any = None
@@ -136,6 +139,7 @@ class RestEndpoint:
                 extensions=activated,
                 binding="HTTP+JSON",
                 headers=headers,
+                base_url=self._base_url(scope) if self._base_url is not None else "",
             )
             result = await self.dispatcher.call(operation, params, context)
             streaming = spec_of(operation).streaming

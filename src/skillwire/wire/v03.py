@@ -14,6 +14,17 @@ same through the other. ::
     match_rest("POST", "/v1/message:send", {}, body)                 # v0.3 HTTP+JSON, ProtoJSON bodies
     encode_rest_result(operation, result)
 
+The client direction runs the other way, so a v1.0 client can call a v0.3 agent::
+
+    card = card_from_v03(card_json) if is_v03_card(card_json) else ...   # interfaces at version "0.3"
+    method, params = encode_request(operation, request)              # a v1.0 request Struct
+    response = decode_result(operation, result_json)                 # the v1.0 response Struct
+    event = decode_event(event_result_json)                          # a v1.0 StreamResponse
+    error = decode_error(error_json)                                 # the A2AError of its code
+
+    verb, path, body, query = encode_rest_request(operation, request)    # v0.3 HTTP+JSON, under /v1
+    decode_rest_result(operation, body); decode_rest_event(data); rest_error(operation, status, json)
+
 Where v0.3 and v1.0 do not map one to one, this codec decides as follows:
 
 * ``blocking`` absent means *not* blocking (``returnImmediately: true``); pass
@@ -38,6 +49,19 @@ Where v0.3 and v1.0 do not map one to one, this codec decides as follows:
 * REST ``fileWithBytes`` is the file content, base64 once, as the v0.3 proto says (a2a-python's v0.3
   gRPC/REST code stores the base64 *text* there, so its JSON holds base64 twice; that is not followed).
 * A v0.3 timestamp without a UTC offset is read as UTC.
+
+And in the client direction:
+
+* ``blocking`` is always sent: ``not returnImmediately``.
+* ``historyLength: 0`` (v1.0: no history) cannot be said in v0.3, where 0 means "no limit": it is left out.
+  ``tenant`` and the paging of push-config lists are left out too. ListTasks has no v0.3 form: encoding it
+  raises UnsupportedOperationError.
+* A push config read without an ``id`` gets the task id (the default config of the v0.3 SDKs).
+* A v0.3 card's interfaces get its ``protocolVersion`` as Major.Minor (``"0.3"``). v1.0 OAuthFlows is a
+  oneof: of several v0.3 flows the first of authorizationCode, clientCredentials, implicit, password is
+  kept. ``stateTransitionHistory`` has no v1.0 member.
+* The v0.3 SDK servers' REST errors are only ``{"message": ...}`` with an HTTP status (a2a-python 0.3's
+  table): :func:`rest_error` maps the status back to the error class.
 """
 
 from __future__ import annotations
@@ -46,16 +70,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from skillwire.errors import (
+    ERRORS_BY_CODE,
     A2AError,
+    ContentTypeNotSupportedError,
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidAgentResponseError,
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
     MethodNotFoundError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
@@ -67,8 +101,15 @@ __all__ = [
     "DATA_PART_COMPAT",
     "METHODS",
     "PROTOCOL_VERSION",
+    "card_from_v03",
+    "decode_error",
     "decode_event",
     "decode_request",
+    "decode_rest_event",
+    "decode_rest_result",
+    "decode_result",
+    "encode_request",
+    "encode_rest_request",
     "encode_rest_result",
     "encode_rest_stream_event",
     "encode_result",
@@ -76,7 +117,9 @@ __all__ = [
     "error_code",
     "error_data",
     "is_final",
+    "is_v03_card",
     "match_rest",
+    "rest_error",
     "v03_card",
     "v03_card_fields",
 ]
@@ -1336,3 +1379,587 @@ def encode_rest_stream_event(event: m.StreamResponse, *, final: bool) -> bytes:
     else:
         raise ValueError("a StreamResponse must have one member set")
     return _encoder.encode(out)
+
+
+# -- The client direction: v1.0 requests out, v0.3 results in ----------------------------------------------
+
+_NAMES: dict[Operation, str] = {operation: name for name, operation in METHODS.items()}
+
+
+def _no_v03_form(operation: Operation) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        f"{operation.value} has no A2A v0.3 form: the agent speaks only v0.3",
+        metadata={"operation": operation.value, "protocolVersion": "0.3"},
+    )
+
+
+def _push_config_out(cfg: m.TaskPushNotificationConfig) -> _PushConfig:
+    return _push_out(cfg).push_notification_config
+
+
+def _send_out(request: m.SendMessageRequest) -> _SendParams:
+    c = request.configuration or m.SendMessageConfiguration()
+    push = c.task_push_notification_config
+    return _SendParams(
+        message=_message_out(request.message),
+        configuration=_SendConfig(
+            accepted_output_modes=c.accepted_output_modes or None,
+            history_length=c.history_length or None,  # v1.0 0 ("none") has no v0.3 form; 0 is "all" there
+            push_notification_config=_push_config_out(push) if push is not None else None,
+            blocking=not c.return_immediately,
+        ),
+        metadata=request.metadata,
+    )
+
+
+def encode_request(operation: Operation, request: Any) -> tuple[str, dict[str, Any]]:
+    """The v0.3 JSON-RPC method and ``params`` for a v1.0 request Struct (what a client sends).
+
+    >>> encode_request(Operation.GET_TASK, m.GetTaskRequest(id="t1", history_length=2))
+    ('tasks/get', {'id': 't1', 'historyLength': 2})
+
+    ``blocking`` is always sent (``not returnImmediately``). ``tenant``, the push-config list's paging, and a
+    ``historyLength`` of 0 have no v0.3 form and are left out; the extended card takes no params (``{}``).
+    ListTasks raises UnsupportedOperationError: v0.3 has no such method.
+    """
+    params: Struct | None
+    if operation in (_O.SEND_MESSAGE, _O.SEND_STREAMING_MESSAGE):
+        params = _send_out(request)
+    elif operation is _O.GET_TASK:
+        params = _TaskQueryParams(id=request.id, history_length=request.history_length or None)
+    elif operation is _O.CANCEL_TASK:
+        params = _TaskIdParams(id=request.id, metadata=request.metadata)
+    elif operation is _O.SUBSCRIBE_TO_TASK:
+        params = _TaskIdParams(id=request.id)
+    elif operation is _O.CREATE_PUSH_CONFIG:
+        params = _push_out(request)
+    elif operation is _O.GET_PUSH_CONFIG:
+        params = _GetPushParams(id=request.task_id, push_notification_config_id=request.id)
+    elif operation is _O.LIST_PUSH_CONFIGS:
+        params = _TaskIdParams(id=request.task_id)
+    elif operation is _O.DELETE_PUSH_CONFIG:
+        params = _DeletePushParams(id=request.task_id, push_notification_config_id=request.id)
+    elif operation is _O.GET_EXTENDED_AGENT_CARD:
+        params = None
+    else:
+        raise _no_v03_form(operation)
+    return _NAMES[operation], {} if params is None else msgspec.to_builtins(params)
+
+
+def _bad_result(exc: msgspec.ValidationError, root: str) -> ValueError:
+    path, reason = field_error(exc, root)
+    return ValueError(f"not a valid A2A v0.3 result: {path}: {reason}")
+
+
+def _decode_with(decoder: msgspec.json.Decoder[Any] | Decoder, raw: bytes | msgspec.Raw, root: str) -> Any:
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise _bad_result(exc, root) from None
+    except (msgspec.DecodeError, RecursionError):
+        raise ValueError(f"not a valid A2A v0.3 result: `{root}` is not JSON") from None
+
+
+_result_decoders: dict[Operation, msgspec.json.Decoder[Any]] = {
+    _O.SEND_MESSAGE: msgspec.json.Decoder(_Task | _Message),
+    _O.GET_TASK: msgspec.json.Decoder(_Task),
+    _O.CANCEL_TASK: msgspec.json.Decoder(_Task),
+    _O.CREATE_PUSH_CONFIG: msgspec.json.Decoder(_TaskPushConfig),
+    _O.GET_PUSH_CONFIG: msgspec.json.Decoder(_TaskPushConfig),
+    _O.LIST_PUSH_CONFIGS: msgspec.json.Decoder(list[_TaskPushConfig]),
+    _O.GET_EXTENDED_AGENT_CARD: msgspec.json.Decoder(dict[str, Any]),
+}
+
+
+def _push_result_in(p: _TaskPushConfig) -> m.TaskPushNotificationConfig:
+    # A v0.3 server that stores one config per task may leave out its id: that config's id is the task id.
+    cfg = _push_in(p.push_notification_config, p.task_id)
+    cfg.id = cfg.id or p.task_id
+    return cfg
+
+
+def decode_result(operation: Operation, raw: bytes | msgspec.Raw) -> Any:
+    """A v0.3 JSON-RPC ``result`` as the v1.0 response Struct of ``operation`` (what a client reads).
+
+    message/send gives a SendMessageResponse holding the Task or Message; tasks/get and tasks/cancel a Task;
+    the push-config methods TaskPushNotificationConfig (list: ListTaskPushNotificationConfigsResponse,
+    delete: None); the extended card an AgentCard (:func:`card_from_v03`). Streaming results are read event
+    by event with :func:`decode_event`. A result that is not the v0.3 shape raises ValueError naming the
+    field (``result.status.state``).
+    """
+    if operation is _O.DELETE_PUSH_CONFIG:
+        return None
+    decoder = _result_decoders.get(operation)
+    if decoder is None:
+        raise ValueError(f"{operation.value} has no v0.3 JSON-RPC result (stream it, or it is v1.0-only)")
+    obj = _decode_with(decoder, raw, "result")
+    if operation is _O.SEND_MESSAGE:
+        if isinstance(obj, _Task):
+            return m.SendMessageResponse(task=_task_in(obj))
+        return m.SendMessageResponse(message=_message_in(obj))
+    if operation in (_O.GET_TASK, _O.CANCEL_TASK):
+        return _task_in(obj)
+    if operation is _O.LIST_PUSH_CONFIGS:
+        return m.ListTaskPushNotificationConfigsResponse(configs=[_push_result_in(p) for p in obj])
+    if operation is _O.GET_EXTENDED_AGENT_CARD:
+        return card_from_v03(obj)
+    return _push_result_in(obj)
+
+
+_ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+
+
+def _v03_code(cls: type[A2AError]) -> int:
+    return InvalidRequestError.code if cls.code in _V10_ONLY_CODES else cls.code
+
+
+def decode_error(error: Any) -> A2AError:
+    """A v0.3 JSON-RPC ``error`` object as its A2AError: the inverse of :func:`error_code` and
+    :func:`error_data`.
+
+    The class comes from the code; a ``data.reason`` naming a v1.0 error that travels under this code
+    (``-32600`` with ``VERSION_NOT_SUPPORTED``) picks that class. ``data.metadata`` and
+    ``data.fieldViolations`` are kept. An unknown code gives the A2AError base class.
+    """
+    if not isinstance(error, dict):
+        return InternalError(f"malformed JSON-RPC error: {error!r}"[:200])
+    code = error.get("code")
+    cls = ERRORS_BY_CODE.get(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    data = error.get("data")
+    data = data if isinstance(data, dict) else {}
+    reason = data.get("reason")
+    named = _ERRORS_BY_REASON.get(reason) if isinstance(reason, str) else None
+    if named is not None and (cls is None or _v03_code(named) == code):
+        cls = named
+    metadata = data.get("metadata")
+    violations = [
+        (str(v.get("field", "")), str(v.get("description", "")))
+        for v in data.get("fieldViolations") or ()
+        if isinstance(v, dict)
+    ]
+    message = error.get("message")
+    return (cls or A2AError)(
+        message if isinstance(message, str) and message else None,
+        metadata=metadata if isinstance(metadata, dict) else None,
+        field_violations=violations,
+    )
+
+
+# -- The client direction over HTTP+JSON --------------------------------------------------------------------
+
+#: The v0.3 SDK servers' error statuses (a2a-python 0.3 ``A2AErrorToHttpStatus``), whose bodies are only
+#: ``{"message": ...}``; skillwire's v0.3 REST errors carry an AIP-193 ErrorInfo and need no guessing.
+_REST_STATUS_ERRORS: dict[int, type[A2AError]] = {
+    400: InvalidRequestError,
+    404: TaskNotFoundError,
+    409: TaskNotCancelableError,
+    415: ContentTypeNotSupportedError,
+    422: InvalidParamsError,
+    500: InternalError,
+    501: UnsupportedOperationError,
+    502: InvalidAgentResponseError,
+}
+_PUSH_OPERATIONS = frozenset(
+    {_O.CREATE_PUSH_CONFIG, _O.GET_PUSH_CONFIG, _O.LIST_PUSH_CONFIGS, _O.DELETE_PUSH_CONFIG}
+)
+
+
+def rest_error(operation: Operation, status: int, body: Any) -> A2AError | None:
+    """The A2AError of a v0.3 SDK server's REST error response (``{"message": ...}`` and an HTTP status),
+    or None when ``body`` (decoded JSON) is not that shape or the status maps to no error.
+
+    404 is TaskNotFound (ExtendedAgentCardNotConfigured for the card), 501 UnsupportedOperation
+    (PushNotificationNotSupported for push configs), 409 TaskNotCancelable, and so on.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("message"), str) or "error" in body:
+        return None
+    cls = _REST_STATUS_ERRORS.get(status)
+    if cls is TaskNotFoundError and operation is _O.GET_EXTENDED_AGENT_CARD:
+        cls = ExtendedAgentCardNotConfiguredError
+    elif cls is UnsupportedOperationError and operation in _PUSH_OPERATIONS:
+        cls = PushNotificationNotSupportedError
+    return None if cls is None else cls(body["message"] or None, metadata={"httpStatus": status})
+
+
+def _seg(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _rest_send_out(request: m.SendMessageRequest) -> _PbSendRequest:
+    c = request.configuration or m.SendMessageConfiguration()
+    push = c.task_push_notification_config
+    return _PbSendRequest(
+        request=_pb_message_out(request.message),
+        configuration=_PbSendConfig(
+            accepted_output_modes=c.accepted_output_modes,
+            push_notification=_pb_push_out(push).push_notification_config if push is not None else None,
+            history_length=c.history_length or 0,
+            blocking=not c.return_immediately,
+        ),
+        metadata=request.metadata,
+    )
+
+
+def encode_rest_request(operation: Operation, request: Any) -> tuple[str, str, bytes | None, dict[str, str]]:
+    """(HTTP method, path, body, query) of a v1.0 request on the v0.3 HTTP+JSON binding; the path starts
+    with ``/v1`` and goes after the interface URL.
+
+    >>> encode_rest_request(Operation.CANCEL_TASK, m.CancelTaskRequest(id="t1"))
+    ('POST', '/v1/tasks/t1:cancel', b'{"name":"tasks/t1"}', {})
+
+    Bodies are ProtoJSON of the v0.3 gRPC messages, with ``blocking`` always set; subscribe is a GET (what
+    the v0.3 SDK servers route). ListTasks raises UnsupportedOperationError.
+    """
+    if operation in (_O.SEND_MESSAGE, _O.SEND_STREAMING_MESSAGE):
+        verb = "send" if operation is _O.SEND_MESSAGE else "stream"
+        return "POST", f"/v1/message:{verb}", _encoder.encode(_rest_send_out(request)), {}
+    if operation is _O.GET_EXTENDED_AGENT_CARD:
+        return "GET", "/v1/card", None, {}
+    if operation is _O.LIST_TASKS:
+        raise _no_v03_form(operation)
+    if operation in (_O.GET_TASK, _O.CANCEL_TASK, _O.SUBSCRIBE_TO_TASK):
+        task = f"/v1/tasks/{_seg(request.id)}"
+        if operation is _O.GET_TASK:
+            history = request.history_length
+            return "GET", task, None, {"historyLength": str(history)} if history else {}
+        if operation is _O.CANCEL_TASK:
+            return "POST", f"{task}:cancel", _encoder.encode({"name": f"tasks/{request.id}"}), {}
+        return "GET", f"{task}:subscribe", None, {}
+    configs = f"/v1/tasks/{_seg(request.task_id)}/{_PUSH}"
+    if operation is _O.CREATE_PUSH_CONFIG:
+        body = _PbCreatePushBody(
+            parent=f"tasks/{request.task_id}", config_id=request.id, config=_pb_push_out(request)
+        )
+        return "POST", configs, _encoder.encode(body), {}
+    if operation is _O.LIST_PUSH_CONFIGS:
+        query = {"pageSize": str(request.page_size)} if request.page_size else {}
+        return "GET", configs, None, query | ({"pageToken": request.page_token} if request.page_token else {})
+    if operation is _O.GET_PUSH_CONFIG:
+        return "GET", f"{configs}/{_seg(request.id)}", None, {}
+    if operation is _O.DELETE_PUSH_CONFIG:
+        return "DELETE", f"{configs}/{_seg(request.id)}", None, {}
+    raise _no_v03_form(operation)
+
+
+_PB_STATE_IN: dict[str, TaskState] = {v: k for k, v in _PB_STATE_OUT.items()} | {
+    _S.CANCELED.value: _S.CANCELED
+}
+
+
+def _pb_status_in(status: _PbStatus | None) -> m.TaskStatus:
+    if status is None:
+        return m.TaskStatus(state=_S.UNSPECIFIED)
+    state = _PB_STATE_IN.get(status.state)
+    if state is None:
+        raise ValueError(f"not a valid A2A v0.3 result: unknown task state {status.state[:50]!r}")
+    return m.TaskStatus(
+        state=state,
+        message=_pb_message_in(status.update) if status.update is not None else None,
+        timestamp=_utc(status.timestamp),
+    )
+
+
+def _pb_artifact_in(a: _PbArtifact) -> m.Artifact:
+    return m.Artifact(
+        artifact_id=a.artifact_id,
+        name=a.name,
+        description=a.description,
+        parts=[_pb_part_in(p) for p in a.parts],
+        metadata=a.metadata,
+        extensions=a.extensions,
+    )
+
+
+def _pb_task_in(task: _PbTask) -> m.Task:
+    return m.Task(
+        id=task.id,
+        context_id=task.context_id,
+        status=_pb_status_in(task.status),
+        artifacts=[_pb_artifact_in(a) for a in task.artifacts],
+        history=[_pb_message_in(h) for h in task.history],
+        metadata=task.metadata,
+    )
+
+
+def _pb_push_result_in(resource: _PbTaskPushConfig) -> m.TaskPushNotificationConfig:
+    """``{"name": "tasks/{t}/pushNotificationConfigs/{c}", "pushNotificationConfig": {...}}`` in v1.0."""
+    cfg = resource.push_notification_config
+    if cfg is None:
+        raise ValueError("not a valid A2A v0.3 result: `pushNotificationConfig` is missing")
+    task_part, _, config_id = resource.name.partition(f"/{_PUSH}/")
+    task_id = task_part.removeprefix("tasks/")
+    return _pb_push_in(cfg, task_id, cfg.id or config_id or task_id)
+
+
+_rest_result_decoders: dict[Operation, Decoder] = {
+    _O.SEND_MESSAGE: Decoder(_PbSendResponse),
+    _O.GET_TASK: Decoder(_PbTask),
+    _O.CANCEL_TASK: Decoder(_PbTask),
+    _O.CREATE_PUSH_CONFIG: Decoder(_PbTaskPushConfig),
+    _O.GET_PUSH_CONFIG: Decoder(_PbTaskPushConfig),
+    _O.LIST_PUSH_CONFIGS: Decoder(_PbListPushResponse),
+}
+_rest_event_decoder = Decoder(_PbStreamResponse)
+_card_decoder: msgspec.json.Decoder[dict[str, Any]] = msgspec.json.Decoder(dict[str, Any])
+
+
+def decode_rest_result(operation: Operation, body: bytes) -> Any:
+    """A v0.3 HTTP+JSON response body (ProtoJSON, or the JSON card) as the v1.0 response Struct of
+    ``operation``, like :func:`decode_result`. Raises ValueError naming the bad field."""
+    if operation is _O.DELETE_PUSH_CONFIG:
+        return None
+    if operation is _O.GET_EXTENDED_AGENT_CARD:
+        return card_from_v03(_decode_with(_card_decoder, body, "body"))
+    decoder = _rest_result_decoders.get(operation)
+    if decoder is None:
+        raise ValueError(f"{operation.value} has no v0.3 REST result (stream it, or it is v1.0-only)")
+    obj = _decode_with(decoder, body, "body")
+    if operation is _O.SEND_MESSAGE:
+        if (obj.task is None) == (obj.msg is None):
+            raise ValueError("not a valid A2A v0.3 result: exactly one of `task` or `message` must be set")
+        if obj.task is not None:
+            return m.SendMessageResponse(task=_pb_task_in(obj.task))
+        return m.SendMessageResponse(message=_pb_message_in(obj.msg))
+    if operation in (_O.GET_TASK, _O.CANCEL_TASK):
+        return _pb_task_in(obj)
+    if operation is _O.LIST_PUSH_CONFIGS:
+        return m.ListTaskPushNotificationConfigsResponse(
+            configs=[_pb_push_result_in(c) for c in obj.configs], next_page_token=obj.next_page_token
+        )
+    return _pb_push_result_in(obj)
+
+
+def decode_rest_event(data: bytes) -> m.StreamResponse:
+    """The ``data`` of one v0.3 REST SSE event (ProtoJSON StreamResponse) as a v1.0 StreamResponse.
+    Raises ValueError when it is not one (exactly one member must be set)."""
+    obj: _PbStreamResponse = _decode_with(_rest_event_decoder, data, "event")
+    members = [x for x in (obj.task, obj.msg, obj.status_update, obj.artifact_update) if x is not None]
+    if len(members) != 1:
+        raise ValueError("not a valid A2A v0.3 stream event: exactly one member must be set")
+    if obj.task is not None:
+        return m.StreamResponse(task=_pb_task_in(obj.task))
+    if obj.msg is not None:
+        return m.StreamResponse(message=_pb_message_in(obj.msg))
+    if obj.status_update is not None:
+        su = obj.status_update
+        return m.StreamResponse(
+            status_update=m.TaskStatusUpdateEvent(
+                task_id=su.task_id,
+                context_id=su.context_id,
+                status=_pb_status_in(su.status),
+                metadata=su.metadata,
+            )
+        )
+    au = obj.artifact_update
+    assert au is not None
+    if au.artifact is None:
+        raise ValueError("not a valid A2A v0.3 stream event: `artifactUpdate.artifact` is missing")
+    return m.StreamResponse(
+        artifact_update=m.TaskArtifactUpdateEvent(
+            task_id=au.task_id,
+            context_id=au.context_id,
+            artifact=_pb_artifact_in(au.artifact),
+            append=au.append,
+            last_chunk=au.last_chunk,
+            metadata=au.metadata,
+        )
+    )
+
+
+# -- The client direction: a v0.3 agent card as a v1.0 AgentCard -------------------------------------------
+
+
+class _CardInterfaceIn(Struct, kw_only=True):
+    url: str
+    transport: str
+
+
+class _CapabilitiesIn(Struct, rename="camel", kw_only=True):
+    streaming: bool | None = None
+    push_notifications: bool | None = None
+    extensions: list[m.AgentExtension] = []
+
+
+class _SkillIn(Struct, rename="camel", kw_only=True):
+    id: str
+    name: str
+    description: str = ""
+    tags: list[str] = []
+    examples: list[str] = []
+    input_modes: list[str] = []
+    output_modes: list[str] = []
+    security: list[dict[str, list[str]]] = []
+
+
+class _CardIn(Struct, rename="camel", kw_only=True):
+    """A v0.3 AgentCard, read leniently: only ``name`` and ``url`` are required."""
+
+    protocol_version: str = PROTOCOL_VERSION
+    name: str
+    description: str = ""
+    url: str
+    preferred_transport: str = "JSONRPC"
+    additional_interfaces: list[_CardInterfaceIn] = []
+    icon_url: str | None = None
+    provider: m.AgentProvider | None = None
+    version: str = ""
+    documentation_url: str | None = None
+    capabilities: _CapabilitiesIn = msgspec.field(default_factory=_CapabilitiesIn)
+    security_schemes: dict[str, Json] = {}
+    security: list[dict[str, list[str]]] = []
+    default_input_modes: list[str] = []
+    default_output_modes: list[str] = []
+    skills: list[_SkillIn] = []
+    supports_authenticated_extended_card: bool | None = None
+    signatures: list[m.AgentCardSignature] = []
+
+
+_SCHEME_WRAPPERS = {kind: wrapper for wrapper, kind in _SCHEME_TYPES.items()}
+#: The members of each v1.0 OAuth flow (v0.3 flows have the same names, less ``pkceRequired``).
+_FLOW_MEMBERS = {
+    "authorizationCode": ("authorizationUrl", "tokenUrl", "refreshUrl", "scopes"),
+    "clientCredentials": ("tokenUrl", "refreshUrl", "scopes"),
+    "implicit": ("authorizationUrl", "refreshUrl", "scopes"),
+    "password": ("tokenUrl", "refreshUrl", "scopes"),
+}
+_BINDINGS = {"JSONRPC": "JSONRPC", "HTTP+JSON": "HTTP+JSON", "GRPC": "GRPC"}
+
+
+def _flows_in(flows: Any) -> Json:
+    # v1.0 OAuthFlows is a oneof: of several v0.3 flows the first, in _FLOWS order, is kept.
+    for name in _FLOWS:
+        flow = flows.get(name) if isinstance(flows, dict) else None
+        if isinstance(flow, dict):
+            return {name: {k: flow[k] for k in _FLOW_MEMBERS[name] if flow.get(k)}}
+    return {}
+
+
+def _security_scheme_in(scheme: Json) -> Json | None:
+    """A v0.3 ``type``-tagged security scheme in the v1.0 oneof form (a scheme already in that form, as on a
+    card that carries both versions, is kept as it is); None for an unknown type."""
+    for v10_form in _SCHEME_TYPES:
+        if isinstance(scheme.get(v10_form), dict):
+            return {v10_form: scheme[v10_form]}
+    kind = scheme.get("type")
+    wrapper = _SCHEME_WRAPPERS.get(kind) if isinstance(kind, str) else None
+    if kind is None or wrapper is None:
+        return None
+    body: Json = {new: scheme[old] for new, old in _SCHEME_FIELDS[kind].items() if scheme.get(old)}
+    if kind == "oauth2":
+        body["flows"] = _flows_in(scheme.get("flows"))
+    return {wrapper: body}
+
+
+def _requirements_in(reqs: list[dict[str, list[str]]]) -> list[m.SecurityRequirement]:
+    return [
+        m.SecurityRequirement(schemes={name: m.StringList(list=scopes) for name, scopes in req.items()})
+        for req in reqs
+    ]
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.strip().split(".")[:2]) or "0.3"
+
+
+def _v03_interfaces(card: _CardIn) -> list[m.AgentInterface]:
+    """The card's main endpoint, then its additional interfaces (without repeats), at its 0.x version."""
+    version = _major_minor(card.protocol_version)
+    pairs: list[tuple[str, str]] = []
+    for url, transport in [(card.url, card.preferred_transport)] + [
+        (i.url, i.transport) for i in card.additional_interfaces
+    ]:
+        pair = (url, _BINDINGS.get(transport.upper(), transport))
+        if pair not in pairs:
+            pairs.append(pair)
+    return [m.AgentInterface(url=u, protocol_binding=b, protocol_version=version) for u, b in pairs]
+
+
+def is_v03_card(obj: Mapping[str, Any]) -> bool:
+    """Whether a decoded agent card JSON is a v0.3 one: it has no ``supportedInterfaces``, or it declares a
+    0.x ``protocolVersion`` (a card serving both versions does both: :func:`card_from_v03` reads it whole)."""
+    version = obj.get("protocolVersion")
+    return not isinstance(obj.get("supportedInterfaces"), list) or (
+        isinstance(version, str) and version.startswith("0.")
+    )
+
+
+def card_from_v03(obj: Mapping[str, Any]) -> m.AgentCard:
+    """A v0.3 agent card (decoded JSON) as a v1.0 AgentCard whose ``supportedInterfaces`` are its endpoints
+    at protocol version ``0.3`` (``url`` with ``preferredTransport`` first, then ``additionalInterfaces``).
+
+    Security schemes become the v1.0 oneof form (``{"type": "http", "scheme": "bearer"}`` ->
+    ``{"httpAuthSecurityScheme": {"scheme": "bearer"}}``), ``security`` the security requirements,
+    ``supportsAuthenticatedExtendedCard`` ``capabilities.extendedAgentCard``. What v1.0 cannot hold is left
+    out: ``stateTransitionHistory``, all OAuth flows but the first, schemes of an unknown type.
+
+    A card serving both versions (``supportedInterfaces`` beside the v0.3 members, as skillwire serves) reads
+    as its v1.0 self, with its v0.3 endpoints appended when they are not listed already. A card that is
+    neither raises msgspec.ValidationError (a ValueError) naming the field (``card.skills[0].id``).
+    """
+    try:
+        if isinstance(obj.get("supportedInterfaces"), list):
+            return _card_of_both(msgspec.convert(obj, m.AgentCard), obj)
+        card = msgspec.convert(obj, _CardIn)
+    except msgspec.ValidationError as exc:
+        path, reason = field_error(exc, "card")
+        raise msgspec.ValidationError(f"not an A2A agent card: {path}: {reason}") from None
+    caps = card.capabilities
+    return m.AgentCard(
+        name=card.name,
+        description=card.description,
+        supported_interfaces=_v03_interfaces(card),
+        provider=card.provider,
+        version=card.version,
+        documentation_url=card.documentation_url,
+        capabilities=m.AgentCapabilities(
+            streaming=caps.streaming,
+            push_notifications=caps.push_notifications,
+            extensions=caps.extensions,
+            extended_agent_card=card.supports_authenticated_extended_card,
+        ),
+        security_schemes={
+            name: converted
+            for name, converted in ((n, _security_scheme_in(s)) for n, s in card.security_schemes.items())
+            if converted is not None
+        },
+        security_requirements=_requirements_in(card.security),
+        default_input_modes=card.default_input_modes,
+        default_output_modes=card.default_output_modes,
+        skills=[
+            m.AgentSkill(
+                id=s.id,
+                name=s.name,
+                description=s.description,
+                tags=s.tags,
+                examples=s.examples,
+                input_modes=s.input_modes,
+                output_modes=s.output_modes,
+                security_requirements=_requirements_in(s.security),
+            )
+            for s in card.skills
+        ],
+        signatures=card.signatures,
+        icon_url=card.icon_url,
+    )
+
+
+def _card_of_both(card: m.AgentCard, obj: Mapping[str, Any]) -> m.AgentCard:
+    """A v1.0 card that may carry v0.3 members too: its v0.3 endpoints are appended unless listed, its
+    security schemes keep only their v1.0 form."""
+    extra: list[m.AgentInterface] = []
+    if isinstance(obj.get("url"), str):
+        try:
+            legacy = msgspec.convert(obj, _CardIn)
+        except msgspec.ValidationError:
+            legacy = None  # a v0.3 part that does not read is ignored: the v1.0 card stands on its own
+        if legacy is not None:
+            listed = {(i.url, i.protocol_binding, i.protocol_version) for i in card.supported_interfaces}
+            extra = [
+                i
+                for i in _v03_interfaces(legacy)
+                if (i.url, i.protocol_binding, i.protocol_version) not in listed
+            ]
+    schemes = {name: _security_scheme_in(s) or s for name, s in card.security_schemes.items()}
+    return msgspec.structs.replace(
+        card, supported_interfaces=card.supported_interfaces + extra, security_schemes=schemes
+    )

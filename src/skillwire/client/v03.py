@@ -1,0 +1,216 @@
+"""Client transports for agents that speak A2A **v0.3**: the same :class:`Transport` as the v1.0 ones.
+
+They take the v1.0 request Structs and give back the v1.0 response Structs and StreamResponse events, so a
+:class:`~skillwire.client.Client` over one of them works as it does over v1.0; :mod:`skillwire.wire.v03`
+does the translating::
+
+    card = v03.card_from_v03(card_json)                      # interfaces at protocol version "0.3"
+    transport = V03JsonRpcTransport(card.supported_interfaces[0].url, http)
+    task = await transport.send(Operation.GET_TASK, GetTaskRequest(id="t1"))
+
+Every request carries ``A2A-Version: 0.3``: v0.3 servers do not need it, and a server that speaks both
+versions (skillwire) answers in v0.3 because of it. Errors are raised as on the v1.0 transports: protocol
+errors as their :mod:`skillwire.errors` class, :class:`AgentConnectionError`, :class:`HTTPStatusError`
+(429 and 503 always), and :class:`InvalidResponseError` for an answer that is not v0.3.
+
+What v0.3 cannot say raises UnsupportedOperationError before anything is sent (ListTasks). A stream lasts
+until the server ends it; v0.3's ``final`` flag is not needed to stop reading.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+
+from skillwire.client.errors import InvalidResponseError
+from skillwire.client.transport import (
+    STREAMING_OPERATIONS,
+    _connection_errors,
+    _HttpTransport,
+    _json,
+    _rpc_response,
+    _status_error,
+    error_from_details,
+)
+from skillwire.errors import A2AError, MethodNotFoundError
+from skillwire.protocol import models as m
+from skillwire.protocol.operations import Operation
+from skillwire.wire import v03
+
+__all__ = ["A2A_VERSION_03", "V03JsonRpcTransport", "V03RestTransport"]
+
+#: The ``A2A-Version`` these transports send.
+A2A_VERSION_03 = "0.3"
+_O = Operation
+R = TypeVar("R")
+
+
+def _decoded(decode: Callable[[Any], R], raw: Any) -> R:
+    """``decode(raw)``, with a failure to read the agent's answer as InvalidResponseError."""
+    try:
+        return decode(raw)
+    except ValueError as exc:
+        raise InvalidResponseError(str(exc)) from None
+    except A2AError as exc:  # v03.decode_event reports a bad event as InvalidParams/JSONParse
+        raise InvalidResponseError(f"not a valid A2A v0.3 stream event: {exc.message}") from None
+
+
+def _trim_history(request: Any, result: Any) -> Any:
+    """v1.0 ``historyLength: 0`` asks for no history, which v0.3 cannot say (0 is "all" there)."""
+    config = getattr(request, "configuration", None)
+    length = config.history_length if config is not None else getattr(request, "history_length", None)
+    task = result.task if isinstance(result, m.SendMessageResponse) else result
+    if length == 0 and isinstance(task, m.Task):
+        task.history = []
+    return result
+
+
+def _framework_default(decoded: Any) -> bool:
+    """Starlette's and FastAPI's own 404/405 body (``{"detail": "Not Found"}``): no route, no A2A error."""
+    return isinstance(decoded, dict) and set(decoded) == {"detail"}
+
+
+class V03JsonRpcTransport(_HttpTransport):
+    """The v0.3 JSON-RPC binding: v0.3 method names and params POSTed to ``url``; streams as SSE."""
+
+    version = A2A_VERSION_03
+
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        *,
+        timeout: httpx.Timeout | None = None,
+        headers: dict[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+    ) -> None:
+        super().__init__(url, http, timeout=timeout, headers=headers, auth=auth)
+        self._ids = itertools.count(1)
+
+    def _envelope(self, operation: Operation, request: msgspec.Struct) -> bytes:
+        method, params = v03.encode_request(operation, request)
+        envelope: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
+        if params:
+            envelope["params"] = params
+        return msgspec.json.encode(envelope)
+
+    def _unwrap(self, body: bytes) -> msgspec.Raw | None:
+        """The raw ``result`` of a response envelope; an ``error`` is raised."""
+        try:
+            envelope = _rpc_response.decode(body)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            raise InvalidResponseError(f"not a JSON-RPC response: {body[:200]!r}") from None
+        if envelope.error is not None:
+            raise v03.decode_error(envelope.error)
+        result = bytes(envelope.result)
+        return None if result in (b"", b"null") else envelope.result
+
+    def _failure(self, response: httpx.Response, body: bytes) -> Exception:
+        if response.status_code not in (429, 503):
+            decoded = _json(body)
+            if isinstance(decoded, dict) and "error" in decoded:
+                return v03.decode_error(decoded["error"])
+        if response.is_success:
+            return InvalidResponseError(f"unexpected content type {response.headers.get('content-type')!r}")
+        return _status_error(response, body)
+
+    async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
+        if operation in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} streams: use stream()")
+        content = self._envelope(operation, request)
+        headers = {**self._headers, "Content-Type": "application/json"}
+        async with _connection_errors():
+            response = await self._http.post(
+                self.url, content=content, headers=headers, timeout=self._timeout, auth=self._auth
+            )
+        body = response.content
+        if response.status_code != 200:
+            raise self._failure(response, body)
+        result = self._unwrap(body)
+        if operation is _O.DELETE_PUSH_CONFIG:
+            return None
+        if result is None:
+            raise InvalidResponseError(f"{operation.value} returned no result")
+        decoded = _decoded(lambda raw: v03.decode_result(operation, raw), result)
+        return _trim_history(request, decoded)
+
+    async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
+        if operation not in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} does not stream: use send()")
+        body = self._envelope(operation, request)
+        async with contextlib.aclosing(self._sse("POST", self.url, body)) as events:
+            async for data in events:
+                result = self._unwrap(data)
+                if result is None:
+                    raise InvalidResponseError("a stream event without a result")
+                yield _decoded(v03.decode_event, result)
+
+
+class V03RestTransport(_HttpTransport):
+    """The v0.3 HTTP+JSON binding: ProtoJSON of the v0.3 gRPC messages at ``/v1/...`` under ``url``."""
+
+    version = A2A_VERSION_03
+
+    def _url(self, path: str, query: dict[str, str]) -> httpx.URL:
+        return httpx.URL(self.url.rstrip("/") + path, params=query or None)
+
+    def _error(self, operation: Operation, response: httpx.Response, body: bytes) -> Exception:
+        if response.status_code in (429, 503):
+            return _status_error(response, body)
+        decoded = _json(body)
+        if isinstance(decoded, dict):
+            # skillwire answers v0.3 REST errors with an AIP-193 status; the v0.3 SDKs with a bare message
+            error = error_from_details(decoded.get("error")) or v03.rest_error(
+                operation, response.status_code, decoded
+            )
+            if error is not None:
+                return error
+        if response.status_code in (404, 405) and (not body or _framework_default(decoded)):
+            return MethodNotFoundError(f"{response.request.method} {response.request.url.path}: not found")
+        if response.is_success:
+            return InvalidResponseError(f"unexpected content type {response.headers.get('content-type')!r}")
+        return _status_error(response, body)
+
+    def _failure(self, response: httpx.Response, body: bytes) -> Exception:
+        # _HttpTransport._sse calls this for a stream answered without SSE
+        subscribe = response.request.url.path.endswith(":subscribe")
+        return self._error(_O.SUBSCRIBE_TO_TASK if subscribe else _O.SEND_STREAMING_MESSAGE, response, body)
+
+    async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
+        if operation in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} streams: use stream()")
+        method, path, body, query = v03.encode_rest_request(operation, request)
+        headers = dict(self._headers)
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        async with _connection_errors():
+            response = await self._http.request(
+                method,
+                self._url(path, query),
+                content=body,
+                headers=headers,
+                timeout=self._timeout,
+                auth=self._auth,
+            )
+        content = response.content
+        if not response.is_success:
+            raise self._error(operation, response, content)
+        decoded = _decoded(lambda raw: v03.decode_rest_result(operation, raw), content)
+        return _trim_history(request, decoded)
+
+    async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
+        if operation not in STREAMING_OPERATIONS:
+            raise ValueError(f"{operation.value} does not stream: use send()")
+        method, path, body, query = v03.encode_rest_request(operation, request)
+        async with contextlib.aclosing(self._sse(method, str(self._url(path, query)), body)) as events:
+            async for data in events:
+                if data.startswith(b'{"error"'):
+                    decoded = _json(data)
+                    error = error_from_details(decoded.get("error")) if isinstance(decoded, dict) else None
+                    raise error or InvalidResponseError(f"a stream error: {data[:200]!r}")
+                yield _decoded(v03.decode_rest_event, data)
