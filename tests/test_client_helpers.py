@@ -451,3 +451,24 @@ async def test_versions_picks_the_v03_endpoints_of_a_card_serving_both(serve: An
         task = await client.send("Ada")
         assert isinstance(task, m.Task) and task.status.state is TaskState.COMPLETED
         assert (await client.get_task(task.id)).status.state is TaskState.COMPLETED
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_streaming_an_answer_into_a_waiting_task_follows_it_to_the_end(
+    serve: Any, binding: str
+) -> None:
+    # The stream opens with the task as it was (INPUT_REQUIRED): that snapshot must not end the stream.
+    srv = serve(interviewer().asgi(store="memory://"))
+    async with await Client.connect(srv.url, bindings=(binding,), timeout=WAIT) as client:
+        task = await client.send("register me")
+        assert isinstance(task, m.Task) and task.status.state is TaskState.INPUT_REQUIRED
+        first = [e async for e in client.stream("Ada", task_id=task.id, context_id=task.context_id)]
+        assert first[0].task is not None
+        assert first[-1].status_update is not None
+        assert first[-1].status_update.status.state is TaskState.INPUT_REQUIRED  # the second question
+        assert first[-1].status_update.status.message is not None
+        assert first[-1].status_update.status.message.text() == "Which city?"
+        second = [e async for e in client.stream("London", task_id=task.id, context_id=task.context_id)]
+        assert second[-1].status_update is not None
+        assert second[-1].status_update.status.state is TaskState.COMPLETED
+        assert any(e.artifact_update is not None for e in second)

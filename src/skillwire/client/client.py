@@ -597,10 +597,8 @@ class Client:
                 if first and event.task is not None:
                     first = False
                     for missed in progress.missed(event.task):
-                        yield missed
-                    if event.task.status.state in TERMINAL_STATES or (
-                        progress.end_on_interrupt and event.task.status.state in INTERRUPTED_STATES
-                    ):
+                        yield missed  # observed by the caller before this generator goes on
+                    if progress.finished or event.task.status.state in TERMINAL_STATES:
                         return
                     continue
                 first = False

@@ -35,6 +35,9 @@ class StreamProgress:
         self.state: TaskState | None = None
         self.end_on_interrupt = end_on_interrupt
         self._status: tuple[TaskState, str] | None = None
+        #: Whether the state came from a status update. A Task snapshot in an interrupted state opens the
+        #: stream of a message that answers that task, so it does not end the stream; an update does.
+        self._updated = False
         self._parts: dict[str, int] = {}
 
     @property
@@ -42,7 +45,9 @@ class StreamProgress:
         """The task is terminal (or interrupted, for a stream that ends there): nothing more will come."""
         if self.state is None:
             return False
-        return self.state in TERMINAL_STATES or (self.end_on_interrupt and self.state in INTERRUPTED_STATES)
+        return self.state in TERMINAL_STATES or (
+            self.end_on_interrupt and self._updated and self.state in INTERRUPTED_STATES
+        )
 
     def _see_status(self, status: TaskStatus) -> None:
         self._status = _status_key(status)
@@ -53,6 +58,7 @@ class StreamProgress:
         if event.task is not None:
             task = event.task
             self.started = True
+            self._updated = False
             self.task_id, self.context_id = task.id, task.context_id
             self._see_status(task.status)
             self._parts = {a.artifact_id: len(a.parts) for a in task.artifacts}
@@ -61,6 +67,7 @@ class StreamProgress:
         elif event.status_update is not None:
             if _status_key(event.status_update.status) == self._status:
                 return False
+            self._updated = True
             self._see_status(event.status_update.status)
         elif event.artifact_update is not None:
             update = event.artifact_update
