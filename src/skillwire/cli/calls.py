@@ -1,31 +1,44 @@
 """The client commands of ``skillwire``: call a running agent from the shell.
 
 * ``skillwire card URL``: the agent card (``--json``: the card's JSON on one line).
-* ``skillwire send URL [TEXT] [--skill ID] [--data JSON|@FILE] [--context ID] [--task ID] [--stream]``:
-  send a message and print the task's final state, status message and artifacts (``--stream``: each event
-  as it arrives).
-* ``skillwire tasks list|get|cancel|watch URL ...``: ListTasks, GetTask, CancelTask, SubscribeToTask.
+* ``skillwire send URL [TEXT] [--skill ID] [--data JSON|@FILE] [--file PATH]... [--context ID] [--task ID]
+  [--stream] [--out DIR]``: send a message and print the task's final state, status message and artifacts
+  (``--stream``: each event as it arrives). ``--file`` attaches a file (raw bytes, its name, a media type
+  guessed from the name); ``--out`` saves the file parts of the artifacts into a folder.
+* ``skillwire tasks list|get|cancel|watch URL ...``: ListTasks, GetTask, CancelTask, SubscribeToTask
+  (``get`` and ``watch`` take ``--out`` too).
 
 Every command takes ``--header K=V`` (repeatable), ``--binding``, ``--retries``, ``--json`` (one ProtoJSON
 object per line: each response or stream event) and ``--debug``.
 
+On a terminal (stdout a TTY, no ``--json``) a live status line shows what the task is doing while the
+command waits; ``send`` then streams under the hood when the card offers streaming, and prints the same
+final output. When the task asks a question (INPUT_REQUIRED) and stdin is a terminal too, the question is
+answered at a ``> `` prompt and the task followed on; an empty answer or Ctrl-D stops. Whether a stream is a
+terminal is :func:`is_terminal`'s answer (tests replace it).
+
 Exit codes: 0 success (a completed task, a direct Message reply, a task waiting for input or still working,
 a card, a listing, a task read or canceled); 1 the task ended FAILED, REJECTED or CANCELED (``send`` and
-``tasks watch``); 2 usage errors; 3 connection and protocol errors, reported as one line on stderr
-(``--debug`` adds the traceback).
+``tasks watch``); 2 usage errors (a missing or too large ``--file`` too); 3 connection and protocol errors,
+and files that cannot be saved, reported as one line on stderr (``--debug`` adds the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import mimetypes
+import os
+import re
+import shutil
 import sys
 import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn
 
 import msgspec
 
@@ -35,7 +48,17 @@ from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
-__all__ = ["COMMANDS", "EXIT_ERROR", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "add_parsers", "run"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_ERROR",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "MAX_FILE_BYTES",
+    "add_parsers",
+    "is_terminal",
+    "run",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -45,7 +68,15 @@ EXIT_ERROR = 3
 #: The top-level commands this module handles.
 COMMANDS = frozenset({"card", "send", "tasks"})
 
+#: The largest file ``send --file`` attaches unless ``--max-file-size`` says otherwise. A skillwire server
+#: takes request bodies up to 10 MiB, and base64 makes a file a third larger on the wire.
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+
+
+class _LocalError(Exception):
+    """A problem on this machine (a file to attach or a folder to save into), reported as one line."""
 
 
 # -- argument parsing ----------------------------------------------------------------------------------
@@ -70,6 +101,16 @@ def _data(value: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc}") from None
+
+
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def _size(value: str) -> int:
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)(?:i?B)?\s*", value, re.IGNORECASE)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"expected a size like 2000000, 512K or 20M, got {value!r}")
+    return int(match[1]) * _SIZE_UNITS[match[2].upper()]
 
 
 def _common() -> argparse.ArgumentParser:
@@ -98,18 +139,43 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def _saving() -> argparse.ArgumentParser:
+    saving = argparse.ArgumentParser(add_help=False)
+    saving.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="save the artifacts' file parts into DIR (created if missing; existing files are kept)",
+    )
+    return saving
+
+
 def add_parsers(sub: Any) -> None:
     """Add ``card``, ``send`` and ``tasks`` to the ``skillwire`` subparsers ``sub``."""
-    common = _common()
+    common, saving = _common(), _saving()
     sub.add_parser("card", parents=[common], help="show an agent's card")
 
-    send = sub.add_parser("send", parents=[common], help="send a message to an agent")
+    send = sub.add_parser("send", parents=[common, saving], help="send a message to an agent")
     send.add_argument("text", nargs="?", default=None, help="the message text")
     send.add_argument(
         "--skill", default=None, metavar="ID", help="the skill to call (message.metadata.skillId)"
     )
     send.add_argument(
         "--data", type=_data, default=None, metavar="JSON|@FILE", help="add a data part: JSON text or @file"
+    )
+    send.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach a file as a part (repeatable)",
+    )
+    send.add_argument(
+        "--max-file-size",
+        type=_size,
+        default=MAX_FILE_BYTES,
+        metavar="SIZE",
+        help="refuse a --file larger than this (bytes, or with K, M, G; default 10M)",
     )
     send.add_argument("--context", default="", metavar="ID", help="the context to continue")
     send.add_argument("--task", default="", metavar="ID", help="the task to continue (answer a question)")
@@ -128,7 +194,7 @@ def add_parsers(sub: Any) -> None:
     )
     listing.add_argument("--page-size", type=int, default=None, metavar="N")
     listing.add_argument("--page-token", default="", metavar="TOKEN")
-    get = tasks_sub.add_parser("get", parents=[common], help="show a task (GetTask)")
+    get = tasks_sub.add_parser("get", parents=[common, saving], help="show a task (GetTask)")
     get.add_argument("id", help="the task id")
     get.add_argument(
         "--history", type=int, default=None, metavar="N", help="include up to N history messages"
@@ -136,84 +202,129 @@ def add_parsers(sub: Any) -> None:
     cancel = tasks_sub.add_parser("cancel", parents=[common], help="cancel a task (CancelTask)")
     cancel.add_argument("id", help="the task id")
     watch = tasks_sub.add_parser(
-        "watch", parents=[common], help="follow a task's events until it ends or waits for input"
+        "watch", parents=[common, saving], help="follow a task's events until it ends or waits for input"
     )
     watch.add_argument("id", help="the task id")
 
 
-# -- running -------------------------------------------------------------------------------------------
+# -- the terminal --------------------------------------------------------------------------------------
 
 
-class _Call:
-    """What is being done, for the error line."""
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` is an interactive terminal.
 
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.url: str = args.url
-        self.operation = f"reading the agent card at {self.url}"
-
-    async def connect(self) -> Client:
-        from skillwire.client import Client
-
-        bindings = (self.args.binding,) if self.args.binding else ("JSONRPC", "HTTP+JSON")
-        return await Client.connect(
-            self.url, bindings=bindings, headers=dict(self.args.header), retries=max(self.args.retries, 0)
-        )
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run the client command in ``args``; return the exit code."""
-    # Imported here, not at the top: `skillwire serve` builds this parser too and should not load the client.
-    import httpx
-
-    from skillwire.client.errors import ClientError
-
-    call = _Call(args)
-    handlers: dict[str, Callable[[_Call, Client], Coroutine[Any, Any, int]]] = {
-        "card": _card,
-        "send": _send,
-        "list": _list,
-        "get": _get,
-        "cancel": _cancel,
-        "watch": _watch,
-    }
-    name = args.tasks_command if args.command == "tasks" else args.command
-    if args.command == "send" and args.text is None and args.data is None:
-        _usage(args, "send needs TEXT or --data")
+    The live status line (stdout) and the answer prompt (stdin and stdout) depend on it; a test forces
+    either answer with ``monkeypatch.setattr(skillwire.cli.calls, "is_terminal", lambda stream: True)``.
+    """
     try:
-        return asyncio.run(_with_client(call, handlers[name]))
-    except (A2AError, ClientError, httpx.HTTPError) as exc:
-        if args.debug:
-            traceback.print_exc()
-        print(f"skillwire: {call.operation} failed: {_describe(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("skillwire: interrupted", file=sys.stderr)
-        return 130
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
-def _usage(args: argparse.Namespace, message: str) -> NoReturn:
-    error: Callable[[str], NoReturn] = args.usage_error
-    error(message)
+def _printable(text: str) -> str:
+    """``text`` on one line, without the control characters an agent could use to redraw the terminal."""
+    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
 
 
-async def _with_client(call: _Call, handler: Callable[[_Call, Client], Coroutine[Any, Any, int]]) -> int:
-    async with await call.connect() as client:
-        return await handler(call, client)
+class _StatusLine:
+    """One line redrawn in place (``\\r`` and clear-to-end) while a task works: a spinner, the state and the
+    latest status or progress text. Cleared before anything else is printed; never drawn when disabled."""
+
+    TICK_SECONDS = 0.1
+
+    def __init__(self, stream: IO[str], *, enabled: bool) -> None:
+        self.enabled = enabled
+        self._stream = stream
+        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        self._frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" if encoding == "utf8" else "|/-\\"
+        self._frame = 0
+        self._text = ""
+        self._shown = False
+        self._ticker: asyncio.Task[None] | None = None
+
+    def show(self, state: str, note: str = "") -> None:
+        if not self.enabled:
+            return
+        self._text = f"{state}: {note}" if note else state
+        self._draw()
+        if self._ticker is None:
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+
+    def clear(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+    def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        self.clear()
+
+    def _draw(self) -> None:
+        width = max(shutil.get_terminal_size().columns - 1, 10)  # the last column would wrap the line
+        line = _printable(f"{self._frames[self._frame % len(self._frames)]} {self._text}")
+        self._stream.write("\r" + line[:width] + "\x1b[K")
+        self._stream.flush()
+        self._shown = True
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.TICK_SECONDS)
+            self._frame += 1
+            if self._shown:
+                self._draw()
 
 
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, A2AError):
-        return f"{exc.message} ({exc.reason})"
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())  # one line
+# -- files ---------------------------------------------------------------------------------------------
+
+_UNSAFE_CHARS = re.compile(r'[<>:"/\\|?*]')
+_RESERVED_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
+)
 
 
-# -- output helpers ------------------------------------------------------------------------------------
+def _safe_filename(name: str) -> str:
+    """The last path segment of ``name``, harmless as a file name in any folder ("" if nothing is left):
+    no separators, drive letters, control characters, ``.`` or ``..``, nor a name Windows reserves."""
+    base = re.split(r"[/\\]", name)[-1]
+    base = _UNSAFE_CHARS.sub("_", "".join(ch for ch in base if ch.isprintable())).strip()
+    if base.strip(".") == "":
+        return ""
+    stem, suffix = os.path.splitext(base)
+    if stem.upper() in _RESERVED_NAMES:
+        stem = "_" + stem
+    return stem[: 200 - len(suffix[:50])] + suffix[:50]
 
 
-def _out(text: str = "") -> None:
-    print(text, flush=True)
+def _file_part(path: str, limit: int) -> m.Part:
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > limit:
+            raise _LocalError(
+                f"--file {path} is {size} bytes, above the limit of {limit} bytes (see --max-file-size)"
+            )
+        data = file.read_bytes()
+    except OSError as exc:
+        raise _LocalError(f"cannot read --file {path}: {exc.strerror or exc}") from None
+    media_type = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    return m.Part(raw=data, filename=file.name, media_type=media_type)
+
+
+def _check_out_dir(args: argparse.Namespace) -> None:
+    out = getattr(args, "out", None)
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise _LocalError(f"--out {out} is not a folder")
+
+
+# -- output --------------------------------------------------------------------------------------------
+
+
+def _state(state: TaskState) -> str:
+    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
 def _json_line(obj: Any) -> None:
@@ -221,8 +332,8 @@ def _json_line(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def _state(state: TaskState) -> str:
-    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
+def _is_file(part: m.Part) -> bool:
+    return isinstance(part.raw, bytes)
 
 
 def _part_text(part: m.Part) -> str:
@@ -242,28 +353,205 @@ def _parts_text(parts: list[m.Part]) -> str:
     return "\n".join(_part_text(p) for p in parts)
 
 
-def _print_task(task: m.Task, *, history: bool = False) -> None:
-    context = f" (context {task.context_id})" if task.context_id else ""
-    _out(f"Task {task.id}: {_state(task.status.state)}{context}")
-    if task.status.message is not None:
-        _out(f"Status: {_parts_text(task.status.message.parts)}")
-    for artifact in task.artifacts:
-        _out(f"Artifact {artifact.name or artifact.artifact_id}:")
-        _out(_parts_text(artifact.parts))
-    if history and task.history:
-        _out("History:")
-        for message in task.history:
-            role = "agent" if message.role == m.Role.AGENT else "user"
-            _out(f"  {role}: {_parts_text(message.parts)}")
+class _Screen:
+    """The output of one command: lines on stdout, the live status line, the artifact files saved.
+
+    Artifacts are shown once: a task snapshot that repeats artifacts already shown (the next turn of a
+    conversation, a stream's first event) shows only their new parts, so ``--out`` saves each file once.
+    """
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json: bool = args.json
+        on_terminal = not self.json and is_terminal(sys.stdout)
+        #: Draw the status line: stdout is a terminal that understands ``ESC [ K``.
+        self.live = on_terminal and os.environ.get("TERM") != "dumb"
+        #: Answer the agent's questions at a prompt: stdin and stdout are terminals.
+        self.interactive = on_terminal and is_terminal(sys.stdin)
+        self.status = _StatusLine(sys.stdout, enabled=self.live)
+        self.can_save = hasattr(args, "out")
+        out = getattr(args, "out", None)
+        self.out_dir = Path(out) if out is not None else None
+        #: A ``> `` prompt waits for an answer (Ctrl-C then needs a new line).
+        self.prompting = False
+        self._shown_parts: dict[str, int] = {}
+        self._hinted_out = False
+
+    def line(self, text: str = "") -> None:
+        self.status.clear()
+        print(text, flush=True)
+
+    def interrupted(self) -> None:
+        if self.prompting:
+            self.prompting = False
+            print(flush=True)
+
+    def task(self, task: m.Task, *, history: bool = False) -> None:
+        """Print a task (with ``--json``: only save its files)."""
+        if not self.json:
+            context = f" (context {task.context_id})" if task.context_id else ""
+            self.line(f"Task {task.id}: {_state(task.status.state)}{context}")
+            if task.status.message is not None:
+                self.line(f"Status: {_parts_text(task.status.message.parts)}")
+        for artifact in task.artifacts:
+            self.artifact(artifact, snapshot=True)
+        if history and task.history and not self.json:
+            self.line("History:")
+            for message in task.history:
+                role = "agent" if message.role == m.Role.AGENT else "user"
+                self.line(f"  {role}: {_parts_text(message.parts)}")
+
+    def artifact(self, artifact: m.Artifact, *, append: bool = False, snapshot: bool = False) -> None:
+        """Show and save the parts of ``artifact`` not shown yet: all of a new or replaced artifact, the
+        chunk of an ``append`` update, the parts a ``snapshot`` has beyond those already shown."""
+        seen = self._shown_parts.get(artifact.artifact_id, 0)
+        if append:
+            parts, total = artifact.parts, seen + len(artifact.parts)
+        elif snapshot and seen <= len(artifact.parts):
+            parts, total = artifact.parts[seen:], len(artifact.parts)
+        else:
+            parts, total = artifact.parts, len(artifact.parts)
+        self._shown_parts[artifact.artifact_id] = total
+        if not parts:
+            return
+        if not append and not self.json:
+            self.line(f"Artifact {artifact.name or artifact.artifact_id}:")
+        unsaved = False
+        for part in parts:
+            if _is_file(part) and self.out_dir is not None:
+                path, size = self._save(part, artifact.artifact_id)
+                if not self.json:
+                    self.line(f"saved {path} ({size} bytes)")
+            elif not self.json:
+                self.line(_part_text(part))
+                unsaved = unsaved or _is_file(part)
+        if unsaved and self.can_save and not self._hinted_out:
+            self._hinted_out = True
+            self.line("(add --out DIR to save the files)")
+
+    def _save(self, part: m.Part, artifact_id: str) -> tuple[Path, int]:
+        """Write a file part into the --out folder under a fresh name; never overwrites or leaves it."""
+        assert self.out_dir is not None and isinstance(part.raw, bytes)
+        name = _safe_filename(part.filename)
+        if not name:
+            extension = mimetypes.guess_extension(part.media_type.partition(";")[0].strip().lower())
+            name = (_safe_filename(artifact_id) or "artifact") + (extension or ".bin")
+        if Path(name).name != name or name in (".", ".."):  # the last guard against path traversal
+            raise _LocalError(f"refusing to save {part.filename!r} outside {self.out_dir}")
+        stem, suffix = os.path.splitext(name)
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            for n in itertools.count():
+                path = self.out_dir / (name if n == 0 else f"{stem}-{n}{suffix}")
+                try:
+                    with path.open("xb") as file:  # exclusive: an existing file (or symlink) is kept
+                        file.write(part.raw)
+                except FileExistsError:
+                    continue
+                return path, len(part.raw)
+        except OSError as exc:
+            raise _LocalError(f"cannot save into {self.out_dir}: {exc.strerror or exc}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+# -- running -------------------------------------------------------------------------------------------
+
+
+class _Call:
+    """What is being done, for the error line, and where its output goes."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.url: str = args.url
+        self.operation = f"reading the agent card at {self.url}"
+        self.screen = _Screen(args)
+        self.files: list[m.Part] = []
+        #: The task being followed, and its last state seen (for the line printed on Ctrl-C).
+        self.task_id = ""
+        self.state: TaskState | None = None
+
+    async def connect(self) -> Client:
+        from skillwire.client import Client
+
+        bindings = (self.args.binding,) if self.args.binding else ("JSONRPC", "HTTP+JSON")
+        return await Client.connect(
+            self.url, bindings=bindings, headers=dict(self.args.header), retries=max(self.args.retries, 0)
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the client command in ``args``; return the exit code."""
+    # Imported here, not at the top: `skillwire serve` builds this parser too and should not load the client.
+    import httpx
+
+    from skillwire.client.errors import ClientError
+
+    handlers: dict[str, Callable[[_Call, Client], Coroutine[Any, Any, int]]] = {
+        "card": _card,
+        "send": _send,
+        "list": _list,
+        "get": _get,
+        "cancel": _cancel,
+        "watch": _watch,
+    }
+    name = args.tasks_command if args.command == "tasks" else args.command
+    if args.command == "send" and args.text is None and args.data is None and not args.file:
+        _usage(args, "send needs TEXT, --data or --file")
+    call = _Call(args)
+    try:
+        _check_out_dir(args)
+        if args.command == "send":
+            call.files = [_file_part(path, args.max_file_size) for path in args.file]
+    except _LocalError as exc:
+        print(f"skillwire: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(_with_client(call, handlers[name]))
+    except (A2AError, ClientError, httpx.HTTPError, _LocalError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        what = "" if isinstance(exc, _LocalError) else f"{call.operation} failed: "
+        print(f"skillwire: {what}{_describe(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        call.screen.interrupted()
+        going_on = ""
+        if call.task_id and call.state not in TERMINAL_STATES:
+            going_on = f"; the task goes on: `skillwire tasks watch {call.url} {call.task_id}`"
+        print(f"skillwire: interrupted{going_on}", file=sys.stderr)
+        return 130
+
+
+def _usage(args: argparse.Namespace, message: str) -> NoReturn:
+    error: Callable[[str], NoReturn] = args.usage_error
+    error(message)
+
+
+async def _with_client(call: _Call, handler: Callable[[_Call, Client], Coroutine[Any, Any, int]]) -> int:
+    try:
+        async with await call.connect() as client:
+            return await handler(call, client)
+    finally:
+        call.screen.status.stop()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, A2AError):
+        return f"{exc.message} ({exc.reason})"
+    text = str(exc) or type(exc).__name__
+    return " ".join(text.split())  # one line
 
 
 def _hint(call: _Call, task_id: str, state: TaskState) -> None:
     if call.args.json:
         return
     if state in INTERRUPTED_STATES:
-        _out(f"The task is waiting: answer with `skillwire send {call.url} TEXT --task {task_id}`")
+        call.screen.line(
+            f"The task is waiting: answer with `skillwire send {call.url} TEXT --task {task_id}`"
+        )
     elif state not in TERMINAL_STATES:
-        _out(f"The task is still running: follow it with `skillwire tasks watch {call.url} {task_id}`")
+        call.screen.line(
+            f"The task is still running: follow it with `skillwire tasks watch {call.url} {task_id}`"
+        )
 
 
 def _exit_for(state: TaskState) -> int:
@@ -278,15 +566,16 @@ async def _card(call: _Call, client: Client) -> int:
     if call.args.json:
         _json_line(card)
         return EXIT_OK
-    _out(f"{card.name} {card.version}")
+    out = call.screen.line
+    out(f"{card.name} {card.version}")
     if card.description:
-        _out(card.description)
+        out(card.description)
     if card.provider is not None:
-        _out(f"Provider: {card.provider.organization} ({card.provider.url})")
-    _out("Interfaces:")
+        out(f"Provider: {card.provider.organization} ({card.provider.url})")
+    out("Interfaces:")
     for interface in card.supported_interfaces:
         tenant = f" tenant={interface.tenant}" if interface.tenant else ""
-        _out(f"  {interface.protocol_binding} {interface.protocol_version}  {interface.url}{tenant}")
+        out(f"  {interface.protocol_binding} {interface.protocol_version}  {interface.url}{tenant}")
     caps = card.capabilities
     offered = [
         name
@@ -297,14 +586,14 @@ async def _card(call: _Call, client: Client) -> int:
         )
         if flag
     ]
-    _out(f"Capabilities: {', '.join(offered) or 'none'}")
-    _out("Skills:")
+    out(f"Capabilities: {', '.join(offered) or 'none'}")
+    out("Skills:")
     for skill in card.skills:
-        _out(f"  {skill.id}: {skill.name}")
+        out(f"  {skill.id}: {skill.name}")
         if skill.description:
-            _out(f"      {skill.description}")
+            out(f"      {skill.description}")
         if skill.examples:
-            _out(f"      examples: {' | '.join(skill.examples)}")
+            out(f"      examples: {' | '.join(skill.examples)}")
     return EXIT_OK
 
 
@@ -315,6 +604,7 @@ def _message(call: _Call) -> m.Message:
         parts.append(m.Part(text=args.text))
     if args.data is not None:
         parts.append(m.Part(data=args.data))
+    parts.extend(call.files)
     return m.Message(
         message_id=str(uuid.uuid4()),
         context_id=args.context,
@@ -325,63 +615,218 @@ def _message(call: _Call) -> m.Message:
     )
 
 
+#: How a message is delivered and shown: ``events`` streams and prints every event (``--stream``); ``quiet``
+#: streams to drive the status line and prints the final task, as ``blocking`` (plain SendMessage) does.
+_Mode = Literal["events", "quiet", "blocking"]
+
+
 async def _send(call: _Call, client: Client) -> int:
-    message = _message(call)
     if call.args.stream:
-        return await _follow(call, client.stream(message), "SendStreamingMessage")
-    call.operation = "SendMessage"
-    result = await client.send(message)
-    if isinstance(result, m.Message):
-        if call.args.json:
-            _json_line(m.SendMessageResponse(message=result))
-        else:
-            _out(_parts_text(result.parts))
-        return EXIT_OK
-    if call.args.json:
-        _json_line(m.SendMessageResponse(task=result))
+        mode: _Mode = "events"
+    elif call.screen.live and client.card.capabilities.streaming:
+        mode = "quiet"
     else:
-        _print_task(result)
-        _hint(call, result.id, result.status.state)
-    return _exit_for(result.status.state)
+        mode = "blocking"
+    result = await _deliver(call, client, _message(call), mode)
+    return await _conclude(call, client, result, mode)
 
 
-async def _follow(call: _Call, events: AsyncIterator[m.StreamResponse], operation: str) -> int:
-    """Print the events of a stream; the exit code follows the last state seen."""
-    call.operation = operation
-    state: TaskState | None = None
-    task_id = ""
-    replied = False
-    async for event in events:
-        if call.args.json:
-            _json_line(event)
+async def _deliver(
+    call: _Call, client: Client, message: m.Message, mode: _Mode, *, answer: bool = False
+) -> m.Task | m.Message | None:
+    """Send ``message``, print what the mode shows, and return the task as it stands at the end (or the
+    agent's Message; None when a stream ended without any event). An ``answer`` typed at the prompt does not
+    show again the task it answers, which the stream opens with."""
+    if mode != "blocking":
+        events = client.stream(message)
+        return await _follow(call, events, "SendStreamingMessage", quiet=mode == "quiet", opened=answer)
+    call.operation = "SendMessage"
+    call.screen.status.show("sending")
+    result = await client.send(message)
+    call.screen.status.clear()
+    if call.args.json:
+        message_result = result if isinstance(result, m.Message) else None
+        task_result = result if isinstance(result, m.Task) else None
+        _json_line(m.SendMessageResponse(task=task_result, message=message_result))
+    if isinstance(result, m.Message):
+        if not call.args.json:
+            call.screen.line(_parts_text(result.parts))
+        return result
+    call.task_id, call.state = result.id, result.status.state
+    call.screen.task(result)
+    return result
+
+
+async def _conclude(call: _Call, client: Client, result: m.Task | m.Message | None, mode: _Mode) -> int:
+    """The exit code for ``result``; on a terminal, the agent's questions are answered at a prompt first
+    (each answer sent and shown as ``mode`` says)."""
+    while True:
+        if result is None:
+            print(f"skillwire: {call.operation} ended without any event", file=sys.stderr)
+            return EXIT_ERROR
+        if isinstance(result, m.Message):
+            return EXIT_OK
+        state = result.status.state
+        if state is TaskState.INPUT_REQUIRED and call.screen.interactive:
+            answer = await _prompt(call.screen)
+            if answer:
+                message = m.Message(
+                    message_id=str(uuid.uuid4()),
+                    context_id=result.context_id,
+                    task_id=result.id,
+                    role=m.Role.USER,
+                    parts=[m.Part(text=answer)],
+                )
+                result = await _deliver(call, client, message, mode, answer=True)
+                continue
+        _hint(call, result.id, state)
+        return _exit_for(state)
+
+
+class _Tracker:
+    """The task as a stream has shown it so far, merged the way the server merges it."""
+
+    def __init__(self) -> None:
+        self.task: m.Task | None = None
+        self.message: m.Message | None = None
+
+    def apply(self, event: m.StreamResponse) -> None:
+        replace = msgspec.structs.replace
         if event.task is not None:
-            state, task_id = event.task.status.state, event.task.id
-            if not call.args.json:
-                _print_task(event.task)
+            self.task = replace(event.task, artifacts=list(event.task.artifacts))
+        elif event.message is not None:
+            self.message = event.message
         elif event.status_update is not None:
             update = event.status_update
-            state, task_id = update.status.state, update.task_id
-            if not call.args.json:
-                note = update.status.message
-                _out(f"[{_state(state)}]" + (f" {_parts_text(note.parts)}" if note is not None else ""))
+            if self.task is None:
+                self.task = m.Task(id=update.task_id, context_id=update.context_id, status=update.status)
+            else:
+                self.task = replace(self.task, status=update.status)
         elif event.artifact_update is not None:
-            update_a = event.artifact_update
-            task_id = update_a.task_id
+            chunk = event.artifact_update
+            if self.task is None:
+                working = m.TaskStatus(state=TaskState.WORKING)
+                self.task = m.Task(id=chunk.task_id, context_id=chunk.context_id, status=working)
+            artifacts = self.task.artifacts
+            for i, existing in enumerate(artifacts):
+                if existing.artifact_id == chunk.artifact.artifact_id:
+                    parts = [*existing.parts, *chunk.artifact.parts] if chunk.append else chunk.artifact.parts
+                    artifacts[i] = replace(chunk.artifact, parts=parts)
+                    break
+            else:
+                artifacts.append(chunk.artifact)
+
+
+def _note(message: m.Message | None) -> str:
+    return _parts_text(message.parts) if message is not None else ""
+
+
+async def _follow(
+    call: _Call,
+    events: AsyncIterator[m.StreamResponse],
+    operation: str,
+    *,
+    quiet: bool = False,
+    opened: bool = False,
+) -> m.Task | m.Message | None:
+    """Follow a stream: print each event (``quiet``: only the final task; ``opened``: not the Task the stream
+    opens with, already on screen), keep the status line up to date, and return the task as the stream left
+    it (or the agent's Message)."""
+    call.operation = operation
+    screen, tracker = call.screen, _Tracker()
+    screen.status.show("waiting for the agent")
+    async for event in events:
+        tracker.apply(event)
+        if call.args.json:
+            _json_line(event)
+        if tracker.task is not None:
+            call.task_id, call.state = tracker.task.id, tracker.task.status.state
+        if event.message is not None:
             if not call.args.json:
-                artifact = update_a.artifact
-                if not update_a.append:
-                    _out(f"Artifact {artifact.name or artifact.artifact_id}:")
-                _out(_parts_text(artifact.parts))
-        elif event.message is not None:
-            replied = True
-            if not call.args.json:
-                _out(_parts_text(event.message.parts))
-    if state is None:
-        if not replied:
-            print(f"skillwire: {operation} ended without any event", file=sys.stderr)
-        return EXIT_OK if replied else EXIT_ERROR
-    _hint(call, task_id, state)
-    return _exit_for(state)
+                screen.line(_parts_text(event.message.parts))
+            continue
+        if not quiet and not (opened and event.task is not None):
+            _show_event(screen, event)
+        _show_progress(screen, event, tracker)
+    screen.status.clear()
+    if tracker.task is None:
+        return tracker.message
+    if quiet:
+        screen.task(tracker.task)
+    return tracker.task
+
+
+def _show_event(screen: _Screen, event: m.StreamResponse) -> None:
+    if event.task is not None:
+        screen.task(event.task)
+    elif event.status_update is not None:
+        status = event.status_update.status
+        if not screen.json:
+            note = _note(status.message)
+            screen.line(f"[{_state(status.state)}]" + (f" {note}" if note else ""))
+    elif event.artifact_update is not None:
+        update = event.artifact_update
+        screen.artifact(update.artifact, append=update.append)
+
+
+def _show_progress(screen: _Screen, event: m.StreamResponse, tracker: _Tracker) -> None:
+    task = tracker.task
+    if task is None or task.status.state in TERMINAL_STATES or task.status.state in INTERRUPTED_STATES:
+        return
+    note = _note(task.status.message)
+    if event.artifact_update is not None:
+        artifact = event.artifact_update.artifact
+        note = f"{artifact.name or artifact.artifact_id}: {_part_text(artifact.parts[-1])}"
+    screen.status.show(_state(task.status.state), note)
+
+
+async def _prompt(screen: _Screen) -> str:
+    """Read an answer at a ``> `` prompt; "" for an empty line or end of input (Ctrl-D)."""
+    screen.status.clear()
+    sys.stdout.write("> ")
+    sys.stdout.flush()
+    screen.prompting = True
+    line = await _read_line(sys.stdin)
+    screen.prompting = False
+    if line is None:
+        sys.stdout.write("\n")  # Ctrl-D leaves the cursor after the prompt
+        sys.stdout.flush()
+    return (line or "").strip()
+
+
+async def _read_line(stream: IO[str]) -> str | None:
+    """One line from a terminal, read without blocking the event loop (Ctrl-C still interrupts); None at
+    the end of input. The terminal's line discipline does the editing, so a read returns a whole line."""
+    fd = stream.fileno()
+    received = bytearray()
+    while b"\n" not in received:
+        try:
+            await _readable(fd)
+        except NotImplementedError:  # pragma: no cover - an event loop without readers (Windows)
+            return stream.readline() or None
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        received += chunk
+    if not received:
+        return None
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return received.decode(encoding, errors="replace").partition("\n")[0]
+
+
+async def _readable(fd: int) -> None:
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
 
 
 async def _list(call: _Call, client: Client) -> int:
@@ -394,18 +839,19 @@ async def _list(call: _Call, client: Client) -> int:
     if args.json:
         _json_line(page)
         return EXIT_OK
+    out = call.screen.line
     if not page.tasks:
-        _out("No tasks.")
+        out("No tasks.")
     for task in page.tasks:
         note = task.status.message
         text = " ".join(_parts_text(note.parts).split()) if note is not None else ""
         when = task.status.timestamp.isoformat() if task.status.timestamp is not None else ""
         row = [task.id, _state(task.status.state), task.context_id, when, text]
-        _out("  ".join(cell for cell in row if cell))
+        out("  ".join(cell for cell in row if cell))
     if page.tasks:
-        _out(f"{len(page.tasks)} of {page.total_size} task(s)")
+        out(f"{len(page.tasks)} of {page.total_size} task(s)")
     if page.next_page_token:
-        _out(f"Next page: --page-token {page.next_page_token}")
+        out(f"Next page: --page-token {page.next_page_token}")
     return EXIT_OK
 
 
@@ -414,8 +860,7 @@ async def _get(call: _Call, client: Client) -> int:
     task = await client.get_task(call.args.id, history_length=call.args.history)
     if call.args.json:
         _json_line(task)
-    else:
-        _print_task(task, history=True)
+    call.screen.task(task, history=True)
     return EXIT_OK
 
 
@@ -425,13 +870,15 @@ async def _cancel(call: _Call, client: Client) -> int:
     if call.args.json:
         _json_line(task)
     else:
-        _print_task(task)
+        call.screen.task(task)
     return EXIT_OK
 
 
 async def _watch(call: _Call, client: Client) -> int:
+    call.task_id = call.args.id
     try:
-        return await _follow(call, _until_settled(client.subscribe(call.args.id)), "SubscribeToTask")
+        events = _until_settled(client.subscribe(call.args.id))
+        result = await _follow(call, events, "SubscribeToTask")
     except UnsupportedOperationError:
         # SubscribeToTask refuses a task that has already ended: show its final state instead.
         call.operation = "GetTask"
@@ -440,9 +887,9 @@ async def _watch(call: _Call, client: Client) -> int:
             raise
         if call.args.json:
             _json_line(m.StreamResponse(task=task))
-        else:
-            _print_task(task)
+        call.screen.task(task)
         return _exit_for(task.status.state)
+    return await _conclude(call, client, result, "events")
 
 
 async def _until_settled(events: AsyncIterator[m.StreamResponse]) -> AsyncIterator[m.StreamResponse]:
