@@ -556,7 +556,7 @@ def without_status(out: str) -> str:
 @pytest.fixture
 def stdout_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """stdout counts as a terminal (stdin does not: no prompts)."""
-    monkeypatch.setattr(calls, "is_terminal", lambda stream: stream is sys.stdout)
+    monkeypatch.setattr("skillwire.cli.terminal.is_terminal", lambda stream: stream is sys.stdout)
     monkeypatch.setenv("TERM", "xterm")
 
 
@@ -572,7 +572,7 @@ def test_status_line_on_a_terminal_then_the_same_output(
     assert any(re.fullmatch(r"\r. working: countdown: 2\.\.\.\x1b\[K", d) for d in draws), draws
     assert out.count("\n") == len(without_status(out).splitlines())  # the line never ends a line
 
-    monkeypatch.setattr(calls, "is_terminal", lambda stream: False)
+    monkeypatch.setattr("skillwire.cli.terminal.is_terminal", lambda stream: False)
     code, plain, _ = run(capsys, "send", workshop.url, "3", "--skill", "countdown")
     assert code == 0
     shown, expected = without_status(out).splitlines(), plain.splitlines()

@@ -15,7 +15,10 @@ On a terminal (stdout a TTY, no ``--json``) a live status line shows what the ta
 command waits; ``send`` then streams under the hood when the card offers streaming, and prints the same
 final output. When the task asks a question (INPUT_REQUIRED) and stdin is a terminal too, the question is
 answered at a ``> `` prompt and the task followed on; an empty answer or Ctrl-D stops. Whether a stream is a
-terminal is :func:`is_terminal`'s answer (tests replace it).
+terminal is :func:`skillwire.cli.terminal.is_terminal`'s answer (tests replace it there).
+
+What is printed lives in :mod:`skillwire.cli.output`, the terminal's details in :mod:`skillwire.cli.terminal`,
+the files attached and saved in :mod:`skillwire.cli.files`.
 
 Exit codes: 0 success (a completed task, a direct Message reply, a task waiting for input or still working,
 a card, a listing, a task read or canceled); 1 the task ended FAILED, REJECTED or CANCELED (``send`` and
@@ -27,23 +30,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
-import mimetypes
-import os
 import re
-import shutil
 import sys
 import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import msgspec
 
 if TYPE_CHECKING:
     from skillwire.client import Client
+from skillwire.cli.files import LocalError, check_out_dir, file_part
+from skillwire.cli.output import Screen, json_line, parts_text
+from skillwire.cli.terminal import is_terminal
 from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
@@ -73,10 +75,6 @@ COMMANDS = frozenset({"card", "send", "tasks"})
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
-
-
-class _LocalError(Exception):
-    """A problem on this machine (a file to attach or a folder to save into), reported as one line."""
 
 
 # -- argument parsing ----------------------------------------------------------------------------------
@@ -207,252 +205,6 @@ def add_parsers(sub: Any) -> None:
     watch.add_argument("id", help="the task id")
 
 
-# -- the terminal --------------------------------------------------------------------------------------
-
-
-def is_terminal(stream: IO[str]) -> bool:
-    """Whether ``stream`` is an interactive terminal.
-
-    The live status line (stdout) and the answer prompt (stdin and stdout) depend on it; a test forces
-    either answer with ``monkeypatch.setattr(skillwire.cli.calls, "is_terminal", lambda stream: True)``.
-    """
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # a replaced or closed stream
-        return False
-
-
-def _printable(text: str) -> str:
-    """``text`` on one line, without the control characters an agent could use to redraw the terminal."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-
-
-class _StatusLine:
-    """One line redrawn in place (``\\r`` and clear-to-end) while a task works: a spinner, the state and the
-    latest status or progress text. Cleared before anything else is printed; never drawn when disabled."""
-
-    TICK_SECONDS = 0.1
-
-    def __init__(self, stream: IO[str], *, enabled: bool) -> None:
-        self.enabled = enabled
-        self._stream = stream
-        encoding = (getattr(stream, "encoding", "") or "").lower().replace("-", "")
-        self._frames = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏" if encoding == "utf8" else "|/-\\"
-        self._frame = 0
-        self._text = ""
-        self._shown = False
-        self._ticker: asyncio.Task[None] | None = None
-
-    def show(self, state: str, note: str = "") -> None:
-        if not self.enabled:
-            return
-        self._text = f"{state}: {note}" if note else state
-        self._draw()
-        if self._ticker is None:
-            self._ticker = asyncio.get_running_loop().create_task(self._tick())
-
-    def clear(self) -> None:
-        if self._shown:
-            self._stream.write("\r\x1b[K")
-            self._stream.flush()
-            self._shown = False
-
-    def stop(self) -> None:
-        if self._ticker is not None:
-            self._ticker.cancel()
-            self._ticker = None
-        self.clear()
-
-    def _draw(self) -> None:
-        width = max(shutil.get_terminal_size().columns - 1, 10)  # the last column would wrap the line
-        line = _printable(f"{self._frames[self._frame % len(self._frames)]} {self._text}")
-        self._stream.write("\r" + line[:width] + "\x1b[K")
-        self._stream.flush()
-        self._shown = True
-
-    async def _tick(self) -> None:
-        while True:
-            await asyncio.sleep(self.TICK_SECONDS)
-            self._frame += 1
-            if self._shown:
-                self._draw()
-
-
-# -- files ---------------------------------------------------------------------------------------------
-
-_UNSAFE_CHARS = re.compile(r'[<>:"/\\|?*]')
-_RESERVED_NAMES = frozenset(
-    {"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(1, 10)), *(f"LPT{i}" for i in range(1, 10))}
-)
-
-
-def _safe_filename(name: str) -> str:
-    """The last path segment of ``name``, harmless as a file name in any folder ("" if nothing is left):
-    no separators, drive letters, control characters, ``.`` or ``..``, nor a name Windows reserves."""
-    base = re.split(r"[/\\]", name)[-1]
-    base = _UNSAFE_CHARS.sub("_", "".join(ch for ch in base if ch.isprintable())).strip()
-    if base.strip(".") == "":
-        return ""
-    stem, suffix = os.path.splitext(base)
-    if stem.upper() in _RESERVED_NAMES:
-        stem = "_" + stem
-    return stem[: 200 - len(suffix[:50])] + suffix[:50]
-
-
-def _file_part(path: str, limit: int) -> m.Part:
-    file = Path(path)
-    try:
-        size = file.stat().st_size
-        if size > limit:
-            raise _LocalError(
-                f"--file {path} is {size} bytes, above the limit of {limit} bytes (see --max-file-size)"
-            )
-        data = file.read_bytes()
-    except OSError as exc:
-        raise _LocalError(f"cannot read --file {path}: {exc.strerror or exc}") from None
-    media_type = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-    return m.Part(raw=data, filename=file.name, media_type=media_type)
-
-
-def _check_out_dir(args: argparse.Namespace) -> None:
-    out = getattr(args, "out", None)
-    if out is not None and Path(out).exists() and not Path(out).is_dir():
-        raise _LocalError(f"--out {out} is not a folder")
-
-
-# -- output --------------------------------------------------------------------------------------------
-
-
-def _state(state: TaskState) -> str:
-    return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
-
-
-def _json_line(obj: Any) -> None:
-    sys.stdout.write(msgspec.json.encode(obj).decode() + "\n")
-    sys.stdout.flush()
-
-
-def _is_file(part: m.Part) -> bool:
-    return isinstance(part.raw, bytes)
-
-
-def _part_text(part: m.Part) -> str:
-    if isinstance(part.text, str):
-        return part.text
-    if part.data is not msgspec.UNSET:
-        return json.dumps(part.data, indent=2, ensure_ascii=False)
-    kind = part.media_type or "file"
-    label = f" {part.filename}" if part.filename else ""
-    if isinstance(part.url, str):
-        return f"[{kind}{label}] {part.url}"
-    size = len(part.raw) if isinstance(part.raw, bytes) else 0
-    return f"[{kind}{label}, {size} bytes]"
-
-
-def _parts_text(parts: list[m.Part]) -> str:
-    return "\n".join(_part_text(p) for p in parts)
-
-
-class _Screen:
-    """The output of one command: lines on stdout, the live status line, the artifact files saved.
-
-    Artifacts are shown once: a task snapshot that repeats artifacts already shown (the next turn of a
-    conversation, a stream's first event) shows only their new parts, so ``--out`` saves each file once.
-    """
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.json: bool = args.json
-        on_terminal = not self.json and is_terminal(sys.stdout)
-        #: Draw the status line: stdout is a terminal that understands ``ESC [ K``.
-        self.live = on_terminal and os.environ.get("TERM") != "dumb"
-        #: Answer the agent's questions at a prompt: stdin and stdout are terminals.
-        self.interactive = on_terminal and is_terminal(sys.stdin)
-        self.status = _StatusLine(sys.stdout, enabled=self.live)
-        self.can_save = hasattr(args, "out")
-        out = getattr(args, "out", None)
-        self.out_dir = Path(out) if out is not None else None
-        #: A ``> `` prompt waits for an answer (Ctrl-C then needs a new line).
-        self.prompting = False
-        self._shown_parts: dict[str, int] = {}
-        self._hinted_out = False
-
-    def line(self, text: str = "") -> None:
-        self.status.clear()
-        print(text, flush=True)
-
-    def interrupted(self) -> None:
-        if self.prompting:
-            self.prompting = False
-            print(flush=True)
-
-    def task(self, task: m.Task, *, history: bool = False) -> None:
-        """Print a task (with ``--json``: only save its files)."""
-        if not self.json:
-            context = f" (context {task.context_id})" if task.context_id else ""
-            self.line(f"Task {task.id}: {_state(task.status.state)}{context}")
-            if task.status.message is not None:
-                self.line(f"Status: {_parts_text(task.status.message.parts)}")
-        for artifact in task.artifacts:
-            self.artifact(artifact, snapshot=True)
-        if history and task.history and not self.json:
-            self.line("History:")
-            for message in task.history:
-                role = "agent" if message.role == m.Role.AGENT else "user"
-                self.line(f"  {role}: {_parts_text(message.parts)}")
-
-    def artifact(self, artifact: m.Artifact, *, append: bool = False, snapshot: bool = False) -> None:
-        """Show and save the parts of ``artifact`` not shown yet: all of a new or replaced artifact, the
-        chunk of an ``append`` update, the parts a ``snapshot`` has beyond those already shown."""
-        seen = self._shown_parts.get(artifact.artifact_id, 0)
-        if append:
-            parts, total = artifact.parts, seen + len(artifact.parts)
-        elif snapshot and seen <= len(artifact.parts):
-            parts, total = artifact.parts[seen:], len(artifact.parts)
-        else:
-            parts, total = artifact.parts, len(artifact.parts)
-        self._shown_parts[artifact.artifact_id] = total
-        if not parts:
-            return
-        if not append and not self.json:
-            self.line(f"Artifact {artifact.name or artifact.artifact_id}:")
-        unsaved = False
-        for part in parts:
-            if _is_file(part) and self.out_dir is not None:
-                path, size = self._save(part, artifact.artifact_id)
-                if not self.json:
-                    self.line(f"saved {path} ({size} bytes)")
-            elif not self.json:
-                self.line(_part_text(part))
-                unsaved = unsaved or _is_file(part)
-        if unsaved and self.can_save and not self._hinted_out:
-            self._hinted_out = True
-            self.line("(add --out DIR to save the files)")
-
-    def _save(self, part: m.Part, artifact_id: str) -> tuple[Path, int]:
-        """Write a file part into the --out folder under a fresh name; never overwrites or leaves it."""
-        assert self.out_dir is not None and isinstance(part.raw, bytes)
-        name = _safe_filename(part.filename)
-        if not name:
-            extension = mimetypes.guess_extension(part.media_type.partition(";")[0].strip().lower())
-            name = (_safe_filename(artifact_id) or "artifact") + (extension or ".bin")
-        if Path(name).name != name or name in (".", ".."):  # the last guard against path traversal
-            raise _LocalError(f"refusing to save {part.filename!r} outside {self.out_dir}")
-        stem, suffix = os.path.splitext(name)
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            for n in itertools.count():
-                path = self.out_dir / (name if n == 0 else f"{stem}-{n}{suffix}")
-                try:
-                    with path.open("xb") as file:  # exclusive: an existing file (or symlink) is kept
-                        file.write(part.raw)
-                except FileExistsError:
-                    continue
-                return path, len(part.raw)
-        except OSError as exc:
-            raise _LocalError(f"cannot save into {self.out_dir}: {exc.strerror or exc}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
-
-
 # -- running -------------------------------------------------------------------------------------------
 
 
@@ -463,7 +215,7 @@ class _Call:
         self.args = args
         self.url: str = args.url
         self.operation = f"reading the agent card at {self.url}"
-        self.screen = _Screen(args)
+        self.screen = Screen(args)
         self.files: list[m.Part] = []
         #: The task being followed, and its last state seen (for the line printed on Ctrl-C).
         self.task_id = ""
@@ -498,18 +250,18 @@ def run(args: argparse.Namespace) -> int:
         _usage(args, "send needs TEXT, --data or --file")
     call = _Call(args)
     try:
-        _check_out_dir(args)
+        check_out_dir(args)
         if args.command == "send":
-            call.files = [_file_part(path, args.max_file_size) for path in args.file]
-    except _LocalError as exc:
+            call.files = [file_part(path, args.max_file_size) for path in args.file]
+    except LocalError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return asyncio.run(_with_client(call, handlers[name]))
-    except (A2AError, ClientError, httpx.HTTPError, _LocalError) as exc:
+    except (A2AError, ClientError, httpx.HTTPError, LocalError) as exc:
         if args.debug:
             traceback.print_exc()
-        what = "" if isinstance(exc, _LocalError) else f"{call.operation} failed: "
+        what = "" if isinstance(exc, LocalError) else f"{call.operation} failed: "
         print(f"skillwire: {what}{_describe(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
@@ -562,38 +314,10 @@ def _exit_for(state: TaskState) -> int:
 
 
 async def _card(call: _Call, client: Client) -> int:
-    card = client.card
     if call.args.json:
-        _json_line(card)
-        return EXIT_OK
-    out = call.screen.line
-    out(f"{card.name} {card.version}")
-    if card.description:
-        out(card.description)
-    if card.provider is not None:
-        out(f"Provider: {card.provider.organization} ({card.provider.url})")
-    out("Interfaces:")
-    for interface in card.supported_interfaces:
-        tenant = f" tenant={interface.tenant}" if interface.tenant else ""
-        out(f"  {interface.protocol_binding} {interface.protocol_version}  {interface.url}{tenant}")
-    caps = card.capabilities
-    offered = [
-        name
-        for name, flag in (
-            ("streaming", caps.streaming),
-            ("push notifications", caps.push_notifications),
-            ("extended card", caps.extended_agent_card),
-        )
-        if flag
-    ]
-    out(f"Capabilities: {', '.join(offered) or 'none'}")
-    out("Skills:")
-    for skill in card.skills:
-        out(f"  {skill.id}: {skill.name}")
-        if skill.description:
-            out(f"      {skill.description}")
-        if skill.examples:
-            out(f"      examples: {' | '.join(skill.examples)}")
+        json_line(client.card)
+    else:
+        call.screen.card(client.card)
     return EXIT_OK
 
 
@@ -647,10 +371,10 @@ async def _deliver(
     if call.args.json:
         message_result = result if isinstance(result, m.Message) else None
         task_result = result if isinstance(result, m.Task) else None
-        _json_line(m.SendMessageResponse(task=task_result, message=message_result))
+        json_line(m.SendMessageResponse(task=task_result, message=message_result))
     if isinstance(result, m.Message):
         if not call.args.json:
-            call.screen.line(_parts_text(result.parts))
+            call.screen.line(parts_text(result.parts))
         return result
     call.task_id, call.state = result.id, result.status.state
     call.screen.task(result)
@@ -668,7 +392,7 @@ async def _conclude(call: _Call, client: Client, result: m.Task | m.Message | No
             return EXIT_OK
         state = result.status.state
         if state is TaskState.INPUT_REQUIRED and call.screen.interactive:
-            answer = await _prompt(call.screen)
+            answer = await call.screen.prompt()
             if answer:
                 message = m.Message(
                     message_id=str(uuid.uuid4()),
@@ -717,10 +441,6 @@ class _Tracker:
                 artifacts.append(chunk.artifact)
 
 
-def _note(message: m.Message | None) -> str:
-    return _parts_text(message.parts) if message is not None else ""
-
-
 async def _follow(
     call: _Call,
     events: AsyncIterator[m.StreamResponse],
@@ -738,95 +458,22 @@ async def _follow(
     async for event in events:
         tracker.apply(event)
         if call.args.json:
-            _json_line(event)
+            json_line(event)
         if tracker.task is not None:
             call.task_id, call.state = tracker.task.id, tracker.task.status.state
         if event.message is not None:
             if not call.args.json:
-                screen.line(_parts_text(event.message.parts))
+                screen.line(parts_text(event.message.parts))
             continue
         if not quiet and not (opened and event.task is not None):
-            _show_event(screen, event)
-        _show_progress(screen, event, tracker)
+            screen.event(event)
+        screen.progress(event, tracker.task)
     screen.status.clear()
     if tracker.task is None:
         return tracker.message
     if quiet:
         screen.task(tracker.task)
     return tracker.task
-
-
-def _show_event(screen: _Screen, event: m.StreamResponse) -> None:
-    if event.task is not None:
-        screen.task(event.task)
-    elif event.status_update is not None:
-        status = event.status_update.status
-        if not screen.json:
-            note = _note(status.message)
-            screen.line(f"[{_state(status.state)}]" + (f" {note}" if note else ""))
-    elif event.artifact_update is not None:
-        update = event.artifact_update
-        screen.artifact(update.artifact, append=update.append)
-
-
-def _show_progress(screen: _Screen, event: m.StreamResponse, tracker: _Tracker) -> None:
-    task = tracker.task
-    if task is None or task.status.state in TERMINAL_STATES or task.status.state in INTERRUPTED_STATES:
-        return
-    note = _note(task.status.message)
-    if event.artifact_update is not None:
-        artifact = event.artifact_update.artifact
-        note = f"{artifact.name or artifact.artifact_id}: {_part_text(artifact.parts[-1])}"
-    screen.status.show(_state(task.status.state), note)
-
-
-async def _prompt(screen: _Screen) -> str:
-    """Read an answer at a ``> `` prompt; "" for an empty line or end of input (Ctrl-D)."""
-    screen.status.clear()
-    sys.stdout.write("> ")
-    sys.stdout.flush()
-    screen.prompting = True
-    line = await _read_line(sys.stdin)
-    screen.prompting = False
-    if line is None:
-        sys.stdout.write("\n")  # Ctrl-D leaves the cursor after the prompt
-        sys.stdout.flush()
-    return (line or "").strip()
-
-
-async def _read_line(stream: IO[str]) -> str | None:
-    """One line from a terminal, read without blocking the event loop (Ctrl-C still interrupts); None at
-    the end of input. The terminal's line discipline does the editing, so a read returns a whole line."""
-    fd = stream.fileno()
-    received = bytearray()
-    while b"\n" not in received:
-        try:
-            await _readable(fd)
-        except NotImplementedError:  # pragma: no cover - an event loop without readers (Windows)
-            return stream.readline() or None
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            break
-        received += chunk
-    if not received:
-        return None
-    encoding = getattr(stream, "encoding", None) or "utf-8"
-    return received.decode(encoding, errors="replace").partition("\n")[0]
-
-
-async def _readable(fd: int) -> None:
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, wake)
-    try:
-        await ready
-    finally:
-        loop.remove_reader(fd)
 
 
 async def _list(call: _Call, client: Client) -> int:
@@ -837,21 +484,9 @@ async def _list(call: _Call, client: Client) -> int:
         context_id=args.context, status=status, page_size=args.page_size, page_token=args.page_token
     )
     if args.json:
-        _json_line(page)
-        return EXIT_OK
-    out = call.screen.line
-    if not page.tasks:
-        out("No tasks.")
-    for task in page.tasks:
-        note = task.status.message
-        text = " ".join(_parts_text(note.parts).split()) if note is not None else ""
-        when = task.status.timestamp.isoformat() if task.status.timestamp is not None else ""
-        row = [task.id, _state(task.status.state), task.context_id, when, text]
-        out("  ".join(cell for cell in row if cell))
-    if page.tasks:
-        out(f"{len(page.tasks)} of {page.total_size} task(s)")
-    if page.next_page_token:
-        out(f"Next page: --page-token {page.next_page_token}")
+        json_line(page)
+    else:
+        call.screen.page(page)
     return EXIT_OK
 
 
@@ -859,7 +494,7 @@ async def _get(call: _Call, client: Client) -> int:
     call.operation = "GetTask"
     task = await client.get_task(call.args.id, history_length=call.args.history)
     if call.args.json:
-        _json_line(task)
+        json_line(task)
     call.screen.task(task, history=True)
     return EXIT_OK
 
@@ -868,7 +503,7 @@ async def _cancel(call: _Call, client: Client) -> int:
     call.operation = "CancelTask"
     task = await client.cancel_task(call.args.id)
     if call.args.json:
-        _json_line(task)
+        json_line(task)
     else:
         call.screen.task(task)
     return EXIT_OK
@@ -886,7 +521,7 @@ async def _watch(call: _Call, client: Client) -> int:
         if task.status.state not in TERMINAL_STATES:
             raise
         if call.args.json:
-            _json_line(m.StreamResponse(task=task))
+            json_line(m.StreamResponse(task=task))
         call.screen.task(task)
         return _exit_for(task.status.state)
     return await _conclude(call, client, result, "events")
