@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from conftest import EXAMPLES, RunningServer, assert_proto, free_port
@@ -795,3 +796,47 @@ def test_terminal_shows_a_live_status_line(
         "Artifact result:",
         "Liftoff!",
     ]
+
+
+# -- bindings and credentials --------------------------------------------------------------------------
+
+
+def test_send_over_grpc(serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
+    srv = serve(Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", grpc_port=0))
+    code, out, err = run(capsys, "send", srv.url, "Ada", "--binding", "GRPC", "--json")
+    assert code == 0, err
+    (line,) = json_lines(out)
+    assert_proto(line, "SendMessageResponse")
+    assert line["task"]["artifacts"][0]["parts"][0]["text"] == "Hi Ada!"
+
+
+def test_credentials_go_where_the_card_says(
+    serve: Serve, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    seen: list[dict[str, str]] = []
+
+    class Recording:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def handle(self, operation: Any, params: Any, context: Any) -> Any:
+            seen.append(dict(context.headers))
+            return await self.inner.handle(operation, params, context)
+
+    app = Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", handler=Recording)
+    schemes = {
+        "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
+        "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://id.example/"}},
+    }
+    app.card = msgspec.structs.replace(app.card, security_schemes=schemes)
+    srv = serve(app)
+    token = tmp_path / "token.txt"
+    token.write_text("tok-1\n")
+    code, _, err = run(
+        capsys, "send", srv.url, "Ada", "--credential", "apiKey=k1", "--credential", f"oidc=@{token}"
+    )
+    assert code == 0, err
+    assert seen[-1]["x-api-key"] == "k1" and seen[-1]["authorization"] == "Bearer tok-1"
+    with pytest.raises(SystemExit) as usage:
+        main(["send", srv.url, "Ada", "--credential", "oops"])
+    assert usage.value.code == 2 and "SCHEME=SECRET" in capsys.readouterr().err

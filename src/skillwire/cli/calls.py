@@ -8,8 +8,9 @@
 * ``skillwire tasks list|get|cancel|watch URL ...``: ListTasks, GetTask, CancelTask, SubscribeToTask
   (``get`` and ``watch`` take ``--out`` too).
 
-Every command takes ``--header K=V`` (repeatable), ``--binding``, ``--retries``, ``--json`` (one ProtoJSON
-object per line: each response or stream event) and ``--debug``.
+Every command takes ``--header K=V`` and ``--credential SCHEME=SECRET`` (repeatable; a secret goes where the
+card's security scheme of that name says), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
+``--json`` (one ProtoJSON object per line: each response or stream event) and ``--debug``.
 
 On a terminal (stdout a TTY, no ``--json``) a live status line shows what the task is doing while the
 command waits; ``send`` then streams under the hood when the card offers streaming, and prints the same
@@ -111,6 +112,18 @@ def _size(value: str) -> int:
     return int(match[1]) * _SIZE_UNITS[match[2].upper()]
 
 
+def _credential(value: str) -> tuple[str, str]:
+    name, sep, secret = value.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError("expected SCHEME=SECRET or SCHEME=@FILE")
+    if secret.startswith("@"):
+        try:
+            secret = Path(secret[1:]).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise argparse.ArgumentTypeError(f"cannot read {secret[1:]}: {exc.strerror or exc}") from None
+    return name.strip(), secret
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("url", help="the agent's base URL (or the URL of its agent card)")
@@ -124,10 +137,19 @@ def _common() -> argparse.ArgumentParser:
         help="an HTTP header to send with every request (repeatable)",
     )
     common.add_argument(
+        "--credential",
+        action="append",
+        type=_credential,
+        default=[],
+        metavar="SCHEME=SECRET",
+        help="a secret for one of the card's security schemes, e.g. apiKey=s3cret or oidc=@token.txt"
+        " (@FILE reads it from a file; repeatable); the card says where it goes",
+    )
+    common.add_argument(
         "--binding",
-        choices=["JSONRPC", "HTTP+JSON"],
+        choices=["JSONRPC", "HTTP+JSON", "GRPC"],
         default=None,
-        help="the protocol binding to use (default: the first of JSONRPC, HTTP+JSON the card offers)",
+        help="the protocol binding to use (default: the first of JSONRPC, HTTP+JSON, GRPC the card offers)",
     )
     common.add_argument(
         "--retries", type=int, default=3, help="retries of safe calls on connection failures (default 3)"
@@ -224,9 +246,12 @@ class _Call:
     async def connect(self) -> Client:
         from skillwire.client import Client
 
-        bindings = (self.args.binding,) if self.args.binding else ("JSONRPC", "HTTP+JSON")
         return await Client.connect(
-            self.url, bindings=bindings, headers=dict(self.args.header), retries=max(self.args.retries, 0)
+            self.url,
+            bindings=(self.args.binding,) if self.args.binding else None,
+            headers=dict(self.args.header),
+            credentials=dict(self.args.credential) or None,
+            retries=max(self.args.retries, 0),
         )
 
 
