@@ -448,12 +448,15 @@ async def test_stream_broken_midway_is_a_connection_error(
                     events.append(event)
                     if state_of(event) is TaskState.WORKING:
                         cutter.cut()
-        # the task goes on, and the channel connects again for the next call
+        # The task goes on, and the channel connects again. grpc may first try the connection it has not yet
+        # seen die (UNAVAILABLE, "Stream removed"): a connection error, which a client's retry policy retries.
         assert events[0].task is not None
-        task = await transport.send(_O.GET_TASK, m.GetTaskRequest(id=events[0].task.id))
+        task_id = events[0].task.id
+        patient = RetryPolicy(retries=5, base=0.05, cap=0.5)
+        task = await patient.call(lambda: transport.send(_O.GET_TASK, m.GetTaskRequest(id=task_id)))
         assert task.status.state is TaskState.WORKING
-        await transport.send(_O.CANCEL_TASK, m.CancelTaskRequest(id=task.id))
-    assert cutter.connections == 2
+        await patient.call(lambda: transport.send(_O.CANCEL_TASK, m.CancelTaskRequest(id=task_id)))
+    assert cutter.connections >= 2
 
 
 class Watch:
