@@ -197,6 +197,19 @@ class _HttpTransport:
     #: The ``A2A-Version`` every request carries.
     version = A2A_VERSION
 
+    def _url(self, path: str, query: dict[str, str]) -> httpx.URL:
+        """``path`` (and its query) under the interface URL."""
+        return httpx.URL(self.url.rstrip("/") + path, params=query or None)
+
+    async def _request(self, method: str, url: str | httpx.URL, body: bytes | None) -> httpx.Response:
+        """One unary HTTP exchange with this transport's headers, timeout and credentials; a failed
+        connection is AgentConnectionError."""
+        headers = {**self._headers, "Content-Type": "application/json"} if body is not None else self._headers
+        async with _connection_errors():
+            return await self._http.request(
+                method, url, content=body, headers=headers, timeout=self._timeout, auth=self._auth
+            )
+
     async def _sse(self, method: str, url: str, body: bytes | None) -> AsyncGenerator[bytes, None]:
         """The ``data`` of each SSE event of the response; error responses are raised."""
         headers = {**self._headers, "Accept": "text/event-stream"}
@@ -254,6 +267,21 @@ class JsonRpcTransport(_HttpTransport):
             {"jsonrpc": "2.0", "id": next(self._ids), "method": operation.value, "params": request}
         )
 
+    # The protocol-version seams (the v0.3 transport overrides these four).
+
+    def _rpc_error(self, error: Any) -> A2AError:
+        """The A2AError for a JSON-RPC ``error`` member."""
+        return error_from_jsonrpc(error)
+
+    def _result(self, operation: Operation, request: msgspec.Struct, raw: msgspec.Raw) -> Any:
+        """The response Struct of a unary ``operation`` from its raw ``result``."""
+        type_ = RESPONSE_TYPES[operation]
+        return None if type_ is None else _decode(raw, type_)
+
+    def _event(self, raw: msgspec.Raw) -> m.StreamResponse:
+        """One stream event from its raw ``result``."""
+        return _decode(raw, m.StreamResponse)  # type: ignore[no-any-return]
+
     def _unwrap(self, body: bytes) -> msgspec.Raw | None:
         """The raw ``result`` of a response envelope; an ``error`` is raised."""
         try:
@@ -261,7 +289,7 @@ class JsonRpcTransport(_HttpTransport):
         except (msgspec.ValidationError, msgspec.DecodeError):
             raise InvalidResponseError(f"not a JSON-RPC response: {body[:200]!r}") from None
         if envelope.error is not None:
-            raise error_from_jsonrpc(envelope.error)
+            raise self._rpc_error(envelope.error)
         result = bytes(envelope.result)
         return None if result in (b"", b"null") else envelope.result
 
@@ -269,7 +297,7 @@ class JsonRpcTransport(_HttpTransport):
         if response.status_code not in (429, 503):
             decoded = _json(body)
             if isinstance(decoded, dict) and "error" in decoded:
-                return error_from_jsonrpc(decoded["error"])
+                return self._rpc_error(decoded["error"])
         if response.is_success:
             return InvalidResponseError(f"unexpected content type {response.headers.get('content-type')!r}")
         return _status_error(response, body)
@@ -277,25 +305,16 @@ class JsonRpcTransport(_HttpTransport):
     async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
         if operation in STREAMING_OPERATIONS:
             raise ValueError(f"{operation.value} streams: use stream()")
-        headers = {**self._headers, "Content-Type": "application/json"}
-        async with _connection_errors():
-            response = await self._http.post(
-                self.url,
-                content=self._envelope(operation, request),
-                headers=headers,
-                timeout=self._timeout,
-                auth=self._auth,
-            )
+        response = await self._request("POST", self.url, self._envelope(operation, request))
         body = response.content
         if response.status_code != 200:
             raise self._failure(response, body)
         result = self._unwrap(body)
-        type_ = RESPONSE_TYPES[operation]
-        if type_ is None:
+        if operation is _O.DELETE_PUSH_CONFIG:
             return None
         if result is None:
             raise InvalidResponseError(f"{operation.value} returned no result")
-        return _decode(result, type_)
+        return self._result(operation, request, result)
 
     async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
         if operation not in STREAMING_OPERATIONS:
@@ -308,7 +327,7 @@ class JsonRpcTransport(_HttpTransport):
                 result = self._unwrap(data)
                 if result is None:
                     raise InvalidResponseError("a stream event without a result")
-                yield _decode(result, m.StreamResponse)
+                yield self._event(result)
 
 
 # -- HTTP+JSON ---------------------------------------------------------------------------------------------
@@ -360,9 +379,6 @@ class RestTransport(_HttpTransport):
             return "DELETE", f"{configs}/{_seg(request.id)}", None, {}
         raise ValueError(f"no REST route for {operation!r}")  # pragma: no cover - the table is complete
 
-    def _url(self, path: str, query: dict[str, str]) -> httpx.URL:
-        return httpx.URL(self.url.rstrip("/") + path, params=query or None)
-
     def _failure(self, response: httpx.Response, body: bytes) -> Exception:
         if response.status_code in (429, 503):
             return _status_error(response, body)
@@ -380,18 +396,7 @@ class RestTransport(_HttpTransport):
         if operation in STREAMING_OPERATIONS:
             raise ValueError(f"{operation.value} streams: use stream()")
         method, path, body, query = self._target(operation, request)
-        headers = dict(self._headers)
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        async with _connection_errors():
-            response = await self._http.request(
-                method,
-                self._url(path, query),
-                content=body,
-                headers=headers,
-                timeout=self._timeout,
-                auth=self._auth,
-            )
+        response = await self._request(method, self._url(path, query), body)
         content = response.content
         if not response.is_success:
             raise self._failure(response, content)

@@ -20,7 +20,6 @@ until the server ends it; v0.3's ``final`` flag is not needed to stop reading.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -30,10 +29,9 @@ import msgspec
 from skillwire.client.errors import InvalidResponseError
 from skillwire.client.transport import (
     STREAMING_OPERATIONS,
-    _connection_errors,
+    JsonRpcTransport,
     _HttpTransport,
     _json,
-    _rpc_response,
     _status_error,
     error_from_details,
 )
@@ -75,22 +73,10 @@ def _framework_default(decoded: Any) -> bool:
     return isinstance(decoded, dict) and set(decoded) == {"detail"}
 
 
-class V03JsonRpcTransport(_HttpTransport):
+class V03JsonRpcTransport(JsonRpcTransport):
     """The v0.3 JSON-RPC binding: v0.3 method names and params POSTed to ``url``; streams as SSE."""
 
     version = A2A_VERSION_03
-
-    def __init__(
-        self,
-        url: str,
-        http: httpx.AsyncClient,
-        *,
-        timeout: httpx.Timeout | None = None,
-        headers: dict[str, str] | None = None,
-        auth: httpx.Auth | None = None,
-    ) -> None:
-        super().__init__(url, http, timeout=timeout, headers=headers, auth=auth)
-        self._ids = itertools.count(1)
 
     def _envelope(self, operation: Operation, request: msgspec.Struct) -> bytes:
         method, params = v03.encode_request(operation, request)
@@ -99,65 +85,20 @@ class V03JsonRpcTransport(_HttpTransport):
             envelope["params"] = params
         return msgspec.json.encode(envelope)
 
-    def _unwrap(self, body: bytes) -> msgspec.Raw | None:
-        """The raw ``result`` of a response envelope; an ``error`` is raised."""
-        try:
-            envelope = _rpc_response.decode(body)
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            raise InvalidResponseError(f"not a JSON-RPC response: {body[:200]!r}") from None
-        if envelope.error is not None:
-            raise v03.decode_error(envelope.error)
-        result = bytes(envelope.result)
-        return None if result in (b"", b"null") else envelope.result
+    def _rpc_error(self, error: Any) -> A2AError:
+        return v03.decode_error(error)
 
-    def _failure(self, response: httpx.Response, body: bytes) -> Exception:
-        if response.status_code not in (429, 503):
-            decoded = _json(body)
-            if isinstance(decoded, dict) and "error" in decoded:
-                return v03.decode_error(decoded["error"])
-        if response.is_success:
-            return InvalidResponseError(f"unexpected content type {response.headers.get('content-type')!r}")
-        return _status_error(response, body)
+    def _result(self, operation: Operation, request: msgspec.Struct, raw: msgspec.Raw) -> Any:
+        return _trim_history(request, _decoded(lambda r: v03.decode_result(operation, r), raw))
 
-    async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
-        if operation in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} streams: use stream()")
-        content = self._envelope(operation, request)
-        headers = {**self._headers, "Content-Type": "application/json"}
-        async with _connection_errors():
-            response = await self._http.post(
-                self.url, content=content, headers=headers, timeout=self._timeout, auth=self._auth
-            )
-        body = response.content
-        if response.status_code != 200:
-            raise self._failure(response, body)
-        result = self._unwrap(body)
-        if operation is _O.DELETE_PUSH_CONFIG:
-            return None
-        if result is None:
-            raise InvalidResponseError(f"{operation.value} returned no result")
-        decoded = _decoded(lambda raw: v03.decode_result(operation, raw), result)
-        return _trim_history(request, decoded)
-
-    async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
-        if operation not in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} does not stream: use send()")
-        body = self._envelope(operation, request)
-        async with contextlib.aclosing(self._sse("POST", self.url, body)) as events:
-            async for data in events:
-                result = self._unwrap(data)
-                if result is None:
-                    raise InvalidResponseError("a stream event without a result")
-                yield _decoded(v03.decode_event, result)
+    def _event(self, raw: msgspec.Raw) -> m.StreamResponse:
+        return _decoded(v03.decode_event, raw)
 
 
 class V03RestTransport(_HttpTransport):
     """The v0.3 HTTP+JSON binding: ProtoJSON of the v0.3 gRPC messages at ``/v1/...`` under ``url``."""
 
     version = A2A_VERSION_03
-
-    def _url(self, path: str, query: dict[str, str]) -> httpx.URL:
-        return httpx.URL(self.url.rstrip("/") + path, params=query or None)
 
     def _error(self, operation: Operation, response: httpx.Response, body: bytes) -> Exception:
         if response.status_code in (429, 503):
@@ -185,18 +126,7 @@ class V03RestTransport(_HttpTransport):
         if operation in STREAMING_OPERATIONS:
             raise ValueError(f"{operation.value} streams: use stream()")
         method, path, body, query = v03.encode_rest_request(operation, request)
-        headers = dict(self._headers)
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        async with _connection_errors():
-            response = await self._http.request(
-                method,
-                self._url(path, query),
-                content=body,
-                headers=headers,
-                timeout=self._timeout,
-                auth=self._auth,
-            )
+        response = await self._request(method, self._url(path, query), body)
         content = response.content
         if not response.is_success:
             raise self._error(operation, response, content)
