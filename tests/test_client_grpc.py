@@ -37,7 +37,6 @@ from skillwire.errors import (
     InternalError,
     InvalidParamsError,
     MethodNotFoundError,
-    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
@@ -141,19 +140,7 @@ def test_headers_become_metadata_without_http_only_ones() -> None:
     }
 
 
-# -- every operation over gRPC ---------------------------------------------------------------------------
-
-
-async def test_send_returns_the_completed_task(client: Client) -> None:
-    task = await client.send(msg("tck-complete-task"))
-    assert isinstance(task, m.Task) and task.status.state is TaskState.COMPLETED
-    assert task.status.message is not None and task.status.message.text() == "Hello from TCK"
-
-
-async def test_send_text_returns_a_direct_message(client: Client) -> None:
-    reply = await client.send("tck-message-response")
-    assert isinstance(reply, m.Message) and reply.role is m.Role.AGENT
-    assert reply.text() == "Direct message response"
+# -- what only gRPC has to get right (the shared behaviour tests are in test_client.py) ---------------------------------------------------------------------------
 
 
 async def test_integral_numbers_in_data_come_back_as_ints(client: Client) -> None:
@@ -175,17 +162,6 @@ async def test_list_tasks_has_every_field_even_when_empty(client: Client) -> Non
     assert page.total_size == 2 and page.next_page_token == ""
     nothing = await client.list_tasks(context_id="no-such-context")
     assert nothing.tasks == [] and nothing.total_size == 0 and nothing.next_page_token == ""
-
-
-async def test_cancel_task_then_cancel_again_is_not_cancelable(client: Client) -> None:
-    config = m.SendMessageConfiguration(return_immediately=True)
-    task = await client.send(msg("tck-long-running"), configuration=config)
-    assert isinstance(task, m.Task)
-    canceled = await client.cancel_task(task.id)
-    assert canceled.status.state is TaskState.CANCELED
-    with pytest.raises(TaskNotCancelableError) as caught:
-        await client.cancel_task(task.id)
-    assert caught.value.metadata  # the ErrorInfo metadata survives the trip
 
 
 async def test_unknown_task_is_task_not_found_with_metadata(client: Client) -> None:
@@ -219,34 +195,6 @@ async def test_a_request_protobuf_cannot_hold_is_refused_before_sending() -> Non
     await transport.aclose()
 
 
-async def test_stream_yields_task_then_updates_until_completed(client: Client) -> None:
-    events = await collect(client.stream(msg("tck-stream-001")))
-    assert events[0].task is not None
-    assert [e.artifact_update.artifact.parts[0].text for e in events if e.artifact_update] == [
-        "Stream hello from TCK"
-    ]
-    assert state_of(events[-1]) is TaskState.COMPLETED
-
-
-async def test_stream_of_a_direct_message_is_one_event(client: Client) -> None:
-    events = await collect(client.stream(msg("tck-message-response")))
-    assert len(events) == 1 and events[0].message is not None
-
-
-async def test_subscribe_gets_the_snapshot_then_the_cancel(client: Client) -> None:
-    config = m.SendMessageConfiguration(return_immediately=True)
-    task = await client.send(msg("tck-long-running"), configuration=config)
-    assert isinstance(task, m.Task)
-    events: list[m.StreamResponse] = []
-    async with asyncio.timeout(WAIT):
-        async for event in client.subscribe(task.id):
-            events.append(event)
-            if len(events) == 1:
-                assert event.task is not None and event.task.id == task.id
-                await client.cancel_task(task.id)
-    assert state_of(events[-1]) is TaskState.CANCELED
-
-
 async def test_stream_errors_are_typed(client: Client) -> None:
     task = await client.send(msg("tck-complete-task"))
     assert isinstance(task, m.Task)
@@ -255,27 +203,6 @@ async def test_stream_errors_are_typed(client: Client) -> None:
     with pytest.raises(TaskNotFoundError) as caught:
         await collect(client.subscribe("no-such-task"))
     assert caught.value.metadata.get("taskId") == "no-such-task"
-
-
-async def test_push_config_calls_raise_push_not_supported(client: Client) -> None:
-    task = await client.send(msg("tck-complete-task"))
-    assert isinstance(task, m.Task)
-    calls = [
-        client.create_push_config(task.id, "https://example.com/hook", token="t"),
-        client.get_push_config(task.id, "c1"),
-        client.list_push_configs(task.id),
-        client.delete_push_config(task.id, "c1"),
-    ]
-    for call in calls:
-        with pytest.raises(PushNotificationNotSupportedError) as caught:
-            await call
-        assert caught.value.reason == "PUSH_NOTIFICATION_NOT_SUPPORTED"
-
-
-async def test_extended_card_when_not_offered_is_unsupported(client: Client) -> None:
-    assert not client.card.capabilities.extended_agent_card
-    with pytest.raises(UnsupportedOperationError):
-        await client.get_extended_card()
 
 
 async def test_extended_card_is_served(serve: Any) -> None:
