@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -472,3 +473,61 @@ async def test_streaming_an_answer_into_a_waiting_task_follows_it_to_the_end(
         assert second[-1].status_update is not None
         assert second[-1].status_update.status.state is TaskState.COMPLETED
         assert any(e.artifact_update is not None for e in second)
+
+
+# -- what the client sends is strict v1.0 ----------------------------------------------------------------
+
+
+async def test_every_json_rpc_request_parses_strictly_into_the_proto(tck: RunningServer) -> None:
+    from conftest import assert_proto
+    from skillwire.protocol.operations import spec_of
+
+    bodies: list[bytes] = []
+
+    async def record(request: httpx.Request) -> None:
+        if request.method == "POST":
+            bodies.append(request.content)
+
+    async with (
+        httpx.AsyncClient(event_hooks={"request": [record]}) as http,
+        await Client.connect(tck.url, bindings=("JSONRPC",), http=http, timeout=WAIT) as client,
+    ):
+        message = m.Message(
+            message_id="m-1",
+            role=m.Role.USER,
+            parts=[
+                m.Part(text="tck-long-running"),
+                m.Part(data={"n": 1}),
+                m.Part(raw=b"\x00\x01", filename="a.bin"),
+            ],
+            metadata={"skillId": "x"},
+        )
+        config = m.SendMessageConfiguration(
+            return_immediately=True, history_length=2, accepted_output_modes=["text/plain"]
+        )
+        task = await client.send(message, configuration=config, metadata={"k": [1, "two"]})
+        assert isinstance(task, m.Task)
+        await client.get_task(task.id, history_length=0)
+        await client.list_tasks(
+            context_id=task.context_id, status=TaskState.WORKING, page_size=5, include_artifacts=True
+        )
+        await client.cancel_task(task.id, metadata={"why": "test"})
+        [e async for e in client.stream(msg("tck-complete-task"))]
+        with pytest.raises(Exception):  # noqa: B017 - only the request's shape matters here
+            [e async for e in client.subscribe(task.id, resume=False)]
+        for call in (
+            client.create_push_config(task.id, "https://example.com/hook", id="c1", token="t"),
+            client.get_push_config(task.id, "c1"),
+            client.list_push_configs(task.id, page_size=3),
+            client.delete_push_config(task.id, "c1"),
+            client.get_extended_card(),
+        ):
+            with pytest.raises(Exception):  # noqa: B017 - push and the extended card are off
+                await call
+    methods = set()
+    for body in bodies:
+        envelope = json.loads(body)
+        methods.add(envelope["method"])
+        request_type = spec_of(Operation(envelope["method"])).request_type.__name__
+        assert_proto(envelope["params"], request_type)
+    assert methods == {op.value for op in Operation}
