@@ -840,3 +840,12 @@ def test_credentials_go_where_the_card_says(
     with pytest.raises(SystemExit) as usage:
         main(["send", srv.url, "Ada", "--credential", "oops"])
     assert usage.value.code == 2 and "SCHEME=SECRET" in capsys.readouterr().err
+
+
+def test_text_may_come_after_the_options(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "send", greeter.url, "--skill", "greet", "Ada")
+    assert code == 0, err
+    assert "Hi Ada!" in out
+    with pytest.raises(SystemExit) as usage:
+        main(["send", greeter.url, "--skill", "greet", "Ada", "Lovelace"])
+    assert usage.value.code == 2 and "unrecognized arguments: Ada Lovelace" in capsys.readouterr().err

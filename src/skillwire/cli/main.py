@@ -164,8 +164,21 @@ def _check(folder: str) -> int:
     return 0
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    # argparse gives an optional positional its value only before the first option, so in
+    # `skillwire send URL --skill greet Ada` the TEXT would be "unrecognized": take it as TEXT.
+    lone = extra[0] if len(extra) == 1 else None
+    if getattr(args, "command", None) == "send" and args.text is None and lone and not lone.startswith("-"):
+        args.text, extra = lone, []
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     level = getattr(args, "log_level", "warning").upper()
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
