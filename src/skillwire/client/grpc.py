@@ -21,11 +21,12 @@ Every call carries the metadata ``a2a-version: 1.0`` and the ``headers``, names 
 (``content-type``, ``host``, ``connection``, ``te``, ``grpc-*`` ...) are left out; a ``-bin`` header's value
 is sent as its UTF-8 bytes.
 
-Messages cross through ProtoJSON, so the msgspec Structs stay the one source of truth: a request Struct is
-encoded with msgspec and parsed strictly into its protobuf message (one it cannot hold is
-:class:`InvalidParamsError`, raised before anything is sent); a reply is printed with ``json_format`` (camelCase
-names, fields without presence printed even when empty) and decoded into :data:`RESPONSE_TYPES` or
-:class:`StreamResponse` (one that does not decode is :class:`InvalidResponseError`). Numbers in ``data`` and
+Messages are converted by :mod:`skillwire.wire.protobuf`, directly but with the results of ProtoJSON, so the
+msgspec Structs stay the one source of truth: a request Struct becomes its protobuf message as
+``json_format.Parse`` would make it from msgspec's JSON (one it cannot hold is :class:`InvalidParamsError`,
+raised before anything is sent); a reply becomes :data:`RESPONSE_TYPES` or :class:`StreamResponse` as if
+printed with ``json_format`` (fields without presence printed even when empty) and decoded by msgspec (one that
+does not decode is :class:`InvalidResponseError`). Numbers in ``data`` and
 ``metadata`` are doubles in protobuf (``google.protobuf.Value``): an integral one comes back as an int (42, not
 42.0, up to 2**53), which is what the agent meant unless it meant the float 42.0.
 
@@ -69,7 +70,6 @@ import msgspec
 try:
     import grpc  # type: ignore[import-untyped]
     from a2a.types import a2a_pb2, a2a_pb2_grpc
-    from google.protobuf import json_format  # type: ignore[import-untyped]
     from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
@@ -86,6 +86,7 @@ from skillwire.errors import (
 )
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
+from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
 __all__ = ["GrpcTransport", "error_from_rpc", "grpc_target"]
 
@@ -158,39 +159,22 @@ def _metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str | bytes
     return tuple((k, v.encode() if k.endswith("-bin") else v) for k, v in out.items())
 
 
-# -- ProtoJSON bridge -------------------------------------------------------------------------------------
-
-
-def _number(literal: str) -> int | float:
-    """A number in ``data`` or ``metadata``: protobuf carried it as a double; integral means int."""
-    value = float(literal)
-    return int(value) if value.is_integer() and abs(value) <= 2**53 else value
-
-
-_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
+# -- protobuf <-> Struct -----------------------------------------------------------------------------------
 
 
 def _to_struct(message: Any, type_: type[msgspec.Struct]) -> Any:
-    decoder = _decoders.get(type_)
-    if decoder is None:
-        decoder = _decoders[type_] = msgspec.json.Decoder(type_, float_hook=_number)
     try:
-        text = json_format.MessageToJson(
-            message, preserving_proto_field_name=False, always_print_fields_with_no_presence=True, indent=None
-        )
-        return decoder.decode(text)
-    except (json_format.Error, ValueError, msgspec.DecodeError) as exc:
+        return message_to_struct(message, type_, with_defaults=True)
+    except (ValueError, msgspec.DecodeError) as exc:  # ConversionError is a ValueError
         raise InvalidResponseError(f"not a valid {type_.__name__}: {exc}") from None
 
 
 def _to_message(request: msgspec.Struct, message_type: Any) -> Any:
-    message = message_type()
     try:
-        json_format.Parse(msgspec.json.encode(request), message, ignore_unknown_fields=False)
-    except json_format.ParseError as exc:
-        name = message.DESCRIPTOR.full_name
+        return struct_to_message(request, message_type)
+    except ConversionError as exc:
+        name = message_type.DESCRIPTOR.full_name
         raise InvalidParamsError(f"the request is not a valid {name}: {exc}") from None
-    return message
 
 
 # -- errors -----------------------------------------------------------------------------------------------

@@ -13,11 +13,12 @@ and a2a-sdk, whose generated ``a2a_pb2`` / ``a2a_pb2_grpc`` modules define the s
     await app.shutdown()                 # settle tasks and end open streams, then close the store
     await stopping
 
-Each rpc crosses into skillwire through ProtoJSON, so the msgspec Structs stay the one source of truth: the
-request message is printed with ``json_format.MessageToJson`` and decoded into the operation's request
-Struct, the result Struct is encoded with msgspec and parsed strictly into the response message. A request
-that does not decode (a missing ``message``, a part with no content, an empty ``id``: protobuf cannot tell
-``""`` from unset, so it is missing) is ``INVALID_ARGUMENT`` naming the field, as on JSON-RPC.
+Each rpc crosses into skillwire by :mod:`skillwire.wire.protobuf`, which converts between the protobuf
+messages and the msgspec Structs directly, with the results of the ProtoJSON route (the request printed with
+``json_format.MessageToJson`` and decoded into the operation's request Struct, the result Struct encoded with
+msgspec and parsed into the response message), so the Structs stay the one source of truth. A request that
+does not decode (a missing ``message``, a part with no content, an empty ``id``: protobuf cannot tell ``""``
+from unset, so it is missing; NaN in a ``Value``) is ``INVALID_ARGUMENT`` naming the field, as on JSON-RPC.
 
 The ``a2a-version`` metadata is negotiated like the ``A2A-Version`` header: a missing value means 0.3, which
 is not served, so the call fails with VersionNotSupportedError. ``a2a-extensions`` (comma-separated URIs) is
@@ -59,7 +60,7 @@ import msgspec
 try:
     import grpc  # type: ignore[import-untyped]
     from a2a.types import a2a_pb2, a2a_pb2_grpc
-    from google.protobuf import any_pb2, empty_pb2, json_format  # type: ignore[import-untyped]
+    from google.protobuf import any_pb2, empty_pb2  # type: ignore[import-untyped]
     from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
@@ -79,6 +80,7 @@ from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
+from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
 __all__ = ["GRPC_STATUSES_V1_0_0", "GRPC_STATUS_OVERRIDES", "GrpcServer"]
 
@@ -101,24 +103,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 S = TypeVar("S", bound=msgspec.Struct)
 
 
-# -- ProtoJSON bridge ---------------------------------------------------------------------------------------
-
-
-def _number(literal: str) -> int | float:
-    """A float literal in user JSON (``metadata``, ``Part.data``). Protobuf holds every number as a double
-    and Python prints 42 as ``42.0``; give integral values back as ints, as a JSON-RPC client would send."""
-    value = float(literal)
-    return int(value) if value.is_integer() and abs(value) <= 2**53 else value
-
-
-_decoders: dict[type[msgspec.Struct], msgspec.json.Decoder[Any]] = {}
-
-
-def _decoder(type_: type[msgspec.Struct]) -> msgspec.json.Decoder[Any]:
-    decoder = _decoders.get(type_)
-    if decoder is None:
-        decoder = _decoders[type_] = msgspec.json.Decoder(type_, float_hook=_number)
-    return decoder
+# -- protobuf <-> Struct ------------------------------------------------------------------------------------
 
 
 def _violation(error: msgspec.ValidationError) -> tuple[str, str]:
@@ -136,28 +121,21 @@ def _violation(error: msgspec.ValidationError) -> tuple[str, str]:
 
 
 def to_struct(message: Any, type_: type[S]) -> S:
-    """The request Struct for a protobuf request ``message``; InvalidParamsError if it does not decode."""
+    """The request Struct for a protobuf request ``message``; InvalidParamsError if it does not decode.
+    Fields without presence at their default are absent, so a required one is missing."""
     name = message.DESCRIPTOR.name
     try:
-        text = json_format.MessageToJson(message, preserving_proto_field_name=False, indent=None)
-    except json_format.Error as exc:  # a value ProtoJSON cannot hold, such as NaN in a Struct
-        raise InvalidParamsError(f"Invalid {name}: {exc}") from None
-    try:
-        result: S = _decoder(type_).decode(text)
+        return message_to_struct(message, type_)
     except msgspec.ValidationError as exc:
         field, reason = _violation(exc)
-        raise InvalidParamsError(
-            f"Invalid {name}: {field}: {reason}", field_violations=[(field, reason)]
-        ) from None
-    return result
+    except ConversionError as exc:  # a value ProtoJSON cannot hold, such as NaN in a Struct
+        field, reason = exc.path or "(request)", exc.reason
+    raise InvalidParamsError(f"Invalid {name}: {field}: {reason}", field_violations=[(field, reason)])
 
 
 def to_message(result: Any, message_type: Any) -> Any:
     """The protobuf ``message_type`` for a result Struct (``None`` gives the empty message)."""
-    message = message_type()
-    if result is not None:
-        json_format.Parse(msgspec.json.encode(result), message, ignore_unknown_fields=False)
-    return message
+    return struct_to_message(result, message_type)
 
 
 # -- errors -------------------------------------------------------------------------------------------------
