@@ -167,3 +167,11 @@ def skip_without_service(name: str, detail: str) -> None:
     if os.environ.get("SKILLWIRE_REQUIRE_SERVICES") == "1":
         pytest.fail(message + "; SKILLWIRE_REQUIRE_SERVICES=1 forbids skipping", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def sdk03_python() -> Path:
+    """The python of a venv holding a2a-sdk 0.3, client and server (see tests/sdk03.py)."""
+    import sdk03
+
+    return sdk03.python()

@@ -3,8 +3,8 @@
 Two peers. skillwire's own server answers v0.3 to requests that carry ``A2A-Version: 0.3``, which these
 transports send, on the same endpoints that serve v1.0 (JSON-RPC at the root, HTTP+JSON under ``/v1``).
 And a real a2a-sdk 0.3 agent, ``tests/interop_v03/server.py``, run with the python of a virtualenv holding
-``a2a-sdk[http-server]`` 0.3 and uvicorn (built once and cached beside the client venv of
-tests/test_interop_v03.py, whose helpers it reuses); its card is a pure v0.3 card, which ``Client.connect``
+``a2a-sdk[http-server]`` 0.3 and uvicorn (the venv of tests/test_interop_v03.py, built once and cached,
+whose fixture and helpers it reuses); its card is a pure v0.3 card, which ``Client.connect``
 reads through the v0.3 codec. Clients are made by hand (``Client(transport, card=..., interface=...)``)
 from the card as ``card_from_v03`` reads it, except in the test of ``Client.connect`` itself. If PyPI cannot be reached the a2a-sdk tests skip, or fail when
 ``SKILLWIRE_REQUIRE_SERVICES=1``.
@@ -13,11 +13,8 @@ from the card as ``card_from_v03`` reads it, except in the test of ``Client.conn
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
-import shutil
 import subprocess
-import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,6 +27,7 @@ import msgspec
 import pytest
 
 from conftest import RunningServer, assert_proto, example_agent
+from sdk03 import client_env, tail
 from skillwire import Agent
 from skillwire.client import AgentConnectionError, Client, RetryPolicy, select_interface
 from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
@@ -44,7 +42,7 @@ from skillwire.errors import (
 from skillwire.protocol import models as m
 from skillwire.protocol.states import TaskState
 from skillwire.wire import v03
-from test_interop_v03 import A2A_SDK_03, _client_env, _tail, _unavailable, _venv_python, tck_agent
+from test_interop_v03 import tck_agent
 
 S = TaskState
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -260,15 +258,8 @@ async def test_push_configs_are_refused_by_an_agent_without_them(client: Client)
 
 async def test_extended_card(serve: Callable[[Any], RunningServer], binding: str) -> None:
     agent = example_agent("greeter")
-    # The extended card names its own interfaces: v0.3 has no card without a url (see the report on
-    # extended cards without interfaces in the server's v0.3 path).
-    extended = msgspec.structs.replace(
-        agent.card(),
-        name="Greeter (extended)",
-        supported_interfaces=[
-            m.AgentInterface(url="http://agent.example/", protocol_binding="JSONRPC", protocol_version="0.3")
-        ],
-    )
+    # Built without interfaces, as Agent.card() makes it: the server lists the public card's.
+    extended = msgspec.structs.replace(agent.card(), name="Greeter (extended)")
     with_card = Agent(
         agent.name,
         agent.description,
@@ -284,69 +275,12 @@ async def test_extended_card(serve: Callable[[Any], RunningServer], binding: str
         reply = await client.send('{"name": "Ada", "style": "formal"}')
     assert card.name == "Greeter (extended)"
     assert [s.id for s in card.skills] == [s.id for s in extended.skills]
-    assert card.supported_interfaces == extended.supported_interfaces
+    assert card.supported_interfaces[0].url.rstrip("/") == srv.url
+    assert card.supported_interfaces[0].protocol_version.startswith("0.3")
     assert isinstance(reply, m.Task) and reply.status.state is S.COMPLETED
 
 
 # -- against a real a2a-sdk 0.3 agent ----------------------------------------------------------------------
-
-
-def _has_server_sdk(venv: Path) -> bool:
-    python = _venv_python(venv)
-    if not python.exists():
-        return False
-    probe = "import importlib.metadata as m, a2a.server.apps, uvicorn, fastapi; print(m.version('a2a-sdk'))"
-    try:
-        done = subprocess.run(
-            [str(python), "-c", probe], capture_output=True, text=True, timeout=60, env=_client_env()
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and done.stdout.strip() == A2A_SDK_03
-
-
-def _build_server_venv(target: Path) -> None:
-    """A venv with ``a2a-sdk[http-server]==A2A_SDK_03``, uvicorn and httpx, built beside ``target``."""
-    build = target.with_name(f"{target.name}.build-{os.getpid()}")
-    shutil.rmtree(build, ignore_errors=True)
-    build.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        made = subprocess.run(
-            [sys.executable, "-m", "venv", str(build)], capture_output=True, text=True, timeout=180
-        )
-        if made.returncode != 0:
-            _unavailable(f"`python -m venv` failed:\n{_tail(made.stderr)}")
-        install = [
-            str(_venv_python(build)), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-            "--quiet", "--timeout", "30", "--retries", "1", f"a2a-sdk[http-server]=={A2A_SDK_03}", "uvicorn",
-            "httpx",
-        ]  # fmt: skip
-        try:
-            pip = subprocess.run(install, capture_output=True, text=True, timeout=600, env=_client_env())
-        except subprocess.TimeoutExpired:
-            _unavailable(f"pip did not install a2a-sdk[http-server]=={A2A_SDK_03} within 600 s")
-        if pip.returncode != 0:
-            _unavailable(f"pip could not install a2a-sdk[http-server]=={A2A_SDK_03}:\n{_tail(pip.stderr)}")
-        if not _has_server_sdk(build):
-            _unavailable(f"a2a-sdk[http-server]=={A2A_SDK_03} was installed but its server does not import")
-        shutil.rmtree(target, ignore_errors=True)
-        try:
-            build.rename(target)
-        except OSError:
-            if not _has_server_sdk(target):  # another run did not put a good one there at the same time
-                raise
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def sdk03_server_python() -> Path:
-    """The python of a venv holding the a2a-sdk 0.3 server (built once, then reused from the cache)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    venv = cache / "skillwire-tests" / "a2a-sdk-0.3-server"
-    if not _has_server_sdk(venv):
-        _build_server_venv(venv)
-    return _venv_python(venv)
 
 
 @dataclass
@@ -356,16 +290,16 @@ class Peer:
 
 
 @pytest.fixture(scope="module")
-def peer(sdk03_server_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
+def peer(sdk03_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
     """tests/interop_v03/server.py, serving on a free port until the module's tests are done."""
     log_path = tmp_path_factory.mktemp("sdk03-server") / "stderr.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [str(sdk03_server_python), str(SERVER), "0"],
+            [str(sdk03_python), str(SERVER), "0"],
             stdout=subprocess.PIPE,
             stderr=log,  # a file, not a pipe nobody reads: the server's warnings never block it
             text=True,
-            env=_client_env(),
+            env=client_env(),
         )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(target=lambda: lines.put(process.stdout.readline() if process.stdout else ""))
@@ -376,7 +310,7 @@ def peer(sdk03_server_python: Path, tmp_path_factory: pytest.TempPathFactory) ->
         except queue.Empty:
             ready = ""
         if not ready.startswith("READY "):
-            pytest.fail(f"the a2a-sdk 0.3 server did not start:\n{_tail(log_path.read_text(), 40)}")
+            pytest.fail(f"the a2a-sdk 0.3 server did not start:\n{tail(log_path.read_text(), 40)}")
         yield Peer(f"http://127.0.0.1:{int(ready.split()[1])}", process)
     finally:
         process.terminate()

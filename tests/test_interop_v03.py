@@ -4,10 +4,9 @@ A v0.3 client sends no ``A2A-Version`` header, so skillwire speaks v0.3 to it on
 serve v1.0: JSON-RPC ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel`` and
 ``tasks/resubscribe`` at the server root, and the v0.3 HTTP+JSON binding under ``/v1/...``.
 
-a2a-sdk 0.3 cannot be installed beside the a2a-sdk 1.x of the test venv, so a session fixture builds a
-virtualenv holding it (cached in ``$XDG_CACHE_HOME/skillwire-tests/a2a-sdk-0.3``, ``~/.cache`` by default,
-and reused while its ``a2a-sdk`` is the pinned version) and each test runs ``tests/interop_v03/client.py``
-with that venv's python against a server started in this process. The script resolves the agent card with
+a2a-sdk 0.3 cannot be installed beside the a2a-sdk 1.x of the test venv, so each test runs
+``tests/interop_v03/client.py`` with the python of a virtualenv holding it (the ``sdk03_python`` fixture,
+built and cached by tests/sdk03.py) against a server started in this process. The script resolves the agent card with
 the sdk's ``A2ACardResolver``, builds its client with ``ClientFactory`` restricted to one transport, runs a
 scenario and prints what the sdk returned as v0.3 JSON. If PyPI cannot be reached the sdk tests skip, or
 fail when ``SKILLWIRE_REQUIRE_SERVICES=1`` (CI).
@@ -19,10 +18,7 @@ that one task store serves both protocol versions.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -33,102 +29,15 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, RunningServer, assert_rpc_result, example_agent, rpc
+from sdk03 import client_env, tail
 from skillwire import Agent
 
-A2A_SDK_03 = "0.3.26"  # the newest a2a-sdk 0.3 release
 CLIENT = Path(__file__).resolve().parent / "interop_v03" / "client.py"
 WAIT = 15.0
 CLIENT_TIMEOUT = 90.0
-REQUIRE_ENV = "SKILLWIRE_REQUIRE_SERVICES"
 TRANSPORTS = ["JSONRPC", "HTTP+JSON"]
 
 Json = dict[str, Any]
-
-
-# -- the a2a-sdk 0.3 virtualenv ----------------------------------------------------------------------------
-
-
-def _unavailable(reason: str) -> None:
-    message = f"a2a-sdk {A2A_SDK_03} client unavailable: {reason}"
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{message}; {REQUIRE_ENV}=1 forbids skipping", pytrace=False)
-    pytest.skip(message)
-
-
-def _venv_python(venv: Path) -> Path:
-    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
-def _client_env() -> dict[str, str]:
-    """The environment for the 0.3 venv's python: nothing of the test venv leaks in, loopback unproxied."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env["PYTHONNOUSERSITE"] = "1"
-    env["NO_PROXY"] = ",".join(filter(None, [env.get("NO_PROXY", ""), "127.0.0.1", "localhost"]))
-    return env
-
-
-def _has_sdk(venv: Path) -> bool:
-    """``venv`` imports a2a's client and httpx, and its a2a-sdk is the pinned version."""
-    python = _venv_python(venv)
-    if not python.exists():
-        return False
-    probe = "import importlib.metadata as m, a2a.client, httpx; print(m.version('a2a-sdk'))"
-    try:
-        done = subprocess.run(
-            [str(python), "-c", probe], capture_output=True, text=True, timeout=60, env=_client_env()
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0 and done.stdout.strip() == A2A_SDK_03
-
-
-def _tail(text: str, lines: int = 15) -> str:
-    """The last ``lines`` lines of ``text``, without pip's warnings about local index folders."""
-    kept = [line for line in text.strip().splitlines() if not line.startswith("WARNING: Location")]
-    return "\n".join(kept[-lines:])
-
-
-def _build_venv(target: Path) -> None:
-    """Create a venv with ``a2a-sdk==A2A_SDK_03`` and httpx beside ``target`` and move it into place."""
-    build = target.with_name(f"{target.name}.build-{os.getpid()}")
-    shutil.rmtree(build, ignore_errors=True)
-    build.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        made = subprocess.run(
-            [sys.executable, "-m", "venv", str(build)], capture_output=True, text=True, timeout=180
-        )
-        if made.returncode != 0:
-            _unavailable(f"`python -m venv` failed:\n{_tail(made.stderr)}")
-        install = [
-            str(_venv_python(build)), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-            "--quiet", "--timeout", "30", "--retries", "1", f"a2a-sdk=={A2A_SDK_03}", "httpx",
-        ]  # fmt: skip
-        try:
-            pip = subprocess.run(install, capture_output=True, text=True, timeout=600, env=_client_env())
-        except subprocess.TimeoutExpired:
-            _unavailable(f"pip did not install a2a-sdk=={A2A_SDK_03} from PyPI within 600 s")
-        if pip.returncode != 0:
-            _unavailable(f"pip could not install a2a-sdk=={A2A_SDK_03} from PyPI:\n{_tail(pip.stderr)}")
-        if not _has_sdk(build):
-            _unavailable(f"a2a-sdk=={A2A_SDK_03} was installed but `import a2a.client` fails")
-        shutil.rmtree(target, ignore_errors=True)
-        try:
-            build.rename(target)
-        except OSError:
-            if not _has_sdk(target):  # another run did not put a good one there at the same time
-                raise
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
-
-
-@pytest.fixture(scope="session")
-def sdk03_python() -> Path:
-    """The python of a venv holding a2a-sdk 0.3 (built once, then reused from the cache)."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    venv = cache / "skillwire-tests" / "a2a-sdk-0.3"
-    if not _has_sdk(venv):
-        _build_venv(venv)
-    return _venv_python(venv)
 
 
 # -- running the 0.3 client --------------------------------------------------------------------------------
@@ -146,12 +55,12 @@ class Sdk03:
         command = [str(self.python), str(CLIENT), self.srv.url, self.transport, scenario]
         try:
             done = subprocess.run(
-                command, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, env=_client_env()
+                command, capture_output=True, text=True, timeout=CLIENT_TIMEOUT, env=client_env()
             )
         except subprocess.TimeoutExpired as e:
             pytest.fail(f"the a2a-sdk 0.3 client did not finish {scenario!r} in {CLIENT_TIMEOUT} s: {e}")
         if done.returncode != 0:
-            pytest.fail(f"the a2a-sdk 0.3 client failed in {scenario!r}:\n{_tail(done.stderr, 40)}")
+            pytest.fail(f"the a2a-sdk 0.3 client failed in {scenario!r}:\n{tail(done.stderr, 40)}")
         result: Json = json.loads(done.stdout)
         self.check_requests(result["requests"])
         return result
