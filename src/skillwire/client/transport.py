@@ -349,6 +349,8 @@ def _seg(value: str) -> str:
 class RestTransport(_HttpTransport):
     """The HTTP+JSON binding: the v1.0 paths under ``url`` (no ``/v1``), AIP-193 errors."""
 
+    # The protocol-version seams (the v0.3 transport overrides these, and ``_failure``).
+
     def _target(self, operation: Operation, request: Any) -> tuple[str, str, bytes | None, dict[str, str]]:
         """(method, path, body, query) for ``request``."""
         tenant = getattr(request, "tenant", "")
@@ -379,6 +381,19 @@ class RestTransport(_HttpTransport):
             return "DELETE", f"{configs}/{_seg(request.id)}", None, {}
         raise ValueError(f"no REST route for {operation!r}")  # pragma: no cover - the table is complete
 
+    def _error(self, operation: Operation, response: httpx.Response, body: bytes) -> Exception:
+        """What a unary call answered with an HTTP error raises."""
+        return self._failure(response, body)
+
+    def _result(self, operation: Operation, request: msgspec.Struct, content: bytes) -> Any:
+        """The response Struct of a unary ``operation`` from its body."""
+        type_ = RESPONSE_TYPES[operation]
+        return None if type_ is None else _decode(content, type_)
+
+    def _event(self, data: bytes) -> m.StreamResponse:
+        """One stream event from its SSE ``data``."""
+        return _decode(data, m.StreamResponse)  # type: ignore[no-any-return]
+
     def _failure(self, response: httpx.Response, body: bytes) -> Exception:
         if response.status_code in (429, 503):
             return _status_error(response, body)
@@ -399,11 +414,8 @@ class RestTransport(_HttpTransport):
         response = await self._request(method, self._url(path, query), body)
         content = response.content
         if not response.is_success:
-            raise self._failure(response, content)
-        type_ = RESPONSE_TYPES[operation]
-        if type_ is None:
-            return None
-        return _decode(content, type_)
+            raise self._error(operation, response, content)
+        return self._result(operation, request, content)
 
     async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
         if operation not in STREAMING_OPERATIONS:
@@ -415,4 +427,4 @@ class RestTransport(_HttpTransport):
                     decoded = _json(data)
                     error = error_from_details(decoded.get("error")) if isinstance(decoded, dict) else None
                     raise error or InvalidResponseError(f"a stream error: {data[:200]!r}")
-                yield _decode(data, m.StreamResponse)
+                yield self._event(data)

@@ -19,8 +19,7 @@ until the server ends it; v0.3's ``final`` flag is not needed to stop reading.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -28,9 +27,8 @@ import msgspec
 
 from skillwire.client.errors import InvalidResponseError
 from skillwire.client.transport import (
-    STREAMING_OPERATIONS,
     JsonRpcTransport,
-    _HttpTransport,
+    RestTransport,
     _json,
     _status_error,
     error_from_details,
@@ -95,7 +93,7 @@ class V03JsonRpcTransport(JsonRpcTransport):
         return _decoded(v03.decode_event, raw)
 
 
-class V03RestTransport(_HttpTransport):
+class V03RestTransport(RestTransport):
     """The v0.3 HTTP+JSON binding: ProtoJSON of the v0.3 gRPC messages at ``/v1/...`` under ``url``."""
 
     version = A2A_VERSION_03
@@ -122,25 +120,11 @@ class V03RestTransport(_HttpTransport):
         subscribe = response.request.url.path.endswith(":subscribe")
         return self._error(_O.SUBSCRIBE_TO_TASK if subscribe else _O.SEND_STREAMING_MESSAGE, response, body)
 
-    async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
-        if operation in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} streams: use stream()")
-        method, path, body, query = v03.encode_rest_request(operation, request)
-        response = await self._request(method, self._url(path, query), body)
-        content = response.content
-        if not response.is_success:
-            raise self._error(operation, response, content)
-        decoded = _decoded(lambda raw: v03.decode_rest_result(operation, raw), content)
-        return _trim_history(request, decoded)
+    def _target(self, operation: Operation, request: Any) -> tuple[str, str, bytes | None, dict[str, str]]:
+        return v03.encode_rest_request(operation, request)
 
-    async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
-        if operation not in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} does not stream: use send()")
-        method, path, body, query = v03.encode_rest_request(operation, request)
-        async with contextlib.aclosing(self._sse(method, str(self._url(path, query)), body)) as events:
-            async for data in events:
-                if data.startswith(b'{"error"'):
-                    decoded = _json(data)
-                    error = error_from_details(decoded.get("error")) if isinstance(decoded, dict) else None
-                    raise error or InvalidResponseError(f"a stream error: {data[:200]!r}")
-                yield _decoded(v03.decode_rest_event, data)
+    def _result(self, operation: Operation, request: msgspec.Struct, content: bytes) -> Any:
+        return _trim_history(request, _decoded(lambda raw: v03.decode_rest_result(operation, raw), content))
+
+    def _event(self, data: bytes) -> m.StreamResponse:
+        return _decoded(v03.decode_rest_event, data)
