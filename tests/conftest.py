@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -175,3 +176,57 @@ def sdk03_python() -> Path:
     import sdk03
 
     return sdk03.python()
+
+
+# -- helpers of the client tests ---------------------------------------------------------------------------
+
+#: The cap on a client test's wait for a stream, in seconds.
+STREAM_WAIT = 10.0
+
+
+async def collect(events: Any, wait: float = STREAM_WAIT) -> list[Any]:
+    """Every event of a client stream, within ``wait`` seconds."""
+    async with asyncio.timeout(wait):
+        return [event async for event in events]
+
+
+def state_of(event: Any) -> Any:
+    """The task state a StreamResponse event carries (None for messages and artifact updates)."""
+    if event.task is not None:
+        return event.task.status.state
+    if event.status_update is not None:
+        return event.status_update.status.state
+    return None
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """An event the test sets to let :func:`gated_agent` finish; set at teardown so no task is left waiting."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def gated_agent(gate: threading.Event, wait: float = STREAM_WAIT) -> Agent:
+    """Streams artifact a1, waits for ``gate`` (the test opens it once it has seen a1), then a2 and completes."""
+
+    async def run(context: Any, events: Any) -> None:
+        await events.working()
+        await events.artifact("one", artifact_id="a1")
+        await asyncio.to_thread(gate.wait, wait)
+        await events.artifact("two", artifact_id="a2")
+        await events.complete("done")
+
+    return Agent("gated", "Waits for the test between two artifacts.", executor=run)
+
+
+class RecordingHandler:
+    """Wraps a request handler (``asgi(handler=RecordingHandler)``) and records each call's headers."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.headers: list[dict[str, str]] = []
+
+    async def handle(self, operation: Any, params: Any, context: Any) -> Any:
+        self.headers.append(dict(context.headers))
+        return await self.inner.handle(operation, params, context)

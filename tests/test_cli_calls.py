@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from conftest import EXAMPLES, RunningServer, assert_proto, free_port
+from conftest import EXAMPLES, RecordingHandler, RunningServer, assert_proto, free_port
 from skillwire import A2AApplication, Agent, RequestContext, TaskEvents
 from skillwire.cli import calls
 from skillwire.cli.main import main
@@ -813,17 +813,13 @@ def test_send_over_grpc(serve: Serve, capsys: pytest.CaptureFixture[str]) -> Non
 def test_credentials_go_where_the_card_says(
     serve: Serve, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    seen: list[dict[str, str]] = []
+    made: list[RecordingHandler] = []
 
-    class Recording:
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
+    def recording(runtime: Any) -> RecordingHandler:
+        made.append(RecordingHandler(runtime))
+        return made[-1]
 
-        async def handle(self, operation: Any, params: Any, context: Any) -> Any:
-            seen.append(dict(context.headers))
-            return await self.inner.handle(operation, params, context)
-
-    app = Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", handler=Recording)
+    app = Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", handler=recording)
     schemes = {
         "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
         "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://id.example/"}},
@@ -836,7 +832,8 @@ def test_credentials_go_where_the_card_says(
         capsys, "send", srv.url, "Ada", "--credential", "apiKey=k1", "--credential", f"oidc=@{token}"
     )
     assert code == 0, err
-    assert seen[-1]["x-api-key"] == "k1" and seen[-1]["authorization"] == "Bearer tok-1"
+    seen = made[0].headers[-1]
+    assert seen["x-api-key"] == "k1" and seen["authorization"] == "Bearer tok-1"
     with pytest.raises(SystemExit) as usage:
         main(["send", srv.url, "Ada", "--credential", "oops"])
     assert usage.value.code == 2 and "SCHEME=SECRET" in capsys.readouterr().err

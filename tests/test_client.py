@@ -14,8 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import RunningServer, example_agent
-from skillwire import Agent, RequestContext, TaskEvents
+from conftest import RunningServer, collect, example_agent, gated_agent, state_of
 from skillwire.client import (
     AgentConnectionError,
     Client,
@@ -57,19 +56,6 @@ async def client(request: pytest.FixtureRequest, tck: RunningServer) -> AsyncIte
     async with await Client.connect(tck.url, bindings=(request.param,), timeout=WAIT) as c:
         assert c.interface is not None and c.interface.protocol_binding == request.param
         yield c
-
-
-async def collect(events: AsyncIterator[m.StreamResponse]) -> list[m.StreamResponse]:
-    async with asyncio.timeout(WAIT):
-        return [event async for event in events]
-
-
-def state_of(event: m.StreamResponse) -> TaskState | None:
-    if event.task is not None:
-        return event.task.status.state
-    if event.status_update is not None:
-        return event.status_update.status.state
-    return None
 
 
 # -- every operation, every binding ------------------------------------------------------------------------
@@ -388,24 +374,6 @@ class CutStream:
             return {"type": "http.disconnect"}
 
         await self.app(scope, receive_, send_)
-
-
-@pytest.fixture
-def gate() -> Any:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-def gated_agent(gate: threading.Event) -> Agent:
-    async def run(context: RequestContext, events: TaskEvents) -> None:
-        await events.working()
-        await events.artifact("one", artifact_id="a1")
-        await asyncio.to_thread(gate.wait, WAIT)  # the test opens the gate once it has seen a1
-        await events.artifact("two", artifact_id="a2")
-        await events.complete("done")
-
-    return Agent("gated", "Waits for the test between two artifacts.", executor=run)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

@@ -22,7 +22,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
-from conftest import RunningServer, example_agent, free_port
+from conftest import RunningServer, collect, example_agent, free_port, gated_agent, state_of
 from skillwire import Agent, CallContext, RequestContext, TaskEvents
 from skillwire.client import (
     AgentConnectionError,
@@ -57,19 +57,6 @@ def msg(prefix: str, text: str = "hi") -> m.Message:
 
 def send_request(prefix: str, **fields: Any) -> m.SendMessageRequest:
     return m.SendMessageRequest(message=msg(prefix), **fields)
-
-
-async def collect(events: AsyncIterator[m.StreamResponse]) -> list[m.StreamResponse]:
-    async with asyncio.timeout(WAIT):
-        return [event async for event in events]
-
-
-def state_of(event: m.StreamResponse) -> TaskState | None:
-    if event.task is not None:
-        return event.task.status.state
-    if event.status_update is not None:
-        return event.status_update.status.state
-    return None
 
 
 def grpc_client(srv: RunningServer, transport: GrpcTransport | None = None) -> Client:
@@ -412,24 +399,6 @@ class Watch:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
-
-
-@pytest.fixture
-def gate() -> Any:
-    event = threading.Event()
-    yield event
-    event.set()
-
-
-def gated_agent(gate: threading.Event) -> Agent:
-    async def run(context: RequestContext, events: TaskEvents) -> None:
-        await events.working()
-        await events.artifact("one", artifact_id="a1")
-        await asyncio.to_thread(gate.wait, WAIT)  # the test opens the gate once the stream is resumed
-        await events.artifact("two", artifact_id="a2")
-        await events.complete("done")
-
-    return Agent("gated", "Waits for the test between two artifacts.", executor=run)
 
 
 async def test_client_resumes_a_broken_stream_without_repeats(

@@ -8,7 +8,6 @@ import base64
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -17,8 +16,8 @@ import httpx
 import msgspec
 import pytest
 
-from conftest import RunningServer, example_agent
-from skillwire import Agent, AgentExtension, CallContext, RequestContext, TaskEvents
+from conftest import RecordingHandler, RunningServer, example_agent
+from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
 from skillwire.client import (
     Client,
     Credentials,
@@ -107,13 +106,6 @@ def slow_agent(gate: threading.Event) -> Agent:
         await events.complete("finished")
 
     return Agent("slow", "Works until the test lets it finish.", executor=run)
-
-
-@pytest.fixture
-def gate() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
@@ -242,23 +234,11 @@ def requirement(*names: str) -> m.SecurityRequirement:
     return m.SecurityRequirement(schemes={n: m.StringList() for n in names})
 
 
-class Recording:
-    """Wraps the runtime and records the headers of every call."""
+def secured_app(requirements: list[m.SecurityRequirement]) -> tuple[Any, list[RecordingHandler]]:
+    made: list[RecordingHandler] = []
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.headers: list[dict[str, str]] = []
-
-    async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
-        self.headers.append(dict(context.headers))
-        return await self.inner.handle(operation, params, context)
-
-
-def secured_app(requirements: list[m.SecurityRequirement]) -> tuple[Any, list[Recording]]:
-    made: list[Recording] = []
-
-    def wrap(runtime: Any) -> Recording:
-        made.append(Recording(runtime))
+    def wrap(runtime: Any) -> RecordingHandler:
+        made.append(RecordingHandler(runtime))
         return made[-1]
 
     app = example_agent("tck").asgi(store="memory://", handler=wrap)

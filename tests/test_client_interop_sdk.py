@@ -23,7 +23,7 @@ import pytest
 import uvicorn
 
 import sdk_agent
-from conftest import free_port
+from conftest import collect, free_port, state_of
 from skillwire.client import Client, HTTPStatusError, TaskFailedError
 from skillwire.errors import (
     InternalError,
@@ -97,19 +97,6 @@ async def client(request: pytest.FixtureRequest, sdk_server: SdkServer) -> Async
         if request.param == "GRPC":  # the card's host:port, the port the lifespan bound
             assert c.interface.url == sdk_server.grpc_url
         yield c
-
-
-def state_of(event: m.StreamResponse) -> TaskState | None:
-    if event.task is not None:
-        return event.task.status.state
-    if event.status_update is not None:
-        return event.status_update.status.state
-    return None
-
-
-async def collect(events: AsyncIterator[m.StreamResponse]) -> list[m.StreamResponse]:
-    async with asyncio.timeout(WAIT):
-        return [event async for event in events]
 
 
 def artifact_texts(task: m.Task) -> list[str]:

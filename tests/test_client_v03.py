@@ -26,7 +26,7 @@ import httpx
 import msgspec
 import pytest
 
-from conftest import RunningServer, assert_proto, example_agent
+from conftest import RunningServer, assert_proto, collect, example_agent
 from sdk03 import client_env, tail
 from skillwire import Agent
 from skillwire.client import AgentConnectionError, Client, RetryPolicy, select_interface
@@ -55,11 +55,6 @@ SERVER = Path(__file__).resolve().parent / "interop_v03" / "server.py"
 
 def msg(prefix: str, text: str = "hi") -> m.Message:
     return m.Message(message_id=f"{prefix}-{uuid.uuid4()}", role=m.Role.USER, parts=[m.Part(text=text)])
-
-
-async def collect(events: AsyncIterator[m.StreamResponse]) -> list[m.StreamResponse]:
-    async with asyncio.timeout(WAIT):
-        return [event async for event in events]
 
 
 def kinds(events: list[m.StreamResponse]) -> list[str]:
