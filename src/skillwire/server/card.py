@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from email.utils import formatdate
 from typing import Any
 
@@ -43,10 +43,12 @@ class CardEndpoint:
         self._encoded: dict[str, tuple[bytes, bytes]] = {}
         self._last_modified = formatdate(time.time(), usegmt=True).encode()
 
-    def base_url(self, scope: Scope) -> str:
+    def base_url(self, scope: Scope, headers: Mapping[str, str] | None = None) -> str:
+        """The base URL a request reached: the public URL if set, else from its Host header (``headers``:
+        the request's headers when already parsed)."""
         if self.public_url:
             return self.public_url
-        host = header_map(scope).get("host")
+        host = (headers if headers is not None else header_map(scope)).get("host")
         if not host:
             server = scope.get("server") or ("127.0.0.1", 80)
             host = f"{server[0]}:{server[1]}"

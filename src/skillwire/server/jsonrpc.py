@@ -8,7 +8,7 @@ an error raised up front is a plain JSON-RPC error response rather than a one-ev
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from types import ModuleType
 from urllib.parse import parse_qs
 
@@ -90,7 +90,7 @@ class JsonRpcEndpoint:
         max_body_bytes: int,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
-        base_url: Callable[[Scope], str] | None = None,
+        base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_body_bytes = max_body_bytes
@@ -162,7 +162,7 @@ class JsonRpcEndpoint:
             extensions=activated,
             binding="JSONRPC",
             headers=headers,
-            base_url=self._base_url(scope) if self._base_url is not None else "",
+            base_url=self._base_url(scope, headers) if self._base_url is not None else "",
         )
         try:
             result = await self.dispatcher.call(operation, params, context)

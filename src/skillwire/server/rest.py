@@ -12,7 +12,7 @@ holding the AIP-193 error object.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -62,7 +62,7 @@ class RestEndpoint:
         max_body_bytes: int,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]],
-        base_url: Callable[[Scope], str] | None = None,
+        base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_body_bytes = max_body_bytes
@@ -139,7 +139,7 @@ class RestEndpoint:
                 extensions=activated,
                 binding="HTTP+JSON",
                 headers=headers,
-                base_url=self._base_url(scope) if self._base_url is not None else "",
+                base_url=self._base_url(scope, headers) if self._base_url is not None else "",
             )
             result = await self.dispatcher.call(operation, params, context)
             streaming = spec_of(operation).streaming
