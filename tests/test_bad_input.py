@@ -39,6 +39,7 @@ from conftest import (
     start_server,
     user_message,
 )
+from skillwire import Limits
 from skillwire.protocol.operations import OPERATIONS_BY_METHOD
 from skillwire.wire.sse import SSEDecoder
 
@@ -210,7 +211,7 @@ def error_code(body: dict[str, Any]) -> int | None:
 @pytest.fixture(scope="module")
 def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     path = tmp_path_factory.mktemp("bad_input") / "t.db"
-    app = example_agent("echo").asgi(store=f"sqlite:///{path}", max_body_bytes=MAX_BODY)
+    app = example_agent("echo").asgi(store=f"sqlite:///{path}", limits=Limits(max_body_bytes=MAX_BODY))
     srv = start_server(app)
     errors = ServerErrors()
     loggers = [logging.getLogger(name) for name in ServerErrors.LOGGERS]

@@ -28,6 +28,7 @@ from skillwire import (
     BaseRequestHandler,
     CallContext,
     GetTaskRequest,
+    Limits,
     RequestContext,
     SQLiteTaskStore,
     TaskEvents,
@@ -258,7 +259,7 @@ async def test_get_is_not_allowed(serve: Any, client: httpx.AsyncClient) -> None
 
 async def test_oversized_body_is_refused(serve: Any, client: httpx.AsyncClient) -> None:
     agent, _ = gated_agent()
-    srv = serve(agent.asgi(store="memory://", max_body_bytes=1000))
+    srv = serve(agent.asgi(store="memory://", limits=Limits(max_body_bytes=1000)))
     body = rpc("SendMessage", {"message": user_message("x" * 2000)})
     response = await post(client, srv, body)
     assert response.status_code == 413

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
@@ -205,7 +206,7 @@ class Agent:
         public_url: str | None = None,
         keepalive: float = 15.0,
         shutdown_grace: float = 5.0,
-        max_body_bytes: int = 10 * 1024 * 1024,
+        limits: Limits | None = None,
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
     ) -> A2AApplication:
@@ -236,7 +237,7 @@ class Agent:
             public_url=public_url,
             keepalive=keepalive,
             shutdown_grace=shutdown_grace,
-            max_body_bytes=max_body_bytes,
+            limits=limits,
             grpc_port=grpc_port,
             grpc_host=grpc_host,
             card_v03_fields=self.card_v03_fields,

@@ -8,6 +8,7 @@ Every protocol error is a subclass of :class:`A2AError` and declares, once, what
     +-- MethodNotFoundError                  -32601  404  NOT_FOUND          (also "not implemented")
     +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT
     +-- InternalError                        -32603  500  INTERNAL
+    |   +-- ServerBusyError                  -32603  503  UNAVAILABLE        (with Retry-After)
     +-- TaskNotFoundError                    -32001  404  NOT_FOUND
     +-- TaskNotCancelableError               -32002  400  FAILED_PRECONDITION
     +-- PushNotificationNotSupportedError    -32003  400  FAILED_PRECONDITION
@@ -25,6 +26,7 @@ Errors that are not protocol errors derive from :class:`SkillwireError`::
 
     SkillwireError
     +-- ConcurrentUpdateError   a store refused a stale write
+    +-- StoreError              a store could not commit or read (disk full, I/O error, locked, read-only)
     +-- ManifestError           a SKILL.md that is not valid (key path, line, reason)
     +-- SchemaError             a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError         a JSON value that fails a schema (instance location, schema location, reason)
@@ -52,8 +54,10 @@ __all__ = [
     "PushNotificationNotSupportedError",
     "RenderError",
     "SchemaError",
+    "ServerBusyError",
     "SkillError",
     "SkillwireError",
+    "StoreError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnsupportedOperationError",
@@ -71,7 +75,11 @@ class SkillwireError(Exception):
 
 
 class ConcurrentUpdateError(SkillwireError):
-    """A store refused a write because a newer version of the task was already written."""
+    """A store refused a write because the stored version of the task is not the one it was made from."""
+
+
+class StoreError(SkillwireError):
+    """A store could not commit a write (or answer a read): nothing of that write is stored."""
 
 
 class ManifestError(SkillwireError):
@@ -233,6 +241,23 @@ class InternalError(A2AError):
     grpc_status = "INTERNAL"
     reason = "INTERNAL_ERROR"
     default_message = "Internal error"
+
+
+class ServerBusyError(InternalError):
+    """The server is at a budget (running tasks, connections): try again after ``retry_after`` seconds.
+
+    The spec's "system" class: HTTP 503 with ``Retry-After``, gRPC UNAVAILABLE, JSON-RPC -32603."""
+
+    http_status = 503
+    grpc_status = "UNAVAILABLE"
+    reason = "SERVER_BUSY"
+    default_message = "The server is busy: try again shortly"
+
+    def __init__(
+        self, message: str | None = None, *, retry_after: int = 1, metadata: dict[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, metadata={"retryAfter": retry_after, **(metadata or {})})
+        self.retry_after = retry_after
 
 
 # -- A2A-specific errors (-32001 .. -32009) --------------------------------------------------------------

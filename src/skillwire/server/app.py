@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import msgspec
 
 from skillwire.errors import MethodNotFoundError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
@@ -44,7 +45,7 @@ class A2AApplication:
         store: TaskStore | None = None,
         public_url: str | None = None,
         rpc_path: str = "/",
-        max_body_bytes: int = 10 * 1024 * 1024,
+        limits: Limits | None = None,
         keepalive: float = 15.0,
         shutdown_grace: float = 5.0,
         grpc_port: int | None = None,
@@ -52,6 +53,7 @@ class A2AApplication:
         card_v03_fields: bool = True,
     ) -> None:
         self.card = card
+        self.limits = limits = limits or Limits()
         self.handler = handler
         self.runtime = runtime
         self.store = store
@@ -63,14 +65,14 @@ class A2AApplication:
         )
         self.jsonrpc = JsonRpcEndpoint(
             self.dispatcher,
-            max_body_bytes=max_body_bytes,
+            max_body_bytes=limits.max_body_bytes,
             keepalive=keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
         )
         self.rest = RestEndpoint(
             self.dispatcher,
-            max_body_bytes=max_body_bytes,
+            max_body_bytes=limits.max_body_bytes,
             keepalive=keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
@@ -81,7 +83,6 @@ class A2AApplication:
         self.grpc_host = grpc_host
         self.grpc_address: str | None = None
         self._grpc: Any = None
-        self._max_body_bytes = max_body_bytes
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
         self._started = False
         self._stopped = False
@@ -137,7 +138,7 @@ class A2AApplication:
                 self.dispatcher,
                 self.grpc_host,
                 self.grpc_port,
-                max_message_bytes=self._max_body_bytes,
+                max_message_bytes=self.limits.max_body_bytes,
                 activate=self._activate,
             )
             await self._grpc.start()

@@ -1,0 +1,117 @@
+"""Every budget a caller can make the server spend, in one place.
+
+A public deployment can keep every default. Each budget, when exceeded, is answered with a clear protocol
+error on every binding (431 for headers, 413 for bodies, -32602/400 for shapes, 503 with ``Retry-After``
+when busy), and costs the server no more than the budget itself. ``docs/limits.md`` lists them all::
+
+    from skillwire import Agent, Limits
+
+    agent.asgi(limits=Limits(max_connections=5000, max_running_tasks=200))
+
+``skillwire serve --limit NAME=VALUE`` sets any of them from the command line (``None`` as ``none``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Limits", "parse_limit"]
+
+KiB = 1024
+MiB = 1024 * KiB
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    # -- HTTP connections -------------------------------------------------------------------------------
+    #: Request line plus headers, in bytes (431 beyond it).
+    max_header_bytes: int = 32 * KiB
+    #: Seconds from a connection's first byte of a request to the end of its headers (408 beyond it).
+    header_timeout: float = 10.0
+    #: Seconds to receive a whole request body once its headers are in (408 beyond it).
+    body_timeout: float = 30.0
+    #: Seconds an idle keep-alive connection (or a new one that sends nothing) stays open.
+    keepalive_timeout: float = 5.0
+    #: Open connections per process; beyond it a new connection gets 503 with Retry-After and is closed.
+    max_connections: int = 1000
+    #: Request body in bytes (413 beyond it); also gRPC's largest request message.
+    max_body_bytes: int = 10 * MiB
+    #: Largest answer in bytes (a task, a page, a stream event); also gRPC's largest response message.
+    max_response_bytes: int = 64 * MiB
+
+    # -- decoded JSON (any binding) ---------------------------------------------------------------------
+    #: Nesting of arrays and objects.
+    max_json_depth: int = 100
+    #: Values (objects, arrays, strings, numbers, literals) in one request.
+    max_json_nodes: int = 100_000
+    #: Characters in one string (text parts, keys, metadata values, base64 file contents).
+    max_string_length: int = 8 * MiB
+    #: Parts in one message.
+    max_parts: int = 256
+    #: Keys in one ``metadata`` object (message, request, task, artifact, part).
+    max_metadata_keys: int = 128
+    #: Bodies larger than this are decoded and validated on a worker thread, off the event loop.
+    offload_decode_bytes: int = 256 * KiB
+
+    # -- JSON Schema validation -------------------------------------------------------------------------
+    #: Subschema applications per validation (``$ref``/``anyOf``/``oneOf``/``allOf`` fan-out).
+    schema_steps: int = 100_000
+
+    # -- tasks and answers ------------------------------------------------------------------------------
+    #: Messages in one task's history (the message that would pass it is refused with -32602).
+    max_history_messages: int = 10_000
+    #: Encoded size of one task (history plus artifacts).
+    max_task_bytes: int = 32 * MiB
+    #: Bytes of tasks in one ListTasks page; a page that would pass it ends early with a nextPageToken.
+    max_page_bytes: int = 4 * MiB
+    #: Messages of history in each ListTasks entry when the request gives no historyLength.
+    list_history_length: int = 10
+
+    # -- streams ------------------------------------------------------------------------------------------
+    #: Events queued for one subscriber that is not reading; beyond it the subscriber is dropped.
+    stream_buffer_events: int = 10_000
+    #: Approximate bytes queued for one subscriber (text, file and data contents) before it is dropped.
+    stream_buffer_bytes: int = 8 * MiB
+    #: Seconds one write to a stream may wait for the client to read before the stream is dropped.
+    write_timeout: float = 30.0
+
+    # -- work ---------------------------------------------------------------------------------------------
+    #: Tasks running at once in one process; beyond it a new task gets 503 with Retry-After.
+    max_running_tasks: int = 1000
+    #: Seconds a busy caller is told to wait (``Retry-After``).
+    retry_after: int = 1
+    #: Seconds one executor run may take unless a skill's ``executionHints.timeoutSeconds`` says otherwise
+    #: (``None``: no deadline). At the deadline the work is cancelled and the task fails with a reason.
+    task_timeout: float | None = 3600.0
+    #: Finished tasks the memory store keeps (the oldest are forgotten first).
+    memory_store_finished_tasks: int = 10_000
+
+    def replace(self, **changes: Any) -> Limits:
+        return dataclasses.replace(self, **changes)
+
+
+def parse_limit(text: str, limits: Limits | None = None) -> Limits:
+    """``limits`` with one ``NAME=VALUE`` applied (``--limit max_connections=5000``); ValueError if bad."""
+    base = limits or Limits()
+    name, sep, raw = text.partition("=")
+    name = name.strip().replace("-", "_")
+    fields = {f.name: f for f in dataclasses.fields(Limits)}
+    if not sep or name not in fields:
+        known = ", ".join(sorted(fields))
+        raise ValueError(f"--limit wants NAME=VALUE with NAME one of: {known}")
+    current = getattr(base, name)
+    raw = raw.strip()
+    value: Any
+    if raw.lower() == "none" and "None" in str(fields[name].type):
+        value = None
+    else:
+        kind = float if isinstance(current, float) or "float" in str(fields[name].type) else int
+        try:
+            value = kind(raw)
+        except ValueError:
+            raise ValueError(f"--limit {name}: {raw!r} is not a number") from None
+        if value < 0:
+            raise ValueError(f"--limit {name}: must not be negative")
+    return base.replace(**{name: value})
