@@ -39,6 +39,7 @@ from skillwire import (
 )
 from skillwire.cli.main import load_agent
 from skillwire.errors import A2AError, UnsupportedOperationError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentInterface, GetTaskRequest, Task
 from skillwire.protocol.operations import spec_of
 from skillwire.server import grpc as grpc_binding
@@ -677,7 +678,7 @@ async def test_unknown_method_is_method_not_found(srv: Running) -> None:
 
 
 async def test_request_over_the_size_limit_is_refused_by_grpc(srv: Running) -> None:
-    server = GrpcServer(srv.server.dispatcher, max_message_bytes=4096)
+    server = GrpcServer(srv.server.dispatcher, limits=Limits(max_body_bytes=4096))
     await server.start()
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{server.port}") as channel:

@@ -65,14 +65,14 @@ class A2AApplication:
         )
         self.jsonrpc = JsonRpcEndpoint(
             self.dispatcher,
-            max_body_bytes=limits.max_body_bytes,
+            limits=limits,
             keepalive=keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
         )
         self.rest = RestEndpoint(
             self.dispatcher,
-            max_body_bytes=limits.max_body_bytes,
+            limits=limits,
             keepalive=keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
@@ -138,7 +138,7 @@ class A2AApplication:
                 self.dispatcher,
                 self.grpc_host,
                 self.grpc_port,
-                max_message_bytes=self.limits.max_body_bytes,
+                limits=self.limits,
                 activate=self._activate,
             )
             await self._grpc.start()

@@ -76,6 +76,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
     VersionNotSupportedError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.server.context import CallContext
@@ -98,7 +99,6 @@ GRPC_STATUSES_V1_0_0: dict[type[A2AError], str] = {
 }
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
-DEFAULT_MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -388,7 +388,7 @@ class GrpcServer:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        limits: Limits | None = None,
         credentials: Any = None,
         activate: Activate | None = None,
     ) -> None:
@@ -396,7 +396,8 @@ class GrpcServer:
         self.activate = activate or _all_requested
         self.host = host
         self.port = port
-        self.max_message_bytes = max_message_bytes
+        self.limits = limits or Limits()
+        self.max_message_bytes = self.limits.max_body_bytes
         self.credentials = credentials
         self._server: Any = None
 

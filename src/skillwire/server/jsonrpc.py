@@ -20,6 +20,7 @@ from skillwire.errors import (
     InternalError,
     InvalidRequestError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import spec_of
 from skillwire.protocol.versions import negotiate_version
@@ -87,13 +88,14 @@ class JsonRpcEndpoint:
         self,
         dispatcher: Dispatcher,
         *,
-        max_body_bytes: int,
+        limits: Limits,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
         base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits
+        self.max_body_bytes = limits.max_body_bytes
         self.keepalive = keepalive
         #: requested extension URIs -> the ones this agent activates (declared on its card)
         self._activate = activate

@@ -26,6 +26,7 @@ from skillwire.errors import (
     MethodNotFoundError,
     VersionNotSupportedError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import spec_of
 from skillwire.protocol.versions import negotiate_version
@@ -59,13 +60,14 @@ class RestEndpoint:
         self,
         dispatcher: Dispatcher,
         *,
-        max_body_bytes: int,
+        limits: Limits,
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]],
         base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
     ) -> None:
         self.dispatcher = dispatcher
-        self.max_body_bytes = max_body_bytes
+        self.limits = limits
+        self.max_body_bytes = limits.max_body_bytes
         self.keepalive = keepalive
         self._activate = activate
         #: the base URL of a request (the app's public URL, or where the client reached it)
