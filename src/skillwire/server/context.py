@@ -35,3 +35,6 @@ class CallContext:
     #: The base URL the client reached (as the public card is built for it; ``""`` when unknown, as on gRPC
     #: without a public URL).
     base_url: str = ""
+    #: Size of the request as received (body bytes, or the gRPC message), so work that grows with the input
+    #: (schema validation) can move off the event loop for large requests.
+    request_bytes: int = 0
