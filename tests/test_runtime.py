@@ -486,6 +486,7 @@ class Seams:
             return None
 
         async def carry_on(events: TaskEvents) -> None:
+            await self.release.wait()
             await events.artifact(f"resumed job {task.metadata['job']['ref']}")
 
         return carry_on
@@ -519,17 +520,20 @@ async def test_release_answers_the_caller_while_work_goes_on(store: TaskStore) -
 
 
 async def test_start_resumes_what_the_executor_takes_back_and_fails_the_rest(store: TaskStore) -> None:
-    from skillwire.testing.store_contract import make_task
+    from skillwire.testing.store_contract import make_task, save
 
     delegated = make_task(state=TaskState.WORKING)
     delegated.metadata = {"job": {"ref": 9}}
     orphan = make_task(state=TaskState.WORKING)
-    await store.save(delegated, version=4)
-    await store.save(orphan, version=2, tenant="t")
-    rt = TaskRuntime(Seams(), store)
-    failed = await rt.start()
+    await save(store, delegated, version=4)
+    await save(store, orphan, version=2, tenant="t")
+    seams = Seams()
+    rt = TaskRuntime(seams, store)
+    await rt.start()
+    failed = await rt.recovered()
     assert failed == [orphan.id]
     stream = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=delegated.id), CALL)
+    seams.release.set()
     events = await collect(stream)
     assert events[-1].status_update is not None
     assert events[-1].status_update.status.state is TaskState.COMPLETED

@@ -17,7 +17,7 @@ import pytest
 from skillwire import MemoryTaskStore, SQLiteTaskStore, TaskState, open_store
 from skillwire.errors import SkillwireError
 from skillwire.stores.base import TaskStore
-from skillwire.testing.store_contract import TaskStoreContract, make_task
+from skillwire.testing.store_contract import TaskStoreContract, make_task, save
 
 
 class TestMemoryStore(TaskStoreContract):
@@ -55,7 +55,7 @@ async def test_sqlite_uses_wal_and_survives_reopen(tmp_path: Path) -> None:
     store = SQLiteTaskStore(path)
     await store.open()
     task = make_task(state=TaskState.COMPLETED)
-    await store.save(task, version=2)
+    await save(store, task, version=2)
     await store.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -77,20 +77,20 @@ async def test_sqlite_refuses_a_newer_schema(tmp_path: Path) -> None:
 async def test_sqlite_closed_store_refuses_writes(tmp_path: Path) -> None:
     store = SQLiteTaskStore(tmp_path / "t.db")
     with pytest.raises(SkillwireError):
-        await store.save(make_task(), version=1)
+        await save(store, make_task())
 
 
 _WRITER = textwrap.dedent(
     """
     import asyncio, sys
     from skillwire import SQLiteTaskStore, TaskState
-    from skillwire.testing.store_contract import make_task
+    from skillwire.testing.store_contract import make_task, save
 
     async def main():
         store = SQLiteTaskStore(sys.argv[1])
         await store.open()
-        await store.save(make_task(task_id="done", state=TaskState.COMPLETED), version=3)
-        await store.save(make_task(task_id="running", state=TaskState.WORKING), version=2)
+        await save(store, make_task(task_id="done", state=TaskState.COMPLETED), version=3)
+        await save(store, make_task(task_id="running", state=TaskState.WORKING), version=2)
         print("committed", flush=True)
         await asyncio.Event().wait()   # killed here, with the store still open
 
@@ -115,7 +115,8 @@ def test_sqlite_commits_survive_kill_9(tmp_path: Path) -> None:
         store = SQLiteTaskStore(path)
         await store.open()
         try:
-            unfinished = await store.list_unfinished()
+            unfinished, cursor = await store.unfinished()
+            assert cursor == ""
             assert [(tenant, s.task.id, s.version) for tenant, s in unfinished] == [("", "running", 2)]
             done = await store.get("done")
             assert done is not None and done.task.status.state is TaskState.COMPLETED and done.version == 3

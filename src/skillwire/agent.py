@@ -216,11 +216,14 @@ class Agent:
         callable, wraps it: ``handler=lambda runtime: MyLoggingHandler(runtime)``. ``grpc_port`` also serves
         the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free port).
         """
-        task_store = open_store(store) if isinstance(store, str) else store
+        limits = limits or Limits()
+        task_store = open_store(store, limits=limits) if isinstance(store, str) else store
         custom = handler if isinstance(handler, RequestHandler) and not isinstance(handler, type) else None
         runtime: TaskRuntime | None = None
         if custom is None:
-            runtime = TaskRuntime(self._executor(), task_store, bus, extended_card=self.extended_card)
+            runtime = TaskRuntime(
+                self._executor(), task_store, bus, extended_card=self.extended_card, limits=limits
+            )
         if custom is not None:
             chosen: RequestHandler = custom
         elif handler is None:

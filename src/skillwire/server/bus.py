@@ -2,27 +2,41 @@
 
 A subscriber registers *before* it reads the task's current snapshot; events are tagged with the task
 version they produced, so the subscriber drops what the snapshot already contains and misses nothing
-(replay from the store, then live). The in-process bus serves one server process; a Redis bus joins later
-behind the same protocol.
+(replay from the store, then live). The runtime publishes an event only once the store has committed it.
+The in-process bus serves one server process; a Redis bus joins later behind the same protocol.
+
+Each subscriber's queue is bounded (events, and approximate bytes of content). A subscriber that stops
+reading while its task keeps producing is dropped once it passes the bound: its stream ends with
+:class:`StreamDroppedError` and it can resubscribe (SubscribeToTask replays the task from the store).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Protocol
+from typing import Any, Protocol
 
-from skillwire.protocol.models import StreamResponse
+from msgspec import UNSET
 
-__all__ = ["EventBus", "InProcessEventBus", "Subscription"]
+from skillwire.errors import A2AError, ServerBusyError
+from skillwire.protocol.models import Part, StreamResponse
 
-#: (task version after the event, the event); ``None`` ends the subscription.
-Item = tuple[int, StreamResponse] | None
+__all__ = ["EventBus", "InProcessEventBus", "StreamDroppedError", "Subscription"]
+
+#: (task version after the event, the event, its approximate size); an error ends the subscription by
+#: raising; ``None`` ends it.
+Item = tuple[int, StreamResponse, int] | A2AError | None
+
+
+class StreamDroppedError(ServerBusyError):
+    """A subscriber fell too far behind its task's events and was dropped; it may resubscribe."""
+
+    reason = "STREAM_DROPPED"
 
 
 class Subscription(Protocol):
     async def next(self) -> tuple[int, StreamResponse] | None:
-        """The next event, or ``None`` once the bus closed."""
+        """The next event, or ``None`` once the bus closed; raises the error that ended the stream."""
         ...
 
     def close(self) -> None: ...
@@ -32,6 +46,10 @@ class EventBus(Protocol):
     def subscribe(self, key: tuple[str, str]) -> Subscription: ...
 
     def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
+
+    def fail(self, key: tuple[str, str], error: A2AError) -> None:
+        """End every subscription of ``key`` with ``error`` (the task's state could not be stored)."""
+        ...
 
     def subscriber_count(self, key: tuple[str, str]) -> int:
         """How many subscriptions follow ``key`` in this process."""
@@ -49,16 +67,22 @@ class _QueueSubscription:
         self._bus = bus
         self._key = key
         self._items: deque[Item] = deque()
+        self._bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._ended = False
 
-    def push(self, item: Item) -> None:
+    def push(self, item: Item) -> bool:
+        """Queue ``item``; False if that passes the bound (the caller drops this subscriber)."""
         self._items.append(item)
+        if isinstance(item, tuple):
+            self._bytes += item[2]
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+        bus = self._bus
+        return len(self._items) <= bus.max_events and self._bytes <= bus.max_bytes
 
     async def next(self) -> tuple[int, StreamResponse] | None:
         while not self._items:
@@ -67,16 +91,30 @@ class _QueueSubscription:
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
         item = self._items.popleft()
-        if item is None:
+        if item is None or isinstance(item, A2AError):
             self._ended = True
-        return item
+            self._items.clear()
+            if item is not None:
+                raise item
+            return None
+        self._bytes -= item[2]
+        return item[0], item[1]
+
+    def end(self, item: A2AError | None) -> None:
+        """Drop what is queued and end with ``item`` (the subscriber cannot keep up, or the bus closed)."""
+        if isinstance(item, StreamDroppedError):
+            self._items.clear()
+            self._bytes = 0
+        self.push(item)
 
     def close(self) -> None:
         self._bus._drop(self._key, self)
 
 
 class InProcessEventBus:
-    def __init__(self) -> None:
+    def __init__(self, *, max_events: int = 10_000, max_bytes: int = 8 * 1024 * 1024) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
         self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
 
     def subscribe(self, key: tuple[str, str]) -> _QueueSubscription:
@@ -86,15 +124,27 @@ class InProcessEventBus:
 
     def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None:
         subs = self._subs.get(key)
-        if subs:
-            item = (version, event)
-            for sub in subs:
-                sub.push(item)
+        if not subs:
+            return
+        item = (version, event, _approx_size(event))
+        behind = [sub for sub in subs if not sub.push(item)]
+        for sub in behind:
+            sub.end(
+                StreamDroppedError(
+                    f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes behind the"
+                    f" task and was dropped; subscribe to task {key[1]} again to catch up"
+                )
+            )
+            self._drop(key, sub)
+
+    def fail(self, key: tuple[str, str], error: A2AError) -> None:
+        for sub in self._subs.pop(key, ()):
+            sub.end(error)
 
     def close(self) -> None:
         for subs in self._subs.values():
             for sub in subs:
-                sub.push(None)
+                sub.end(None)
         self._subs.clear()
 
     def subscriber_count(self, key: tuple[str, str]) -> int:
@@ -106,3 +156,39 @@ class InProcessEventBus:
             subs.discard(sub)
             if not subs:
                 del self._subs[key]
+
+
+# -- sizes ------------------------------------------------------------------------------------------------
+
+_EVENT_OVERHEAD = 200
+
+
+def _approx_size(event: StreamResponse) -> int:
+    """Roughly what an event holds, without encoding it: its parts' text, bytes, URLs and data."""
+    size = _EVENT_OVERHEAD
+    if event.artifact_update is not None:
+        size += _parts_size(event.artifact_update.artifact.parts)
+    elif event.status_update is not None and event.status_update.status.message is not None:
+        size += _parts_size(event.status_update.status.message.parts)
+    elif event.message is not None:
+        size += _parts_size(event.message.parts)
+    return size
+
+
+def _parts_size(parts: list[Part]) -> int:
+    size = 0
+    for part in parts:
+        for value in (part.text, part.raw, part.url):
+            if value is not UNSET:
+                size += len(value)
+        if part.data is not UNSET:
+            size += _data_size(part.data)
+    return size
+
+
+def _data_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict | list):
+        return 16 * (len(value) + 1)
+    return 8

@@ -26,7 +26,7 @@ from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 
 if TYPE_CHECKING:
-    from skillwire.server.runtime import _Run
+    from skillwire.server.run import TaskRun
 
 __all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "Work", "as_executor"]
 
@@ -97,7 +97,7 @@ MessageLike = Message | str | None
 class TaskEvents:
     """The event emitter handed to an executor. Every method is a coroutine; calls are applied in order."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: TaskRun) -> None:
         self._run = run
 
     @property

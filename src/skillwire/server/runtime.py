@@ -1,391 +1,86 @@
 """The task runtime: the default request handler.
 
-It creates tasks for incoming messages, runs the executor for each, applies the executor's events to the
-task, persists the task in the store and publishes each event on the bus. One ``_Run`` exists per executor
-invocation (a new task, or a message that resumes an interrupted one) and owns the task while it runs.
+It creates tasks for incoming messages, runs the executor for each (one :class:`~skillwire.server.run.TaskRun`
+per invocation, which owns the task while it runs), answers reads from the store, and keeps the promises of
+docs/durability.md: nothing is shown before the store has committed it, a task whose state cannot be stored
+is failed from its last committed state, and tasks left running by a previous process are recovered in the
+background, in batches, while the server already serves.
 
-Persistence rules: the task's creation and every terminal or interrupted state are committed before anyone
-is told about them (the blocking answer, a stream event); other changes are written behind, coalesced, and
-never block the executor. Snapshots carry a version that grows with every change, so the store keeps the
-newest one whatever order writes land in.
-
-Snapshots: the live task of a run is private to it. Appending a chunk to an artifact extends that
-artifact's parts in place (so a long stream costs linear, not quadratic, time); everything that leaves the
-run (a stream event, an answer, a store write) is a ``snapshot()``, which copies the lists that change.
+Budgets (``Limits``): running tasks per process (ServerBusyError beyond it), a deadline per run, the size and
+length of a task's history, and the size of a ListTasks page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
 from skillwire.errors import (
+    A2AError,
+    ConcurrentUpdateError,
     ExtendedAgentCardNotConfiguredError,
-    InvalidAgentResponseError,
+    InternalError,
     InvalidParamsError,
+    ServerBusyError,
+    StoreError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import (
     AgentCard,
-    Artifact,
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
-    Message,
     Role,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskStatus,
-    TaskStatusUpdateEvent,
     agent_text,
 )
-from skillwire.protocol.states import TaskState, can_transition
+from skillwire.protocol.states import TaskState
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext
-from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
+from skillwire.server.executor import Executor, Work
 from skillwire.server.handler import BaseRequestHandler
-from skillwire.stores.base import TaskQuery, TaskStore
+from skillwire.server.run import (
+    CANCELED_MESSAGE,
+    STORE_FAILED,
+    TaskRun,
+    now,
+    settles,
+    snapshot,
+    status_event,
+    view,
+)
+from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
 
-__all__ = ["TaskRuntime"]
+__all__ = ["EventStream", "TaskRuntime"]
 
 log = logging.getLogger("skillwire.runtime")
 
-FAILED_MESSAGE = "The agent failed while working on this task."
 RESTART_MESSAGE = "The server stopped while this task was running; it cannot be resumed."
 SHUTDOWN_MESSAGE = "The server shut down before this task finished."
-CANCELED_MESSAGE = "The task was canceled."
 DEFAULT_PAGE_SIZE = 50
+#: Tasks read and failed per step of the recovery at start-up.
+RECOVERY_BATCH = 500
 
 _replace = msgspec.structs.replace
+_encode = msgspec.json.Encoder().encode
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def view(task: Task, history_length: int | None = None, include_artifacts: bool = True) -> Task:
-    """``task`` as a caller asked to see it: the last ``history_length`` messages, artifacts or not."""
-    history = task.history
-    if history_length is not None and len(history) > history_length:
-        history = history[len(history) - history_length :] if history_length else []
-    artifacts = task.artifacts if include_artifacts else []
-    if history is task.history and artifacts is task.artifacts:
-        return task
-    return _replace(task, history=history, artifacts=artifacts)
-
-
-def snapshot(task: Task) -> Task:
-    """A copy of a live task that later changes to it cannot reach."""
-    return _replace(
-        task,
-        artifacts=[_replace(a, parts=list(a.parts)) for a in task.artifacts],
-        history=list(task.history),
-    )
-
-
-def _settles(state: TaskState) -> bool:
-    return state.is_terminal or state.is_interrupted
-
-
-def _is_terminal(state: TaskState) -> bool:
-    return state.is_terminal
-
-
-class _Run:
-    """One executor invocation on one task."""
-
-    def __init__(
-        self,
-        runtime: TaskRuntime,
-        *,
-        tenant: str,
-        task_id: str,
-        context_id: str,
-        message: Message,
-        task: Task | None,
-        version: int,
-        previous: Task | None,
-        request: SendMessageRequest,
-        call: CallContext,
-    ) -> None:
-        self.runtime = runtime
-        self.tenant = tenant
-        self.task_id = task_id
-        self.context_id = context_id
-        self.key = (tenant, task_id)
-        self.message = message
-        self.task = task
-        self.version = version
-        self.previous = previous
-        self.request = request
-        self.call = call
-        self.lock = asyncio.Lock()
-        loop = asyncio.get_running_loop()
-        #: Resolved with the Task (terminal or interrupted) or the Message reply.
-        self.settled: asyncio.Future[Task | Message] = loop.create_future()
-        self.runner: asyncio.Task[None] | None = None
-        #: Blocking SendMessage calls waiting for this run to settle.
-        self.waiters = 0
-        #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
-        self.observed = False
-        self.replied = False
-        self._dirty = False
-        self._submitted = 0
-        self._flusher: asyncio.Task[None] | None = None
-
-    # -- persistence ---------------------------------------------------------------------------------
-
-    async def _commit(self) -> None:
-        assert self.task is not None
-        self._submitted = self.version
-        await self.runtime.store.save(snapshot(self.task), version=self.version, tenant=self.tenant)
-
-    def _write_behind(self) -> None:
-        """Write the task soon, without waiting; changes made meanwhile merge into one write."""
-        if not self._dirty:
-            self._dirty = True
-            asyncio.get_running_loop().call_soon(self._start_flush)
-
-    def _start_flush(self) -> None:
-        # Runs after the executor's next pause: a commit it made meanwhile may have covered everything.
-        if self.version > self._submitted and (self._flusher is None or self._flusher.done()):
-            self._flusher = asyncio.create_task(self._flush())
-        elif self._flusher is None or self._flusher.done():
-            self._dirty = False
-
-    async def _flush(self) -> None:
-        while self.version > self._submitted:
-            self._dirty = False
-            try:
-                await self._commit()
-            except Exception:  # the next commit retries with a newer snapshot
-                log.exception("writing task %s failed", self.task_id)
-                break
-        self._dirty = False
-
-    def _publish(self, event: StreamResponse) -> None:
-        self.runtime.bus.publish(self.key, self.version, event)
-
-    # -- applying events (the caller holds the lock) -------------------------------------------------
-
-    async def _materialize(self) -> None:
-        task = Task(
-            id=self.task_id,
-            context_id=self.context_id,
-            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=_now()),
-            history=[self.message],
-        )
-        self.task = task
-        self.version = 1
-        if self.observed:
-            # Someone learns the task id now (a stream, an immediate answer): commit it first.
-            await self._commit()
-        else:
-            # A blocking caller learns the id only when the task settles, which commits; until then the
-            # creation is written behind and usually merges with that commit.
-            self._write_behind()
-        self._publish(StreamResponse(task=snapshot(task)))
-
-    async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
-        if self.task is None:
-            await self._materialize()
-        task = self.task
-        assert task is not None
-        current = task.status.state
-        if not can_transition(current, state):
-            raise InvalidAgentResponseError(
-                f"task {self.task_id} cannot move from {current.value} to {state.value}"
-            )
-        status = TaskStatus(state=state, message=message, timestamp=_now())
-        history = [*task.history, message] if message is not None else task.history
-        self.task = task = _replace(task, status=status, history=history)
-        self.version += 1
-        event = StreamResponse(
-            status_update=TaskStatusUpdateEvent(
-                task_id=self.task_id, context_id=self.context_id, status=status
-            )
-        )
-        if _settles(state):
-            await self._commit()
-            self._publish(event)
-            if not self.settled.done():
-                self.settled.set_result(snapshot(task))
-        else:
-            self._write_behind()
-            self._publish(event)
-        return task
-
-    # -- the emitter's entry points ------------------------------------------------------------------
-
-    async def reply(self, message: Message) -> None:
-        async with self.lock:
-            if self.task is not None or self.replied:
-                raise InvalidAgentResponseError("a direct reply must be the only answer to a message")
-            self.replied = True
-            self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
-            if not self.settled.done():
-                self.settled.set_result(message)
-
-    async def set_status(self, state: TaskState, message: Message | None) -> None:
-        if self.replied:
-            raise InvalidAgentResponseError("the agent already replied with a message")
-        async with self.lock:
-            await self._apply_status(state, message)
-
-    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
-        if self.replied:
-            raise InvalidAgentResponseError("the agent already replied with a message")
-        async with self.lock:
-            if self.task is None:
-                await self._materialize()
-            task = self.task
-            assert task is not None
-            if task.status.state.is_terminal:
-                raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
-            own = _replace(artifact, parts=list(artifact.parts))  # the event keeps the caller's object
-            for i, existing in enumerate(task.artifacts):
-                if existing.artifact_id == artifact.artifact_id:
-                    if append:
-                        existing.parts.extend(artifact.parts)
-                    else:
-                        task.artifacts[i] = own
-                    break
-            else:
-                task.artifacts.append(own)
-            self.version += 1
-            self._write_behind()
-            self._publish(
-                StreamResponse(
-                    artifact_update=TaskArtifactUpdateEvent(
-                        task_id=self.task_id,
-                        context_id=self.context_id,
-                        artifact=artifact,
-                        append=append,
-                        last_chunk=last_chunk,
-                    )
-                )
-            )
-
-    # -- lifecycle -----------------------------------------------------------------------------------
-
-    def request_context(self) -> RequestContext:
-        return RequestContext(
-            message=self.message,
-            task_id=self.task_id,
-            context_id=self.context_id,
-            call=self.call,
-            task=self.previous,
-            configuration=self.request.configuration,
-            metadata=self.request.metadata,
-        )
-
-    async def start(self, work: Work, *, eager: bool) -> None:
-        """Publish the task if it already exists (or ``eager``), then run ``work`` in the background."""
-        self.observed = self.observed or eager
-        async with self.lock:
-            if self.task is not None and self.version > self._submitted:
-                # a resumed task: its new history is committed, and announced, first
-                await self._commit()
-                self._publish(StreamResponse(task=snapshot(self.task)))
-            elif self.task is None and eager:
-                await self._materialize()
-        self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
-
-    async def _drive(self, work: Work) -> None:
-        try:
-            await work(TaskEvents(self))
-        except asyncio.CancelledError:
-            pass  # canceled by CancelTask or shutdown, which set the final state themselves
-        except InvalidAgentResponseError as exc:
-            log.warning("agent error on task %s: %s", self.task_id, exc.message)
-            await self._end(TaskState.FAILED, FAILED_MESSAGE)
-        except Exception:
-            log.exception("executor failed on task %s", self.task_id)
-            await self._end(TaskState.FAILED, FAILED_MESSAGE)
-        else:
-            await self._end(TaskState.COMPLETED, None)
-        finally:
-            self.runtime._forget(self)
-
-    async def release(self) -> None:
-        """Answer a blocking caller now with the task as it is; the work goes on."""
-        async with self.lock:
-            if self.task is None:
-                await self._materialize()
-            assert self.task is not None
-            if self._submitted < self.version:
-                await self._commit()
-            if not self.settled.done():
-                self.settled.set_result(snapshot(self.task))
-
-    async def set_metadata(self, key: str, value: Any) -> None:
-        """Set ``task.metadata[key]`` and commit it (it is not a stream event)."""
-        async with self.lock:
-            if self.task is None:
-                await self._materialize()
-            assert self.task is not None
-            if self.task.status.state.is_terminal:
-                raise InvalidAgentResponseError(
-                    f"task {self.task_id} is already {self.task.status.state.value}"
-                )
-            self.task = _replace(self.task, metadata={**(self.task.metadata or {}), key: value})
-            self.version += 1
-            await self._commit()
-
-    @property
-    def watchers(self) -> int:
-        """Blocking callers still waiting plus open streams following this task."""
-        return self.waiters + self.runtime.bus.subscriber_count(self.key)
-
-    async def _end(self, state: TaskState, text: str | None) -> None:
-        """Close the run: a task still SUBMITTED or WORKING moves to ``state``."""
-        if self.replied:
-            return
-        async with self.lock:
-            if self.task is not None and _settles(self.task.status.state):
-                if not self.settled.done():
-                    self.settled.set_result(snapshot(self.task))
-                return
-            message = None
-            if text is not None:
-                message = agent_text(text, context_id=self.context_id, task_id=self.task_id)
-            try:
-                await self._apply_status(state, message)
-            except Exception:
-                log.exception("could not close task %s", self.task_id)
-                if not self.settled.done() and self.task is not None:
-                    self.settled.set_result(snapshot(self.task))
-
-    async def stop(self, state: TaskState, text: str) -> Task:
-        """End the task in terminal ``state`` with ``text`` as its status message and stop the executor."""
-        async with self.lock:
-            if self.task is None:
-                await self._materialize()
-            assert self.task is not None
-            if self.task.status.state.is_terminal:
-                raise TaskNotCancelableError(
-                    f"Task {self.task_id} is already {self.task.status.state.value}",
-                    metadata={"taskId": self.task_id},
-                )
-            note = agent_text(text, context_id=self.context_id, task_id=self.task_id)
-            task = await self._apply_status(state, note)
-        if self.runner is not None and not self.runner.done():
-            self.runner.cancel()
-        return snapshot(task)
+Key = tuple[str, str]
 
 
 class EventStream:
@@ -394,8 +89,9 @@ class EventStream:
     A SendStreamingMessage stream ends at a terminal or interrupted state (the client's turn has come); a
     SubscribeToTask stream follows the task through interruptions and ends at a terminal state. The Task is
     only ever the first event: when a subscribed task is resumed by a new message, the snapshot announcing
-    it is not repeated (the status updates that follow tell the subscriber what happens). Closing it
-    (``aclose``) releases its bus subscription even if it was never iterated.
+    it is not repeated (the status updates that follow tell the subscriber what happens). A stream whose task
+    could not be stored, or that fell too far behind, ends by raising that error. Closing it (``aclose``)
+    releases its bus subscription even if it was never iterated.
     """
 
     def __init__(
@@ -403,7 +99,7 @@ class EventStream:
     ) -> None:
         self._sub = sub
         self._first = first
-        self._ends = _settles if end_on_interrupt else _is_terminal
+        self._ends: Callable[[TaskState], bool] = settles if end_on_interrupt else _is_terminal
         self._seen = first[1] if first is not None else 0
         self._started = False
         self._done = False
@@ -417,7 +113,11 @@ class EventStream:
             self._started = True
             return StreamResponse(task=task)
         while not self._done:
-            item = await self._sub.next()
+            try:
+                item = await self._sub.next()
+            except A2AError:
+                await self.aclose()
+                raise
             if item is None:
                 break
             version, event = item
@@ -437,6 +137,10 @@ class EventStream:
             self._sub.close()
 
 
+def _is_terminal(state: TaskState) -> bool:
+    return state.is_terminal
+
+
 class TaskRuntime(BaseRequestHandler):
     """The default request handler: tasks, executor runs, store and bus."""
 
@@ -447,60 +151,108 @@ class TaskRuntime(BaseRequestHandler):
         bus: EventBus | None = None,
         *,
         extended_card: AgentCard | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.executor = executor
         self.store = store
-        self.bus: EventBus = bus or InProcessEventBus()
+        self.limits = limits = limits or Limits()
+        self.bus: EventBus = bus or InProcessEventBus(
+            max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
+        )
         self.extended_card = extended_card
-        self._runs: dict[tuple[str, str], _Run] = {}
+        self._runs: dict[Key, TaskRun] = {}
         self._closing = False
+        self._recovery: asyncio.Future[list[str]] | None = None
+        #: Tasks whose failure could not be stored yet, with the reason, retried in the background.
+        self._repairs: dict[Key, str] = {}
+        self._repairer: asyncio.Task[None] | None = None
 
-    # -- lifecycle -----------------------------------------------------------------------------------
+    # -- lifecycle -------------------------------------------------------------------------------------
 
-    async def start(self) -> list[str]:
-        """Recover tasks a previous process left SUBMITTED or WORKING; returns the ids marked failed.
+    async def start(self) -> None:
+        """Recover tasks a previous process left SUBMITTED or WORKING: the first batch now, the rest in the
+        background while the server serves. ``await runtime.recovered()`` waits for all of it and returns the
+        ids marked failed.
 
         An executor with a ``resume(task)`` method may take a task back (work delegated elsewhere that can be
         followed again): ``resume`` returns the work to run for it, or None. Every other such task is failed
         with a reason, since the work it stood for died with the process.
         """
-        resume: Callable[[Task], Work | None] | None = getattr(self.executor, "resume", None)
-        failed = []
-        for tenant, stored in await self.store.list_unfinished():
-            work = resume(stored.task) if resume is not None else None
-            if work is not None:
-                await self._resume(tenant, stored.task, stored.version, work)
-                continue
-            task = stored.task
-            note = agent_text(RESTART_MESSAGE, context_id=task.context_id, task_id=task.id)
-            status = TaskStatus(state=TaskState.FAILED, message=note, timestamp=_now())
-            if await self.store.save(
-                _replace(task, status=status, history=[*task.history, note]),
-                version=stored.version + 1,
-                tenant=tenant,
-            ):
-                failed.append(task.id)
+        if self._recovery is not None:
+            return
+        failed: list[str] = []
+        cursor = await self._recover_batch("", failed)
+        if cursor is None:
+            done: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+            done.set_result(failed)
+            self._recovery = done
+            return
+        self._recovery = asyncio.create_task(self._recover(cursor, failed), name="skillwire-recovery")
+
+    async def recovered(self) -> list[str]:
+        """Wait for the recovery begun by ``start`` and return the ids of the tasks it failed."""
+        return [] if self._recovery is None else await asyncio.shield(self._recovery)
+
+    async def _recover(self, cursor: str, failed: list[str]) -> list[str]:
+        next_cursor: str | None = cursor
+        while next_cursor is not None and not self._closing:
+            next_cursor = await self._recover_batch(next_cursor, failed)
         if failed:
             log.warning("marked %d task(s) left running by a previous process as failed", len(failed))
         return failed
 
-    async def _resume(self, tenant: str, task: Task, version: int, work: Work) -> None:
+    async def _recover_batch(self, cursor: str, failed: list[str]) -> str | None:
+        """Recover one batch; the cursor of the next one, or None when there is none."""
+        try:
+            batch, cursor = await self.store.unfinished(cursor, limit=RECOVERY_BATCH)
+        except Exception:
+            log.exception("recovery could not read the task store; unfinished tasks stay as they are")
+            return None
+        outcomes = await asyncio.gather(*(self._recover_one(t, s) for t, s in batch))
+        failed.extend(task_id for task_id in outcomes if task_id)
+        return cursor or None
+
+    async def _recover_one(self, tenant: str, stored: StoredTask) -> str | None:
+        """Resume a task the executor takes back, or fail it; the id if it was failed."""
+        task = stored.task
+        resume: Callable[[Task], Work | None] | None = getattr(self.executor, "resume", None)
+        try:
+            work = resume(task) if resume is not None else None
+        except Exception:
+            log.exception("resume() failed for task %s", task.id)
+            work = None
+        if work is not None:
+            await self._resume(tenant, stored, work)
+            return None
+        try:
+            await self._fail_stored(tenant, stored, RESTART_MESSAGE)
+        except ConcurrentUpdateError:
+            return None  # it changed meanwhile (a CancelTask): nothing to recover
+        except Exception:
+            log.exception("could not mark task %s as failed", task.id)
+            return None
+        return task.id
+
+    async def _resume(self, tenant: str, stored: StoredTask, work: Work) -> None:
+        task = stored.task
         first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
-        run = _Run(
+        run = TaskRun(
             self,
             tenant=tenant,
             task_id=task.id,
             context_id=task.context_id,
             message=first,
-            task=task,
-            version=version,
-            previous=task,
             request=SendMessageRequest(message=first),
             call=CallContext(tenant=tenant),
+            task=task,
+            version=stored.version,
+            stored=stored.layout,
+            committed=stored.version,
+            previous=task,
         )
-        run._submitted = version  # nothing new to write: the stored task is the current one
+        run.deadline = self.limits.task_timeout
         self._runs[run.key] = run
         await run.start(work, eager=False)
         log.info("resumed task %s", task.id)
@@ -508,13 +260,18 @@ class TaskRuntime(BaseRequestHandler):
     async def stop(self, grace: float = 5.0) -> None:
         """Let running tasks finish for ``grace`` seconds, fail the rest, then end every stream."""
         self._closing = True
+        for background in (self._recovery, self._repairer):
+            if background is not None and not background.done():
+                background.cancel()
+                with contextlib.suppress(BaseException):
+                    await background
         runners = [r.runner for r in self._runs.values() if r.runner is not None and not r.runner.done()]
         if runners and grace > 0:
             await asyncio.wait(runners, timeout=grace)
         for run in list(self._runs.values()):
             if run.runner is None or run.runner.done():
                 continue
-            if run.task is None or not _settles(run.task.status.state):
+            if run.failure is None and (run.task is None or not settles(run.task.status.state)):
                 try:
                     await run.stop(TaskState.FAILED, SHUTDOWN_MESSAGE)
                 except Exception:
@@ -525,7 +282,7 @@ class TaskRuntime(BaseRequestHandler):
             await asyncio.gather(*pending, return_exceptions=True)
         self.bus.close()
 
-    def _forget(self, run: _Run) -> None:
+    def forget(self, run: TaskRun) -> None:
         if self._runs.get(run.key) is run:
             del self._runs[run.key]
 
@@ -533,16 +290,65 @@ class TaskRuntime(BaseRequestHandler):
     def running(self) -> int:
         return len(self._runs)
 
-    # -- helpers ---------------------------------------------------------------------------------------
+    # -- failing a stored task ---------------------------------------------------------------------------
 
-    async def _snapshot(self, key: tuple[str, str]) -> tuple[Task, int] | None:
-        run = self._runs.get(key)
-        if run is not None and run.task is not None:
-            return snapshot(run.task), run.version
-        stored = await self.store.get(key[1], tenant=key[0])
-        return None if stored is None else (stored.task, stored.version)
+    async def _fail_stored(self, tenant: str, stored: StoredTask, text: str) -> tuple[Task, int]:
+        """Commit ``stored`` as FAILED with ``text``, then publish it; raises what the store raises."""
+        return await self._end_stored(tenant, stored, TaskState.FAILED, text)
 
-    async def _begin(self, request: SendMessageRequest, call: CallContext) -> _Run:
+    async def _end_stored(
+        self, tenant: str, stored: StoredTask, state: TaskState, text: str
+    ) -> tuple[Task, int]:
+        task = stored.task
+        note = agent_text(text, context_id=task.context_id, task_id=task.id)
+        ended = _replace(
+            task,
+            status=TaskStatus(state=state, message=note, timestamp=now()),
+            history=[*task.history, note],
+        )
+        version = stored.version + 1
+        await self.store.commit(
+            write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
+        )
+        self.bus.publish((tenant, task.id), version, status_event(ended))
+        return ended, version
+
+    async def repair(self, key: Key, reason: str) -> tuple[Task, int] | None:
+        """Fail the task ``key`` from its last committed state, because a run could not store it. The
+        failed task and its version; None if there is no task, or the store is failing (then the repair is
+        retried in the background until it succeeds)."""
+        try:
+            stored = await self.store.get(key[1], tenant=key[0])
+            if stored is None:
+                return None
+            if stored.task.status.state.is_terminal:
+                return stored.task, stored.version
+            return await self._fail_stored(key[0], stored, reason)
+        except Exception as exc:
+            log.error("could not mark task %s as failed yet (%s); retrying in the background", key[1], exc)
+            self._repairs[key] = reason
+            if self._repairer is None or self._repairer.done():
+                self._repairer = asyncio.create_task(self._repair_later(), name="skillwire-repair")
+            return None
+
+    async def _repair_later(self) -> None:
+        delay = 0.25
+        while self._repairs and not self._closing:
+            await asyncio.sleep(delay)
+            for key, reason in list(self._repairs.items()):
+                try:
+                    stored = await self.store.get(key[1], tenant=key[0])
+                    if stored is not None and not stored.task.status.state.is_terminal:
+                        await self._fail_stored(key[0], stored, reason)
+                except Exception:  # still failing, or changed meanwhile: look again next round
+                    continue
+                del self._repairs[key]
+                log.info("task %s is now stored as failed", key[1])
+            delay = min(delay * 2, 30.0)
+
+    # -- starting runs -----------------------------------------------------------------------------------
+
+    async def _begin(self, request: SendMessageRequest, call: CallContext) -> TaskRun:
         if self._closing:
             raise UnsupportedOperationError("The server is shutting down")
         message = request.message
@@ -551,80 +357,125 @@ class TaskRuntime(BaseRequestHandler):
                 f"params.message.role must be ROLE_USER for a message from a client, not {message.role.value}",
                 field_violations=[("params.message.role", "must be ROLE_USER")],
             )
+        if len(self._runs) >= self.limits.max_running_tasks:
+            raise ServerBusyError(
+                f"This server is running {len(self._runs)} tasks, its limit: try again shortly",
+                retry_after=self.limits.retry_after,
+            )
         tenant = request.tenant or call.tenant
         if not message.task_id:
             task_id = str(uuid.uuid4())
             context_id = message.context_id or str(uuid.uuid4())
-            run = _Run(
+            run = TaskRun(
                 self,
                 tenant=tenant,
                 task_id=task_id,
                 context_id=context_id,
                 message=_replace(message, task_id=task_id, context_id=context_id),
-                task=None,
-                version=0,
-                previous=None,
                 request=request,
                 call=call,
             )
             self._runs[run.key] = run
             return run
+        return await self._continue(request, call, tenant)
 
+    async def _continue(self, request: SendMessageRequest, call: CallContext, tenant: str) -> TaskRun:
+        message = request.message
         key = (tenant, message.task_id)
         self._refuse_busy(key)
-        stored = await self.store.get(message.task_id, tenant=tenant)
+        stored = await self._read(self.store.get(message.task_id, tenant=tenant))
         if stored is None:
             raise TaskNotFoundError(f"Task {message.task_id} not found", metadata={"taskId": message.task_id})
         self._refuse_busy(key)
         task = stored.task
-        if task.status.state.is_terminal:
+        state = task.status.state
+        if state.is_terminal:
             raise UnsupportedOperationError(
-                f"Task {task.id} is {task.status.state.value}: a terminal task accepts no more messages."
+                f"Task {task.id} is {state.value}: a terminal task accepts no more messages."
                 " Start a new task in the same context instead.",
-                metadata={"taskId": task.id, "state": task.status.state.value},
+                metadata={"taskId": task.id, "state": state.value},
             )
+        if state in UNFINISHED_STATES:  # no run owns it here: it is being recovered or repaired
+            raise _busy(key)
         if message.context_id and message.context_id != task.context_id:
             raise InvalidParamsError(
                 f"message.contextId {message.context_id!r} does not match the context of task {task.id}",
                 field_violations=[("params.message.contextId", "does not match the task's contextId")],
             )
         user = _replace(message, context_id=task.context_id)
-        run = _Run(
+        self._check_room(task, stored, user)
+        run = TaskRun(
             self,
             tenant=tenant,
             task_id=task.id,
             context_id=task.context_id,
             message=user,
-            task=_replace(task, history=[*task.history, user]),
-            version=stored.version + 1,
-            previous=task,
             request=request,
             call=call,
+            task=_replace(task, history=[*task.history, user]),
+            version=stored.version + 1,
+            stored=stored.layout,
+            committed=stored.version,
+            previous=task,
         )
         self._runs[key] = run
         return run
 
-    def _refuse_busy(self, key: tuple[str, str]) -> None:
-        if key in self._runs:
-            raise UnsupportedOperationError(
-                f"Task {key[1]} is still working on an earlier message; send more input when it asks for it",
-                metadata={"taskId": key[1]},
+    def _check_room(self, task: Task, stored: StoredTask, message: Any) -> None:
+        """Refuse a message the task has no room for (its history or size limit)."""
+        limits = self.limits
+        layout = stored.layout
+        count = layout.messages if layout is not None else len(task.history)
+        if count + 1 > limits.max_history_messages:
+            raise InvalidParamsError(
+                f"Task {task.id} holds {count} messages, the most one task may hold: start a new task in the"
+                " same context instead",
+                field_violations=[
+                    ("params.message", f"the task's history is at its limit of {count} messages")
+                ],
+                metadata={"taskId": task.id, "maxHistoryMessages": limits.max_history_messages},
             )
+        if layout is not None:
+            size = layout.size + len(_encode(message))
+            if size > limits.max_task_bytes:
+                raise InvalidParamsError(
+                    f"Task {task.id} would grow to {size} bytes with this message, past the"
+                    f" {limits.max_task_bytes} bytes one task may hold: start a new task in the same context"
+                    " instead",
+                    field_violations=[("params.message", "the task has no room for this message")],
+                    metadata={"taskId": task.id, "maxTaskBytes": limits.max_task_bytes},
+                )
 
-    # -- operations ------------------------------------------------------------------------------------
+    def _refuse_busy(self, key: Key) -> None:
+        if key in self._runs:
+            raise _busy(key)
 
-    async def _admit_and_start(self, run: _Run, *, eager: bool) -> None:
+    async def _admit_and_start(self, run: TaskRun, *, eager: bool) -> None:
         """The executor's ``admit`` check (if any), before anything is written; then start the run."""
         context = run.request_context()
         try:
             admit = getattr(self.executor, "admit", None)
             if admit is not None:
                 await admit(context)
+            timeout = getattr(self.executor, "timeout", None)
+            deadline = timeout(context) if timeout is not None else None
+            run.deadline = deadline if deadline is not None else self.limits.task_timeout
             executor = self.executor
             await run.start(lambda events: executor.execute(context, events), eager=eager)
         except BaseException:
-            self._forget(run)
+            self.forget(run)
             raise
+
+    @staticmethod
+    async def _read(read: Any) -> Any:
+        """Await a store read; a failing store is an internal error for the caller."""
+        try:
+            return await read
+        except StoreError as exc:
+            log.error("the task store could not be read: %s", exc)
+            raise InternalError("The task store could not be read; try again") from None
+
+    # -- operations ------------------------------------------------------------------------------------
 
     async def on_send_message(self, request: SendMessageRequest, call: CallContext) -> SendMessageResponse:
         run = await self._begin(request, call)
@@ -634,16 +485,16 @@ class TaskRuntime(BaseRequestHandler):
         history_length = config.history_length if config is not None else None
         if immediate:
             assert run.task is not None
-            result: Task | Message = snapshot(run.task)
+            result: Any = snapshot(run.task)
         else:
             run.waiters += 1
             try:
                 result = await asyncio.shield(run.settled)
             finally:
                 run.waiters -= 1
-        if isinstance(result, Message):
-            return SendMessageResponse(message=result)
-        return SendMessageResponse(task=view(result, history_length))
+        if isinstance(result, Task):
+            return SendMessageResponse(task=view(result, history_length))
+        return SendMessageResponse(message=result)
 
     async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> EventStream:
         run = await self._begin(request, call)
@@ -657,26 +508,36 @@ class TaskRuntime(BaseRequestHandler):
         return EventStream(sub)
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
-        snap = await self._snapshot((request.tenant or call.tenant, request.id))
-        if snap is None:
+        tenant = request.tenant or call.tenant
+        stored = await self._read(
+            self.store.get(request.id, tenant=tenant, history_length=request.history_length)
+        )
+        if stored is None:
             raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
-        return view(snap[0], request.history_length)
+        return stored.task  # type: ignore[no-any-return]
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
         page_size = request.page_size or DEFAULT_PAGE_SIZE
-        page = await self.store.list_tasks(
-            TaskQuery(
-                tenant=request.tenant or call.tenant,
-                context_id=request.context_id,
-                state=None if request.status is TaskState.UNSPECIFIED else request.status,
-                updated_after=request.status_timestamp_after,
-                page_size=page_size,
-                page_token=request.page_token,
+        history_length = request.history_length
+        page = await self._read(
+            self.store.list_tasks(
+                TaskQuery(
+                    tenant=request.tenant or call.tenant,
+                    context_id=request.context_id,
+                    state=None if request.status is TaskState.UNSPECIFIED else request.status,
+                    updated_after=request.status_timestamp_after,
+                    page_size=page_size,
+                    page_token=request.page_token,
+                    history_length=self.limits.list_history_length
+                    if history_length is None
+                    else history_length,
+                    include_artifacts=bool(request.include_artifacts),
+                    max_bytes=self.limits.max_page_bytes,
+                )
             )
         )
-        include = bool(request.include_artifacts)
         return ListTasksResponse(
-            tasks=[view(t, request.history_length, include) for t in page.tasks],
+            tasks=page.tasks,
             next_page_token=page.next_page_token,
             page_size=page_size,
             total_size=page.total_size,
@@ -687,7 +548,7 @@ class TaskRuntime(BaseRequestHandler):
         run = self._runs.get(key)
         if run is not None:
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
-        stored = await self.store.get(request.id, tenant=key[0])
+        stored = await self._read(self.store.get(request.id, tenant=key[0]))
         if stored is None:
             raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
         task = stored.task
@@ -695,31 +556,25 @@ class TaskRuntime(BaseRequestHandler):
             raise TaskNotCancelableError(
                 f"Task {task.id} is already {task.status.state.value}", metadata={"taskId": task.id}
             )
-        note = agent_text(CANCELED_MESSAGE, context_id=task.context_id, task_id=task.id)
-        status = TaskStatus(state=TaskState.CANCELED, message=note, timestamp=_now())
-        canceled = _replace(task, status=status, history=[*task.history, note])
-        version = stored.version + 1
-        if not await self.store.save(canceled, version=version, tenant=key[0]):
-            raise TaskNotCancelableError(f"Task {task.id} changed while it was being canceled; try again")
-        self.bus.publish(
-            key,
-            version,
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=task.id, context_id=task.context_id, status=status
-                )
-            ),
-        )
+        try:
+            canceled, _ = await self._end_stored(key[0], stored, TaskState.CANCELED, CANCELED_MESSAGE)
+        except ConcurrentUpdateError:
+            raise TaskNotCancelableError(
+                f"Task {task.id} changed while it was being canceled; try again", metadata={"taskId": task.id}
+            ) from None
+        except StoreError as exc:
+            log.error("could not store the cancellation of task %s: %s", task.id, exc)
+            raise InternalError(STORE_FAILED) from None
         return canceled
 
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (request.tenant or call.tenant, request.id)
         sub = self.bus.subscribe(key)
         try:
-            snap = await self._snapshot(key)
-            if snap is None:
+            stored = await self._read(self.store.get(request.id, tenant=key[0]))
+            if stored is None:
                 raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
-            state = snap[0].status.state
+            state = stored.task.status.state
             if state.is_terminal:
                 raise UnsupportedOperationError(
                     f"Task {request.id} is {state.value}: there is nothing left to subscribe to",
@@ -728,7 +583,7 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub, snap, end_on_interrupt=False)
+        return EventStream(sub, (stored.task, stored.version), end_on_interrupt=False)
 
     async def on_get_extended_agent_card(
         self, request: GetExtendedAgentCardRequest, call: CallContext
@@ -736,3 +591,10 @@ class TaskRuntime(BaseRequestHandler):
         if self.extended_card is None:
             raise ExtendedAgentCardNotConfiguredError()
         return self.extended_card
+
+
+def _busy(key: Key) -> UnsupportedOperationError:
+    return UnsupportedOperationError(
+        f"Task {key[1]} is still working on an earlier message; send more input when it asks for it",
+        metadata={"taskId": key[1]},
+    )

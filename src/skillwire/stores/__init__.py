@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-from skillwire.stores.base import StoredTask, TaskPage, TaskQuery, TaskStore, open_store
+from skillwire.stores.base import (
+    Layout,
+    StoredTask,
+    TaskPage,
+    TaskQuery,
+    TaskStore,
+    TaskWrite,
+    open_store,
+    write_task,
+)
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.stores.sqlite import SQLiteTaskStore
 
 __all__ = [
+    "Layout",
     "MemoryTaskStore",
     "SQLiteTaskStore",
     "StoredTask",
     "TaskPage",
     "TaskQuery",
     "TaskStore",
+    "TaskWrite",
     "open_store",
+    "write_task",
 ]

@@ -1,18 +1,30 @@
 """The TaskStore protocol and what every store shares.
 
-A store keeps the latest snapshot of each task, keyed by ``(tenant, id)``, with a version number that only
-grows. ``save`` writes a snapshot only if its version is newer than the stored one, so a stale writer can
-never overwrite newer state (no lost update, whatever order concurrent writes arrive in). ``list_tasks``
-pages newest first by status timestamp with an opaque cursor. ``list_unfinished`` is read once at start-up:
-a task that was SUBMITTED or WORKING when the previous process stopped is either resumed (work delegated
-elsewhere can be followed again) or marked FAILED with a reason by the runtime. Tasks waiting for input
-stay as they are: they can still be resumed by the client.
+A store keeps each task, keyed by ``(tenant, id)``, with a version number that grows with every write.
+
+Writes are incremental. A task is kept in pieces: a *head* (the task without its history and artifacts), one
+piece per history message, and per artifact one piece for the artifact as first written plus one per chunk
+appended to it. A :class:`TaskWrite` carries only the pieces that changed since the version it was made from
+(``base``), so a long conversation or a long stream costs each write what it adds, not the whole task again.
+
+``commit(write)`` applies a write atomically if, and only if, the stored version is ``write.base`` (0: the
+task must not exist yet); otherwise it raises :class:`~skillwire.errors.ConcurrentUpdateError`, and nothing
+changes. A write the store cannot make durable (disk full, I/O error, read-only file, database locked past
+its timeout) raises :class:`~skillwire.errors.StoreError`, and nothing of it is stored. Callers show a state
+to anyone only after ``commit`` returned (docs/durability.md).
+
+``list_tasks`` pages newest first by status timestamp with an opaque cursor, within a byte budget.
+``unfinished`` pages through the SUBMITTED and WORKING tasks, which recovery at start-up reads in batches:
+such a task was left by a process that stopped, and is either resumed (work delegated elsewhere can be
+followed again) or failed with a reason. Tasks waiting for input stay as they are: the client can still
+answer them.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -20,18 +32,198 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from skillwire.errors import InvalidParamsError, SkillwireError
-from skillwire.protocol.models import Task
+from skillwire.protocol.limits import Limits
+from skillwire.protocol.models import Artifact, Message, Part, Task
 from skillwire.protocol.states import TaskState
 
-__all__ = ["StoredTask", "TaskPage", "TaskQuery", "TaskStore", "open_store"]
+__all__ = [
+    "ArtifactPiece",
+    "Layout",
+    "StoredTask",
+    "TaskPage",
+    "TaskQuery",
+    "TaskStore",
+    "TaskWrite",
+    "open_store",
+    "write_task",
+]
 
 UNFINISHED_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What a store holds of one task, piece by piece: enough to write only what changes next."""
+
+    #: How many history messages are stored, and their encoded size.
+    messages: int = 0
+    message_bytes: int = 0
+    #: Per artifact (by index): how many parts are stored, and their encoded size.
+    parts: tuple[int, ...] = ()
+    artifact_bytes: tuple[int, ...] = ()
+    head_bytes: int = 0
+
+    @property
+    def size(self) -> int:
+        """The task's encoded size in bytes, as stored."""
+        return self.head_bytes + self.message_bytes + sum(self.artifact_bytes)
 
 
 @dataclass(frozen=True, slots=True)
 class StoredTask:
     task: Task
     version: int
+    #: The stored pieces, when the whole task was read (a read limited by historyLength has none).
+    layout: Layout | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactPiece:
+    """Artifact ``index`` from its part ``offset`` on. At offset 0 ``body`` is the whole artifact, which
+    replaces any stored one; further on it is the JSON array of the parts appended from there."""
+
+    index: int
+    offset: int
+    body: bytes
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskWrite:
+    """One atomic change to a task, already encoded: build it with :func:`write_task`."""
+
+    tenant: str
+    #: The task as this write leaves it. It may be the writer's live object, which goes on changing: a store
+    #: reads only the fields below, fixed when the write was made.
+    task: Task
+    task_id: str
+    context_id: str
+    state: TaskState
+    updated_us: int
+    artifact_count: int
+    #: The version this write gives the task, and the stored version it was made from (0: a new task).
+    version: int
+    base: int
+    head: bytes
+    #: ``task.history[first_message:]``, encoded: the messages this write adds.
+    first_message: int
+    messages: tuple[bytes, ...]
+    artifacts: tuple[ArtifactPiece, ...]
+    #: The stored pieces once this write is committed.
+    layout: Layout
+    #: Whether everything stored for the task is replaced (a whole-task write over an existing task).
+    rewrite: bool = False
+
+
+def write_task(
+    task: Task,
+    *,
+    version: int,
+    base: int = 0,
+    tenant: str = "",
+    stored: Layout | None = None,
+    replaced: Collection[int] = (),
+) -> TaskWrite:
+    """The write that turns what is stored (``stored``, at version ``base``) into ``task`` at ``version``.
+
+    ``replaced`` names the artifacts (by index) that were replaced whole since then rather than appended to.
+    Without ``stored`` the whole task is written. Raises ``TypeError``/``msgspec.EncodeError`` if the task
+    holds a value that is not JSON: nothing reaches the store then.
+    """
+    if version <= base:
+        raise ValueError(f"a write must raise the version (base {base}, version {version})")
+    rewrite = stored is None and base > 0
+    old = stored or Layout()
+    head = _encode(msgspec.structs.replace(task, history=[], artifacts=[]))
+    history = task.history
+    first = old.messages if old.messages <= len(history) else 0
+    messages = tuple(_encode(m) for m in history[first:])
+    message_bytes = (old.message_bytes if first else 0) + sum(len(m) for m in messages)
+    pieces: list[ArtifactPiece] = []
+    parts: list[int] = []
+    sizes: list[int] = []
+    for i, artifact in enumerate(task.artifacts):
+        kept = old.parts[i] if i < len(old.parts) and i not in replaced else 0
+        if 0 < kept <= len(artifact.parts):
+            size = old.artifact_bytes[i]
+            if kept < len(artifact.parts):
+                body = _encode(artifact.parts[kept:])
+                pieces.append(ArtifactPiece(i, kept, body))
+                size += len(body)
+        else:
+            body = _encode(artifact)
+            pieces.append(ArtifactPiece(i, 0, body))
+            size = len(body)
+        parts.append(len(artifact.parts))
+        sizes.append(size)
+    layout = Layout(len(history), message_bytes, tuple(parts), tuple(sizes), len(head))
+    return TaskWrite(
+        tenant=tenant,
+        task=task,
+        task_id=task.id,
+        context_id=task.context_id,
+        state=task.status.state,
+        updated_us=timestamp_us(task),
+        artifact_count=len(task.artifacts),
+        version=version,
+        base=base,
+        head=head,
+        first_message=first,
+        messages=messages,
+        artifacts=tuple(pieces),
+        layout=layout,
+        rewrite=rewrite,
+    )
+
+
+# -- reading pieces back ------------------------------------------------------------------------------------
+
+_decode_head = msgspec.json.Decoder(Task).decode
+_decode_message = msgspec.json.Decoder(Message).decode
+_decode_artifact = msgspec.json.Decoder(Artifact).decode
+_decode_parts = msgspec.json.Decoder(list[Part]).decode
+
+
+def assemble(
+    head: bytes,
+    messages: Sequence[bytes],
+    artifacts: Sequence[Sequence[bytes]] | None,
+) -> Task:
+    """A task from its pieces: the head, the messages (oldest first) and, per artifact, its pieces in offset
+    order (``None``: the artifacts were not read)."""
+    task = _decode_head(head)
+    task.history = [_decode_message(m) for m in messages]
+    if artifacts is not None:
+        out = []
+        for chunks in artifacts:
+            artifact = _decode_artifact(chunks[0])
+            for chunk in chunks[1:]:
+                artifact.parts.extend(_decode_parts(chunk))
+            out.append(artifact)
+        task.artifacts = out
+    return task
+
+
+def layout_of(
+    task: Task, head: bytes, messages: Sequence[bytes], artifacts: Sequence[Sequence[bytes]]
+) -> Layout:
+    """The layout of ``task``, read whole from these pieces."""
+    return Layout(
+        len(messages),
+        sum(len(m) for m in messages),
+        tuple(len(a.parts) for a in task.artifacts),
+        tuple(sum(len(c) for c in chunks) for chunks in artifacts),
+        len(head),
+    )
+
+
+def history_start(count: int, history_length: int | None) -> int:
+    """The index of the first message a view of ``history_length`` messages shows."""
+    if history_length is None or history_length >= count:
+        return 0
+    return count - max(history_length, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +235,12 @@ class TaskQuery:
     updated_after: datetime | None = None
     page_size: int = 50
     page_token: str = ""
+    #: The last N messages of each task's history (``None``: all of it).
+    history_length: int | None = None
+    include_artifacts: bool = False
+    #: Bytes of task pieces one page may hold; a page ends early (with a token) rather than pass it. A page
+    #: always holds at least one task, so a task larger than the budget is still listed, alone.
+    max_bytes: int = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +252,8 @@ class TaskPage:
 
 @runtime_checkable
 class TaskStore(Protocol):
-    """Where tasks are kept. Implementations must be safe to call from one event loop concurrently."""
+    """Where tasks are kept. Implementations must be safe to call from one event loop concurrently, and must
+    not block it (reads and writes of a file or a database run elsewhere)."""
 
     url: str
 
@@ -62,23 +261,28 @@ class TaskStore(Protocol):
 
     async def close(self) -> None: ...
 
-    async def save(self, task: Task, *, version: int, tenant: str = "") -> bool:
-        """Write ``task`` unless a snapshot with ``version`` or newer is stored; True if written."""
+    async def commit(self, write: TaskWrite) -> None:
+        """Apply ``write`` if the stored version is ``write.base``; ConcurrentUpdateError if it is not,
+        StoreError if it cannot be made durable. Either way, on error nothing of it is stored."""
         ...
 
-    async def get(self, task_id: str, *, tenant: str = "") -> StoredTask | None: ...
+    async def get(
+        self, task_id: str, *, tenant: str = "", history_length: int | None = None
+    ) -> StoredTask | None:
+        """The task, with its last ``history_length`` messages (``None``: all, and its layout)."""
+        ...
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage: ...
 
-    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
-        """Every SUBMITTED or WORKING task, with its tenant."""
+    async def unfinished(
+        self, cursor: str = "", limit: int = 500
+    ) -> tuple[list[tuple[str, StoredTask]], str]:
+        """A batch of SUBMITTED or WORKING tasks (whole, with their tenant) and the cursor of the next
+        batch (``""`` after the last)."""
         ...
 
 
 # -- helpers shared by the implementations ---------------------------------------------------------------
-
-encode_task = msgspec.json.Encoder().encode
-decode_task = msgspec.json.Decoder(Task).decode
 
 
 def timestamp_us(task: Task) -> int:
@@ -96,8 +300,10 @@ def instant_us(value: datetime) -> int:
     return int(value.timestamp() * 1_000_000)
 
 
-def encode_cursor(updated_us: int, task_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{updated_us}:{task_id}".encode()).decode().rstrip("=")
+def encode_cursor(updated_us: int, tie: str, total: int) -> str:
+    """A page token: where the next page starts, and the total counted on the first page (so later pages
+    need not count again)."""
+    return base64.urlsafe_b64encode(f"{updated_us}:{tie}:{total}".encode()).decode().rstrip("=")
 
 
 _INT64_MAX = 2**63 - 1
@@ -117,31 +323,44 @@ def cursor_int(text: str) -> int:
     return int(text)
 
 
-def decode_cursor(token: str) -> tuple[int, str]:
-    """(status timestamp in microseconds, the store's tie-breaker) from a page token."""
+def decode_cursor(token: str) -> tuple[int, str, int]:
+    """(status timestamp in microseconds, the store's tie-breaker, the total) from a page token."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise bad_cursor() from None
-    us, sep, tie = raw.partition(":")
-    if not sep:
+    us, sep, rest = raw.partition(":")
+    tie, sep2, total = rest.rpartition(":")
+    if not sep or not sep2:
         raise bad_cursor()
-    return cursor_int(us), tie
+    return cursor_int(us), tie, cursor_int(total)
 
 
-def open_store(url: str) -> TaskStore:
-    """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``."""
+def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
+    """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
+
+    A SQLite URL may carry ``?timeout=SECONDS``: how long a write waits for a database that another
+    connection has locked before it fails (default 5)."""
     if url == "memory://" or url == "memory":
         from skillwire.stores.memory import MemoryTaskStore
 
-        return MemoryTaskStore()
+        return MemoryTaskStore(max_finished=(limits or Limits()).memory_store_finished_tasks)
     if url.startswith("sqlite://"):
         from skillwire.stores.sqlite import SQLiteTaskStore
 
-        path = url[len("sqlite://") :]
+        path, _, query = url[len("sqlite://") :].partition("?")
         if path.startswith("/"):
             path = path[1:]
         if not path:
             raise SkillwireError(f"{url!r} names no file: use sqlite:///PATH")
-        return SQLiteTaskStore(path)
+        timeout = 5.0
+        for pair in filter(None, query.split("&")):
+            name, _, value = pair.partition("=")
+            if name != "timeout":
+                raise SkillwireError(f"{url!r}: unknown option {name!r} (the SQLite store takes timeout=)")
+            try:
+                timeout = float(value)
+            except ValueError:
+                raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
+        return SQLiteTaskStore(path, timeout=timeout)
     raise SkillwireError(f"Unknown store URL {url!r}: use memory:// or sqlite:///PATH")

@@ -1,9 +1,17 @@
-"""An in-memory TaskStore: fast, shared by nothing, gone when the process ends."""
+"""An in-memory TaskStore: fast, shared by nothing, gone when the process ends.
+
+Tasks are kept as their encoded pieces (see :mod:`skillwire.stores.base`), so a caller's later changes to a
+Task never leak into the store and a write costs what it adds. It keeps at most ``max_finished`` tasks in a
+terminal state: once more have finished, the ones that finished first are forgotten (tasks still running or
+waiting for input are always kept).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
+from skillwire.errors import ConcurrentUpdateError
 from skillwire.protocol.models import Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
@@ -11,15 +19,19 @@ from skillwire.stores.base import (
     StoredTask,
     TaskPage,
     TaskQuery,
+    TaskWrite,
+    assemble,
+    cursor_int,
     decode_cursor,
-    decode_task,
     encode_cursor,
-    encode_task,
+    history_start,
     instant_us,
-    timestamp_us,
+    layout_of,
 )
 
 __all__ = ["MemoryTaskStore"]
+
+_Key = tuple[str, str]
 
 
 @dataclass(slots=True)
@@ -28,16 +40,25 @@ class _Row:
     context_id: str
     state: TaskState
     updated_us: int
-    body: bytes
+    head: bytes
+    messages: list[bytes] = field(default_factory=list)
+    #: Per artifact, its pieces as (part offset, body), in offset order.
+    artifacts: list[list[tuple[int, bytes]]] = field(default_factory=list)
+    #: Insertion order, the tie-breaker between tasks updated in the same microsecond.
+    seq: int = 0
+
+    def chunks(self) -> list[list[bytes]]:
+        return [[body for _, body in pieces] for pieces in self.artifacts]
 
 
 class MemoryTaskStore:
-    """Snapshots are kept encoded, so a caller's later changes to a Task never leak into the store."""
-
     url = "memory://"
 
-    def __init__(self) -> None:
-        self._rows: dict[tuple[str, str], _Row] = {}
+    def __init__(self, *, max_finished: int = 10_000) -> None:
+        self.max_finished = max_finished
+        self._rows: dict[_Key, _Row] = {}
+        self._finished: OrderedDict[_Key, None] = OrderedDict()
+        self._seq = 0
 
     async def open(self) -> None:
         return None
@@ -45,43 +66,108 @@ class MemoryTaskStore:
     async def close(self) -> None:
         return None
 
-    async def save(self, task: Task, *, version: int, tenant: str = "") -> bool:
-        key = (tenant, task.id)
+    async def commit(self, write: TaskWrite) -> None:
+        key = (write.tenant, write.task_id)
         row = self._rows.get(key)
-        if row is not None and row.version >= version:
-            return False
-        self._rows[key] = _Row(
-            version, task.context_id, task.status.state, timestamp_us(task), encode_task(task)
-        )
-        return True
+        stored = 0 if row is None else row.version
+        if stored != write.base:
+            raise ConcurrentUpdateError(
+                f"task {write.task_id} is at version {stored}, not {write.base}: it changed meanwhile"
+            )
+        if row is None:
+            self._seq += 1
+            row = self._rows[key] = _Row(
+                write.version, write.context_id, write.state, write.updated_us, write.head, seq=self._seq
+            )
+        else:
+            row.version, row.context_id, row.head = write.version, write.context_id, write.head
+            row.state, row.updated_us = write.state, write.updated_us
+        _apply_pieces(row, write)
+        if write.state.is_terminal:
+            self._finished[key] = None
+            self._finished.move_to_end(key)
+            while len(self._finished) > self.max_finished:
+                old, _ = self._finished.popitem(last=False)
+                self._rows.pop(old, None)
+        else:
+            self._finished.pop(key, None)
 
-    async def get(self, task_id: str, *, tenant: str = "") -> StoredTask | None:
+    async def get(
+        self, task_id: str, *, tenant: str = "", history_length: int | None = None
+    ) -> StoredTask | None:
         row = self._rows.get((tenant, task_id))
-        return None if row is None else StoredTask(decode_task(row.body), row.version)
+        if row is None:
+            return None
+        start = history_start(len(row.messages), history_length)
+        chunks = row.chunks()
+        task = assemble(row.head, row.messages[start:], chunks)
+        layout = layout_of(task, row.head, row.messages, chunks) if history_length is None else None
+        return StoredTask(task, row.version, layout)
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         after_us = instant_us(query.updated_after) if query.updated_after is not None else None
         matches = [
-            (row.updated_us, task_id, row)
-            for (tenant, task_id), row in self._rows.items()
+            (row.updated_us, row.seq, row)
+            for (tenant, _), row in self._rows.items()
             if tenant == query.tenant
             and (not query.context_id or row.context_id == query.context_id)
             and (query.state is None or row.state == query.state)
             and (after_us is None or row.updated_us >= after_us)
         ]
         matches.sort(key=lambda m: (m[0], m[1]), reverse=True)
-        total = len(matches)
         if query.page_token:
-            cursor = decode_cursor(query.page_token)
+            us, tie, total = decode_cursor(query.page_token)
+            cursor = (us, cursor_int(tie))
             matches = [m for m in matches if (m[0], m[1]) < cursor]
-        page = matches[: query.page_size]
-        more = len(matches) > query.page_size
-        token = encode_cursor(page[-1][0], page[-1][1]) if more and page else ""
-        return TaskPage([decode_task(m[2].body) for m in page], total, token)
+        else:
+            total = len(matches)
+        tasks: list[Task] = []
+        spent = 0
+        last: tuple[int, int] | None = None
+        for us, seq, row in matches[: query.page_size]:
+            start = history_start(len(row.messages), query.history_length)
+            messages = row.messages[start:]
+            chunks = row.chunks() if query.include_artifacts else None
+            cost = len(row.head) + sum(map(len, messages)) + sum(len(c) for a in chunks or () for c in a)
+            if tasks and spent + cost > query.max_bytes:
+                break
+            spent += cost
+            tasks.append(assemble(row.head, messages, chunks))
+            last = (us, seq)
+        more = len(tasks) < len(matches)
+        token = encode_cursor(last[0], str(last[1]), total) if more and last is not None else ""
+        return TaskPage(tasks, total, token)
 
-    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
-        return [
-            (tenant, StoredTask(decode_task(row.body), row.version))
-            for (tenant, _), row in self._rows.items()
-            if row.state in UNFINISHED_STATES
-        ]
+    async def unfinished(
+        self, cursor: str = "", limit: int = 500
+    ) -> tuple[list[tuple[str, StoredTask]], str]:
+        after = cursor_int(cursor) if cursor else 0
+        rows = sorted(
+            (row.seq, key)
+            for key, row in self._rows.items()
+            if row.state in UNFINISHED_STATES and row.seq > after
+        )[:limit]
+        batch = []
+        for _, (tenant, task_id) in rows:
+            stored = await self.get(task_id, tenant=tenant)
+            if stored is not None:
+                batch.append((tenant, stored))
+        return batch, str(rows[-1][0]) if len(rows) == limit else ""
+
+
+def _apply_pieces(row: _Row, write: TaskWrite) -> None:
+    if write.rewrite:
+        row.messages, row.artifacts = [], []
+    del row.messages[write.first_message :]
+    row.messages.extend(write.messages)
+    for piece in write.artifacts:
+        if piece.index == len(row.artifacts):
+            row.artifacts.append([])
+        pieces = row.artifacts[piece.index]
+        if piece.offset == 0:
+            pieces.clear()
+        else:
+            while pieces and pieces[-1][0] >= piece.offset:
+                pieces.pop()
+        pieces.append((piece.offset, piece.body))
+    del row.artifacts[write.artifact_count :]

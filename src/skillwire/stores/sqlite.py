@@ -1,44 +1,72 @@
-"""The default TaskStore: one SQLite file in WAL mode, written with group commit.
+"""The default TaskStore: one SQLite file in WAL mode, written with group commit, owned by one process.
+
+Layout (schema 2): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
+columns the listings filter on; ``messages`` holds one row per history message and ``artifacts`` one row per
+artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
+adds. Schema 1 files (one blob per task) are migrated when opened.
 
 Writes go to one writer thread. Every write queued since the writer's last commit is applied in one
-transaction, then each waiting caller is answered. Several writes to the same task that are still queued
-collapse into the newest one. A snapshot is written only if its version is newer than the stored one
-(``ON CONFLICT ... WHERE excluded.version > tasks.version``), so concurrent or reordered writers never lose
-an update.
+transaction, then each waiting caller is answered. A write applies only if the stored version is the one it
+was made from (``UPDATE ... WHERE version = base``), else that write alone fails with ConcurrentUpdateError;
+a transaction that cannot commit (disk full, I/O error, read-only file, a lock held past ``timeout``) fails
+every write in it with StoreError, and none of them is stored.
+
+Reads run on a small pool of threads, each with its own connection, inside a read transaction so the pieces
+of a task are read from one snapshot; WAL readers never wait for the writer, and the event loop waits for
+neither.
 
 Durability: ``synchronous=NORMAL`` in WAL mode. A committed write survives the process being killed
-(``kill -9``); after a power cut the last few commits may be lost. Reads run on the caller's thread through
-a separate connection; WAL readers never wait for the writer.
+(``kill -9``); after a power cut the last few commits may be lost.
+
+Ownership: the process that opens the store holds an exclusive lock (``flock``) on ``PATH.lock``, which
+names it (pid, host, start time). A second process is refused with a message naming the owner; the kernel
+releases the lock when the owner exits, however it exits. So at start-up every SUBMITTED or WORKING task in
+the file was left by a process that is gone (docs/durability.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import socket
 import sqlite3
 import threading
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, TypeVar
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import ConcurrentUpdateError, StoreError
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
     UNFINISHED_STATES,
     StoredTask,
     TaskPage,
     TaskQuery,
+    TaskWrite,
+    assemble,
     cursor_int,
     decode_cursor,
-    decode_task,
     encode_cursor,
-    encode_task,
+    history_start,
     instant_us,
-    timestamp_us,
+    layout_of,
+    write_task,
 )
+
+try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["SQLiteTaskStore"]
 
-SCHEMA_VERSION = 1
+T = TypeVar("T")
+
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq         INTEGER PRIMARY KEY,
@@ -48,56 +76,75 @@ CREATE TABLE IF NOT EXISTS tasks (
     state       TEXT    NOT NULL,
     updated_us  INTEGER NOT NULL,
     version     INTEGER NOT NULL,
-    body        BLOB    NOT NULL,
+    head        BLOB    NOT NULL,
+    messages    INTEGER NOT NULL,
+    size        INTEGER NOT NULL,
     UNIQUE (tenant, id)
 );
-CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us);
-CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (tenant, context_id, updated_us);
-CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (state)
+CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (tenant, context_id, updated_us, seq);
+CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (tenant, state, updated_us, seq);
+CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (seq)
     WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
+CREATE TABLE IF NOT EXISTS messages (
+    task INTEGER NOT NULL,
+    idx  INTEGER NOT NULL,
+    body BLOB    NOT NULL,
+    PRIMARY KEY (task, idx)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS artifacts (
+    task   INTEGER NOT NULL,
+    idx    INTEGER NOT NULL,
+    start  INTEGER NOT NULL,
+    body   BLOB    NOT NULL,
+    PRIMARY KEY (task, idx, start)
+) WITHOUT ROWID;
 """
-_UPSERT = """
-INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, body) VALUES (?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT (tenant, id) DO UPDATE SET
-    context_id = excluded.context_id, state = excluded.state, updated_us = excluded.updated_us,
-    version = excluded.version, body = excluded.body
-WHERE excluded.version > tasks.version
+_INSERT = """
+INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
+"""
+_UPDATE = """
+UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?
+WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
 """
 
-_Row = tuple[str, str, str, str, int, int, bytes]
+Outcome = None | BaseException
 
 
 @dataclass(slots=True)
-class _Write:
-    row: _Row
-    waiters: list[asyncio.Future[bool]] = field(default_factory=list)
+class _Queued:
+    write: TaskWrite
+    future: asyncio.Future[None]
+
+
+def _connect(path: str, timeout: float) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+    return conn
+
+
+# -- the writer ---------------------------------------------------------------------------------------------
 
 
 class _GroupWriter(threading.Thread):
-    def __init__(self, path: str, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(name="skillwire-sqlite-writer", daemon=True)
-        self._path = path
+        self._conn = conn
         self._loop = loop
         self._cond = threading.Condition()
-        self._pending: dict[tuple[str, str], _Write] = {}
+        self._pending: list[_Queued] = []
         self._closing = False
-        self.ready = threading.Event()
-        self.failure: BaseException | None = None
 
-    def submit(self, row: _Row) -> asyncio.Future[bool]:
-        fut: asyncio.Future[bool] = self._loop.create_future()
-        key = (row[0], row[1])
+    def submit(self, write: TaskWrite) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = self._loop.create_future()
         with self._cond:
             if self._closing:
-                raise SkillwireError("the SQLite store is closed")
-            queued = self._pending.get(key)
-            if queued is None:
-                self._pending[key] = _Write(row, [fut])
-                self._cond.notify()
-            else:
-                if row[5] > queued.row[5]:
-                    queued.row = row
-                queued.waiters.append(fut)
+                raise StoreError("the SQLite store is closed")
+            self._pending.append(_Queued(write, fut))
+            self._cond.notify()
         return fut
 
     def stop(self) -> None:
@@ -107,130 +154,317 @@ class _GroupWriter(threading.Thread):
 
     def run(self) -> None:
         try:
-            conn = _connect(self._path)
-        except BaseException as exc:  # pragma: no cover - open() already proved the file usable
-            self.failure = exc
-            self.ready.set()
-            return
-        self.ready.set()
-        try:
             while True:
                 with self._cond:
                     while not self._pending and not self._closing:
                         self._cond.wait()
                     if not self._pending:
                         return
-                    batch, self._pending = self._pending, {}
-                self._apply(conn, list(batch.values()))
+                    batch, self._pending = self._pending, []
+                outcomes = self._apply(batch)
+                self._loop.call_soon_threadsafe(_resolve, batch, outcomes)
         finally:
-            conn.close()
+            self._conn.close()
 
-    def _apply(self, conn: sqlite3.Connection, batch: list[_Write]) -> None:
-        results: list[tuple[_Write, bool | BaseException]] = []
+    def _apply(self, batch: list[_Queued]) -> list[Outcome]:
+        conn = self._conn
+        outcomes: list[Outcome] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
-            for write in batch:
-                cur = conn.execute(_UPSERT, write.row)
-                results.append((write, cur.rowcount > 0))
+            for queued in batch:
+                outcomes.append(_apply_write(conn, queued.write))
             conn.execute("COMMIT")
-        except BaseException as exc:
+        except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
-            err = SkillwireError(f"SQLite write failed: {exc}")
-            results = [(w, err) for w in batch]
-        self._loop.call_soon_threadsafe(_resolve, results)
+            err = StoreError(f"the SQLite store could not commit: {exc}")
+            return [err] * len(batch)
+        return outcomes
 
 
-def _resolve(results: list[tuple[_Write, bool | BaseException]]) -> None:
-    for write, outcome in results:
-        for fut in write.waiters:
-            if fut.done():
-                continue
-            if isinstance(outcome, BaseException):
-                fut.set_exception(outcome)
-            else:
-                fut.set_result(outcome)
+def _apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
+    """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned."""
+    layout = w.layout
+    if w.base == 0:
+        cur = conn.execute(
+            _INSERT,
+            (
+                w.tenant,
+                w.task_id,
+                w.context_id,
+                w.state.value,
+                w.updated_us,
+                w.version,
+                w.head,
+                layout.messages,
+                layout.size,
+            ),
+        )
+        if cur.rowcount == 0:
+            return ConcurrentUpdateError(f"task {w.task_id} already exists")
+        seq = cur.lastrowid
+    else:
+        found = conn.execute(
+            _UPDATE,
+            (
+                w.context_id,
+                w.state.value,
+                w.updated_us,
+                w.version,
+                w.head,
+                layout.messages,
+                layout.size,
+                w.tenant,
+                w.task_id,
+                w.base,
+            ),
+        ).fetchone()
+        if found is None:
+            return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
+        seq = found[0]
+        if w.rewrite:
+            conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
+            conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))
+        else:
+            for piece in w.artifacts:
+                if piece.offset == 0:
+                    conn.execute("DELETE FROM artifacts WHERE task = ? AND idx = ?", (seq, piece.index))
+    if w.messages:
+        first = w.first_message
+        conn.executemany(
+            "INSERT OR REPLACE INTO messages (task, idx, body) VALUES (?, ?, ?)",
+            [(seq, first + i, body) for i, body in enumerate(w.messages)],
+        )
+    if w.artifacts:
+        conn.executemany(
+            "INSERT OR REPLACE INTO artifacts (task, idx, start, body) VALUES (?, ?, ?, ?)",
+            [(seq, p.index, p.offset, p.body) for p in w.artifacts],
+        )
+    return None
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    return conn
+def _resolve(batch: list[_Queued], outcomes: list[Outcome]) -> None:
+    for queued, outcome in zip(batch, outcomes, strict=True):
+        if queued.future.done():
+            continue
+        if outcome is None:
+            queued.future.set_result(None)
+        else:
+            queued.future.set_exception(outcome)
+
+
+# -- reading ------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One read transaction: every SELECT inside sees the same committed state."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def _pieces(
+    conn: sqlite3.Connection, seq: int, first_message: int, artifacts: bool
+) -> tuple[list[bytes], list[list[bytes]] | None]:
+    messages = [
+        r[0]
+        for r in conn.execute(
+            "SELECT body FROM messages WHERE task = ? AND idx >= ? ORDER BY idx", (seq, first_message)
+        )
+    ]
+    if not artifacts:
+        return messages, None
+    grouped: list[list[bytes]] = []
+    last = -1
+    for idx, body in conn.execute(
+        "SELECT idx, body FROM artifacts WHERE task = ? ORDER BY idx, start", (seq,)
+    ):
+        if idx != last:
+            grouped.append([])
+            last = idx
+        grouped[-1].append(body)
+    return messages, grouped
+
+
+def _read_task(
+    conn: sqlite3.Connection, seq: int, head: bytes, version: int, count: int, history_length: int | None
+) -> StoredTask:
+    messages, chunks = _pieces(conn, seq, history_start(count, history_length), True)
+    assert chunks is not None
+    task = assemble(head, messages, chunks)
+    layout = layout_of(task, head, messages, chunks) if history_length is None else None
+    return StoredTask(task, version, layout)
+
+
+# -- the owner lock -------------------------------------------------------------------------------------------
+
+
+class _OwnerLock:
+    """An exclusive ``flock`` on ``PATH.lock`` holding who owns the store (released when the process ends)."""
+
+    def __init__(self, db_path: str) -> None:
+        self.path = db_path + ".lock"
+        self._file: IO[str] | None = None
+
+    def acquire(self, store_path: str) -> None:
+        if fcntl is None:  # pragma: no cover - not POSIX
+            return
+        file = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+        try:
+            fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            file.seek(0)
+            owner = _describe_owner(file.read())
+            file.close()
+            raise StoreError(
+                f"the task store {store_path} is in use by {owner}. One process owns a SQLite store: stop it"
+                " first, or give this one another --store (several processes sharing tasks need a shared"
+                " store such as PostgreSQL)"
+            ) from None
+        file.seek(0)
+        file.truncate()
+        file.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            )
+        )
+        file.flush()
+        self._file = file
+
+    def release(self) -> None:
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.truncate(0)
+            file.close()  # closing the descriptor releases the flock
+
+
+def _describe_owner(text: str) -> str:
+    try:
+        info = json.loads(text)
+        return f"process {info['pid']} on {info['host']} (since {info['since']})"
+    except (ValueError, KeyError, TypeError):
+        return "another process"
+
+
+# -- the store ----------------------------------------------------------------------------------------------
 
 
 class SQLiteTaskStore:
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    """``SQLiteTaskStore("tasks.db")``; ``timeout`` is how long a write waits on a lock another connection
+    holds before it fails (seconds); ``readers`` is the number of reading threads."""
+
+    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0, readers: int = 2) -> None:
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
-        self._reader: sqlite3.Connection | None = None
+        self.timeout = timeout
+        self._readers = readers
         self._writer: _GroupWriter | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._lock = _OwnerLock(self.path)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
 
     def _prepare(self) -> sqlite3.Connection:
-        """Create the file and schema (runs in a worker thread); returns the reader connection."""
+        """Take the owner lock, create or migrate the file (in a worker thread); returns the writer's
+        connection."""
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        conn = _connect(self.path)
-        current = conn.execute("PRAGMA user_version").fetchone()[0]
-        if current > SCHEMA_VERSION:
-            conn.close()
-            raise SkillwireError(
-                f"{self.path} was written by a newer skillwire"
-                f" (schema {current}, this one knows {SCHEMA_VERSION})"
-            )
-        conn.executescript(_SCHEMA)
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self._lock.acquire(self.path)
+        try:
+            conn = _connect(self.path, self.timeout)
+            try:
+                _migrate(conn, self.path)
+            except BaseException:
+                conn.close()
+                raise
+        except BaseException:
+            self._lock.release()
+            raise
         return conn
 
     async def open(self) -> None:
         if self._writer is not None:
             return
         try:
-            self._reader = await asyncio.to_thread(self._prepare)
+            conn = await asyncio.to_thread(self._prepare)
         except (sqlite3.Error, OSError) as exc:
-            raise SkillwireError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
-        writer = _GroupWriter(self.path, asyncio.get_running_loop())
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        self._pool = ThreadPoolExecutor(self._readers, thread_name_prefix="skillwire-sqlite-reader")
+        writer = _GroupWriter(conn, asyncio.get_running_loop())
         writer.start()
-        await asyncio.to_thread(writer.ready.wait)
-        if writer.failure is not None:  # pragma: no cover
-            raise SkillwireError(f"cannot open the SQLite store at {self.path}: {writer.failure}")
         self._writer = writer
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
+        pool, self._pool = self._pool, None
         if writer is not None:
             writer.stop()
             await asyncio.to_thread(writer.join)
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.close()
+        if pool is not None:
+            await asyncio.to_thread(pool.shutdown)
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            conn.close()
+        self._local = threading.local()
+        self._lock.release()
 
-    def _conn(self) -> sqlite3.Connection:
-        if self._reader is None:
-            raise SkillwireError("the SQLite store is not open")
-        return self._reader
+    # -- reads on the pool ----------------------------------------------------------------------------------
 
-    async def save(self, task: Task, *, version: int, tenant: str = "") -> bool:
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path, self.timeout)
+            self._local.conn = conn
+            with self._connections_lock:
+                self._connections.append(conn)
+        return conn
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        pool = self._pool
+        if pool is None:
+            raise StoreError("the SQLite store is not open")
+
+        def run() -> T:
+            with _snapshot(self._reader()) as conn:
+                return fn(conn)
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(pool, run)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the SQLite store could not be read: {exc}") from exc
+
+    # -- the protocol -----------------------------------------------------------------------------------------
+
+    async def commit(self, write: TaskWrite) -> None:
         if self._writer is None:
-            raise SkillwireError("the SQLite store is not open")
-        row: _Row = (
-            tenant,
-            task.id,
-            task.context_id,
-            task.status.state.value,
-            timestamp_us(task),
-            version,
-            encode_task(task),
-        )
-        return await self._writer.submit(row)
+            raise StoreError("the SQLite store is not open")
+        await self._writer.submit(write)
 
-    async def get(self, task_id: str, *, tenant: str = "") -> StoredTask | None:
-        found = (
-            self._conn()
-            .execute("SELECT body, version FROM tasks WHERE tenant = ? AND id = ?", (tenant, task_id))
-            .fetchone()
-        )
-        return None if found is None else StoredTask(decode_task(found[0]), found[1])
+    async def get(
+        self, task_id: str, *, tenant: str = "", history_length: int | None = None
+    ) -> StoredTask | None:
+        def read(conn: sqlite3.Connection) -> StoredTask | None:
+            found = conn.execute(
+                "SELECT seq, head, version, messages FROM tasks WHERE tenant = ? AND id = ?",
+                (tenant, task_id),
+            ).fetchone()
+            if found is None:
+                return None
+            seq, head, version, count = found
+            return _read_task(conn, seq, head, version, count, history_length)
+
+        return await self._read(read)
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["tenant = ?"]
@@ -244,31 +478,105 @@ class SQLiteTaskStore:
         if query.updated_after is not None:
             where.append("updated_us >= ?")
             args.append(instant_us(query.updated_after))
-        conn = self._conn()
         clause = " AND ".join(where)
-        total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {clause}", args).fetchone()[0]
-        if query.page_token:
-            us, seq = decode_cursor(query.page_token)
-            clause += " AND (updated_us, seq) < (?, ?)"
-            args += [us, cursor_int(seq)]
-        rows = conn.execute(
-            f"SELECT body, updated_us, seq FROM tasks WHERE {clause}"
-            " ORDER BY updated_us DESC, seq DESC LIMIT ?",
-            [*args, query.page_size + 1],
-        ).fetchall()
-        more = len(rows) > query.page_size
-        rows = rows[: query.page_size]
-        token = encode_cursor(rows[-1][1], str(rows[-1][2])) if more and rows else ""
-        return TaskPage([decode_task(r[0]) for r in rows], total, token)
+        cursor = decode_cursor(query.page_token) if query.page_token else None
+        seq_after = cursor_int(cursor[1]) if cursor is not None else 0
+        return await self._read(lambda conn: _list_page(conn, query, clause, args, cursor, seq_after))
 
-    async def list_unfinished(self) -> list[tuple[str, StoredTask]]:
+    async def unfinished(
+        self, cursor: str = "", limit: int = 500
+    ) -> tuple[list[tuple[str, StoredTask]], str]:
+        after = cursor_int(cursor) if cursor else 0
         marks = ",".join("?" for _ in UNFINISHED_STATES)
-        rows = (
-            self._conn()
-            .execute(
-                f"SELECT tenant, body, version FROM tasks WHERE state IN ({marks})",
-                [s.value for s in UNFINISHED_STATES],
-            )
-            .fetchall()
+
+        def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, StoredTask]], str]:
+            rows = conn.execute(
+                f"SELECT tenant, seq, head, version, messages FROM tasks WHERE state IN ({marks}) AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                [*(s.value for s in UNFINISHED_STATES), after, limit],
+            ).fetchall()
+            batch = [(tenant, _read_task(conn, seq, head, v, n, None)) for tenant, seq, head, v, n in rows]
+            return batch, (str(rows[-1][1]) if len(rows) == limit else "")
+
+        return await self._read(read)
+
+
+def _list_page(
+    conn: sqlite3.Connection,
+    query: TaskQuery,
+    clause: str,
+    args: list[object],
+    cursor: tuple[int, str, int] | None,
+    seq_after: int,
+) -> TaskPage:
+    if cursor is None:
+        total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {clause}", args).fetchone()[0]
+    else:
+        total = cursor[2]
+        clause += " AND (updated_us, seq) < (?, ?)"
+        args = [*args, cursor[0], seq_after]
+    rows = conn.execute(
+        f"SELECT seq, head, updated_us, messages FROM tasks WHERE {clause}"
+        " ORDER BY updated_us DESC, seq DESC LIMIT ?",
+        [*args, query.page_size + 1],
+    ).fetchall()
+    tasks: list[Task] = []
+    spent = 0
+    last: tuple[int, int] | None = None
+    for seq, head, updated_us, count in rows[: query.page_size]:
+        start = history_start(count, query.history_length)
+        messages, chunks = _pieces(conn, seq, start, query.include_artifacts)
+        cost = len(head) + sum(map(len, messages)) + sum(len(c) for a in chunks or () for c in a)
+        if tasks and spent + cost > query.max_bytes:
+            break
+        spent += cost
+        tasks.append(assemble(head, messages, chunks))
+        last = (updated_us, seq)
+    more = len(tasks) < len(rows)
+    token = encode_cursor(last[0], str(last[1]), total) if more and last is not None else ""
+    return TaskPage(tasks, total, token)
+
+
+# -- schema -----------------------------------------------------------------------------------------------
+
+
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} was written by a newer skillwire (schema {current}, this one knows {SCHEMA_VERSION})"
         )
-        return [(tenant, StoredTask(decode_task(body), version)) for tenant, body, version in rows]
+    if current == SCHEMA_VERSION:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if current == 1:
+            conn.execute("ALTER TABLE tasks RENAME TO tasks_v1")
+            for index in ("tasks_by_time", "tasks_by_context", "tasks_unfinished"):
+                conn.execute(f"DROP INDEX IF EXISTS {index}")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        if current == 1:
+            _copy_v1(conn)
+            conn.execute("DROP TABLE tasks_v1")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _copy_v1(conn: sqlite3.Connection) -> None:
+    """Schema 1 kept each task as one JSON blob: split every task into pieces."""
+    import msgspec
+
+    from skillwire.protocol.models import Task
+
+    decode = msgspec.json.Decoder(Task).decode
+    rows = conn.execute("SELECT tenant, body, version, seq FROM tasks_v1 ORDER BY seq").fetchall()
+    for tenant, body, version, _ in rows:
+        outcome = _apply_write(conn, write_task(decode(body), version=version, tenant=tenant))
+        if outcome is not None:  # pragma: no cover - a v1 file has one row per (tenant, id)
+            raise outcome

@@ -1,0 +1,485 @@
+"""One executor invocation on one task (a new task, or a message that resumes an interrupted one).
+
+Commit before visible. The run applies the executor's events to its live task, each as a new version; a
+commit writes what changed since the last one (an incremental :class:`~skillwire.stores.base.TaskWrite`) and
+only once the store holds it are the events it covers published and the callers waiting on it answered.
+Nobody reads the live task: GetTask and ListTasks read the store. Terminal and interrupted states, the
+creation of a task someone can already see (a stream, ``returnImmediately``), ``set_metadata`` and
+``release`` are committed before the executor's call returns; other changes are written behind, coalesced,
+without blocking the executor. One commit at a time per run, so each write is made from the version the
+store holds.
+
+When a commit fails, the run is over. The task's state cannot be recorded as it is (the store failed; or the
+executor produced content that is not JSON, or more than a task may hold), so the executor is cancelled and
+the runtime fails the task from its last committed state, with a reason. If that write succeeds, waiting
+callers and streams see the FAILED task; if the store is still failing, they get an internal error (nothing is
+reported that the store does not hold) and the runtime retries the repair in the background.
+
+Snapshots: appending a chunk to an artifact extends that artifact's parts in place (so a long stream costs
+linear, not quadratic, time); everything that leaves the run (an event, an answer) is a ``snapshot()``, which
+copies the lists that change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from skillwire.errors import (
+    A2AError,
+    InternalError,
+    InvalidAgentResponseError,
+    TaskNotCancelableError,
+)
+from skillwire.protocol.models import (
+    Artifact,
+    Message,
+    SendMessageRequest,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    agent_text,
+)
+from skillwire.protocol.states import TaskState, can_transition
+from skillwire.server.context import CallContext
+from skillwire.server.executor import RequestContext, TaskEvents, Work
+from skillwire.stores.base import Layout, write_task
+
+if TYPE_CHECKING:
+    from skillwire.server.runtime import TaskRuntime
+
+__all__ = ["TaskRun", "snapshot", "status_event", "view"]
+
+log = logging.getLogger("skillwire.runtime")
+
+FAILED_MESSAGE = "The agent failed while working on this task."
+CANCELED_MESSAGE = "The task was canceled."
+NOT_JSON_MESSAGE = "The agent produced content that is not JSON, so the task was stopped."
+STORE_MESSAGE = "The server could not store this task's progress, so the task was stopped."
+STORE_FAILED = "The task could not be stored: the server's task store failed. Nothing past the task's last stored state was recorded."
+
+_replace = msgspec.structs.replace
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def view(task: Task, history_length: int | None = None) -> Task:
+    """``task`` as a caller asked to see it: the last ``history_length`` messages."""
+    history = task.history
+    if history_length is None or len(history) <= history_length:
+        return task
+    return _replace(task, history=history[len(history) - history_length :] if history_length else [])
+
+
+def snapshot(task: Task) -> Task:
+    """A copy of a live task that later changes to it cannot reach."""
+    return _replace(
+        task,
+        artifacts=[_replace(a, parts=list(a.parts)) for a in task.artifacts],
+        history=list(task.history),
+    )
+
+
+def status_event(task: Task) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+    )
+
+
+def settles(state: TaskState) -> bool:
+    return state.is_terminal or state.is_interrupted
+
+
+class TaskRun:
+    """One executor invocation on one task; it owns the task while it runs."""
+
+    def __init__(
+        self,
+        runtime: TaskRuntime,
+        *,
+        tenant: str,
+        task_id: str,
+        context_id: str,
+        message: Message,
+        request: SendMessageRequest,
+        call: CallContext,
+        task: Task | None = None,
+        version: int = 0,
+        stored: Layout | None = None,
+        committed: int = 0,
+        previous: Task | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.tenant = tenant
+        self.task_id = task_id
+        self.context_id = context_id
+        self.key = (tenant, task_id)
+        self.message = message
+        self.request = request
+        self.call = call
+        #: The live task and its version; ``committed`` and ``stored`` say what the store holds of it.
+        self.task = task
+        self.version = version
+        self.committed = committed
+        self.stored = stored
+        self.previous = previous
+        #: Seconds the executor may take (None: no deadline).
+        self.deadline: float | None = None
+        self.lock = asyncio.Lock()
+        self._commit_lock = asyncio.Lock()
+        #: Events made but not yet committed: published once a commit covers their version.
+        self._pending: list[tuple[int, StreamResponse]] = []
+        #: artifact index -> the version at which it was last replaced whole (rather than appended to)
+        self._replaced: dict[int, int] = {}
+        loop = asyncio.get_running_loop()
+        #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
+        self.settled: asyncio.Future[Task | Message] = loop.create_future()
+        self.runner: asyncio.Task[None] | None = None
+        #: Blocking SendMessage calls waiting for this run to settle.
+        self.waiters = 0
+        #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
+        self.observed = False
+        self.replied = False
+        #: Set once a commit failed: the run is over and every further commit raises it.
+        self.failure: A2AError | None = None
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+
+    # -- committing ---------------------------------------------------------------------------------------
+
+    def _emit(self, event: StreamResponse) -> None:
+        self._pending.append((self.version, event))
+
+    async def _commit(self) -> None:
+        """Make the store hold the live task, then publish what that covers; raises the run's failure."""
+        async with self._commit_lock:
+            if self.failure is not None:
+                raise self.failure
+            task = self.task
+            if task is None or self.version <= self.committed:
+                return
+            version = self.version
+            limits = self.runtime.limits
+            try:
+                write = write_task(
+                    task,
+                    version=version,
+                    base=self.committed,
+                    tenant=self.tenant,
+                    stored=self.stored,
+                    replaced=[i for i, v in self._replaced.items() if v > self.committed],
+                )
+            except (TypeError, ValueError, msgspec.EncodeError) as exc:
+                log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
+                raise await self._abort(
+                    InvalidAgentResponseError(NOT_JSON_MESSAGE), NOT_JSON_MESSAGE
+                ) from None
+            layout = write.layout
+            if layout.size > limits.max_task_bytes or layout.messages > limits.max_history_messages:
+                reason = (
+                    f"The task grew past what one task may hold ({limits.max_task_bytes} bytes,"
+                    f" {limits.max_history_messages} messages), so it was stopped."
+                )
+                log.warning("task %s: %s", self.task_id, reason)
+                raise await self._abort(InvalidAgentResponseError(reason), reason)
+            try:
+                await self.runtime.store.commit(write)
+            except Exception as exc:
+                log.error("could not store task %s: %s", self.task_id, exc)
+                raise await self._abort(InternalError(STORE_FAILED), STORE_MESSAGE) from None
+            self.committed, self.stored = version, layout
+            self._publish_through(version)
+
+    def _publish_through(self, version: int) -> None:
+        pending = self._pending
+        count = 0
+        bus = self.runtime.bus
+        for event_version, event in pending:
+            if event_version > version:
+                break
+            bus.publish(self.key, event_version, event)
+            count += 1
+        del pending[:count]
+
+    def _write_behind(self) -> None:
+        """Commit soon, without waiting; changes made meanwhile merge into one write."""
+        if not self._dirty:
+            self._dirty = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        # Runs after the executor's next pause: a commit it made meanwhile may have covered everything.
+        if self.version > self.committed and (self._flusher is None or self._flusher.done()):
+            self._flusher = asyncio.create_task(self._flush())
+        elif self._flusher is None or self._flusher.done():
+            self._dirty = False
+
+    async def _flush(self) -> None:
+        while self.version > self.committed and self.failure is None:
+            self._dirty = False
+            try:
+                await self._commit()
+            except A2AError:
+                break  # the run failed; fail() has told everyone
+        self._dirty = False
+
+    async def _abort(self, error: A2AError, reason: str) -> A2AError:
+        await self.fail(error, reason)
+        return self.failure or error
+
+    async def fail(self, error: A2AError, reason: str) -> None:
+        """End the run because its state cannot be stored as it is (the caller holds the commit lock)."""
+        if self.failure is not None:
+            return
+        self.failure = error
+        self._pending.clear()
+        runner = self.runner
+        if runner is not None and runner is not asyncio.current_task() and not runner.done():
+            runner.cancel()
+        repaired = await self.runtime.repair(self.key, reason)
+        if repaired is not None:
+            self.committed = repaired[1]
+            if not self.settled.done():
+                self.settled.set_result(repaired[0])
+            return
+        self.runtime.bus.fail(self.key, error)
+        if not self.settled.done():
+            self.settled.set_exception(error)
+            self.settled.exception()  # retrieved: a caller that went away must not leave it unobserved
+
+    # -- applying events (the caller holds the lock) -------------------------------------------------------
+
+    async def _materialize(self) -> None:
+        task = Task(
+            id=self.task_id,
+            context_id=self.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now()),
+            history=[self.message],
+        )
+        self.task = task
+        self.version = 1
+        self._emit(StreamResponse(task=snapshot(task)))
+        if self.observed:
+            # Someone learns the task id now (a stream, an immediate answer): commit it first.
+            await self._commit()
+        else:
+            # A blocking caller learns the id only when the task settles, which commits; until then the
+            # creation is written behind and usually merges with that commit.
+            self._write_behind()
+
+    async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
+        if self.task is None:
+            await self._materialize()
+        task = self.task
+        assert task is not None
+        current = task.status.state
+        if not can_transition(current, state):
+            raise InvalidAgentResponseError(
+                f"task {self.task_id} cannot move from {current.value} to {state.value}"
+            )
+        status = TaskStatus(state=state, message=message, timestamp=now())
+        history = [*task.history, message] if message is not None else task.history
+        self.task = task = _replace(task, status=status, history=history)
+        self.version += 1
+        self._emit(
+            StreamResponse(
+                status_update=TaskStatusUpdateEvent(
+                    task_id=self.task_id, context_id=self.context_id, status=status
+                )
+            )
+        )
+        if settles(state):
+            await self._commit()
+            if not self.settled.done():
+                self.settled.set_result(snapshot(task))
+        else:
+            self._write_behind()
+        return task
+
+    # -- the emitter's entry points ------------------------------------------------------------------------
+
+    async def reply(self, message: Message) -> None:
+        async with self.lock:
+            if self.task is not None or self.replied:
+                raise InvalidAgentResponseError("a direct reply must be the only answer to a message")
+            try:
+                msgspec.json.encode(message)
+            except (TypeError, ValueError, msgspec.EncodeError):
+                raise InvalidAgentResponseError(NOT_JSON_MESSAGE) from None
+            self.replied = True
+            self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
+            if not self.settled.done():
+                self.settled.set_result(message)
+
+    async def set_status(self, state: TaskState, message: Message | None) -> None:
+        if self.replied:
+            raise InvalidAgentResponseError("the agent already replied with a message")
+        async with self.lock:
+            await self._apply_status(state, message)
+
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        if self.replied:
+            raise InvalidAgentResponseError("the agent already replied with a message")
+        async with self.lock:
+            if self.failure is not None:
+                raise self.failure
+            if self.task is None:
+                await self._materialize()
+            task = self.task
+            assert task is not None
+            if task.status.state.is_terminal:
+                raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
+            self.version += 1
+            own = _replace(artifact, parts=list(artifact.parts))  # the event keeps the caller's object
+            for i, existing in enumerate(task.artifacts):
+                if existing.artifact_id == artifact.artifact_id:
+                    if append:
+                        existing.parts.extend(artifact.parts)
+                    else:
+                        task.artifacts[i] = own
+                        self._replaced[i] = self.version
+                    break
+            else:
+                task.artifacts.append(own)
+            self._emit(
+                StreamResponse(
+                    artifact_update=TaskArtifactUpdateEvent(
+                        task_id=self.task_id,
+                        context_id=self.context_id,
+                        artifact=artifact,
+                        append=append,
+                        last_chunk=last_chunk,
+                    )
+                )
+            )
+            self._write_behind()
+
+    async def release(self) -> None:
+        """Answer a blocking caller now with the task as it is; the work goes on."""
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            await self._commit()
+            if not self.settled.done():
+                self.settled.set_result(snapshot(self.task))
+
+    async def set_metadata(self, key: str, value: Any) -> None:
+        """Set ``task.metadata[key]`` and commit it (it is not a stream event)."""
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            if self.task.status.state.is_terminal:
+                raise InvalidAgentResponseError(
+                    f"task {self.task_id} is already {self.task.status.state.value}"
+                )
+            self.task = _replace(self.task, metadata={**(self.task.metadata or {}), key: value})
+            self.version += 1
+            await self._commit()
+
+    @property
+    def watchers(self) -> int:
+        """Blocking callers still waiting plus open streams following this task."""
+        return self.waiters + self.runtime.bus.subscriber_count(self.key)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def request_context(self) -> RequestContext:
+        return RequestContext(
+            message=self.message,
+            task_id=self.task_id,
+            context_id=self.context_id,
+            call=self.call,
+            task=self.previous,
+            configuration=self.request.configuration,
+            metadata=self.request.metadata,
+        )
+
+    async def start(self, work: Work, *, eager: bool) -> None:
+        """Publish the task if it already exists (or ``eager``), then run ``work`` in the background."""
+        self.observed = self.observed or eager
+        async with self.lock:
+            if self.task is not None and self.version > self.committed:
+                # a resumed task: its new history is committed, and announced, first
+                self._emit(StreamResponse(task=snapshot(self.task)))
+                await self._commit()
+            elif self.task is None and eager:
+                await self._materialize()
+        self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
+
+    async def _drive(self, work: Work) -> None:
+        timer = asyncio.timeout(self.deadline)
+        try:
+            async with timer:
+                await work(TaskEvents(self))
+        except asyncio.CancelledError:
+            pass  # canceled by CancelTask, shutdown or a failed commit, which settle the task themselves
+        except TimeoutError:
+            if not timer.expired():
+                log.exception("executor failed on task %s", self.task_id)
+                await self._end(TaskState.FAILED, FAILED_MESSAGE)
+            else:
+                log.warning("task %s passed its deadline of %g s", self.task_id, self.deadline)
+                await self._end(
+                    TaskState.FAILED,
+                    f"The task did not finish within its time limit of {self.deadline:g} seconds.",
+                )
+        except InvalidAgentResponseError as exc:
+            if self.failure is None:
+                log.warning("agent error on task %s: %s", self.task_id, exc.message)
+                await self._end(TaskState.FAILED, FAILED_MESSAGE)
+        except Exception:
+            if self.failure is None:
+                log.exception("executor failed on task %s", self.task_id)
+                await self._end(TaskState.FAILED, FAILED_MESSAGE)
+        else:
+            await self._end(TaskState.COMPLETED, None)
+        finally:
+            self.runtime.forget(self)
+
+    async def _end(self, state: TaskState, text: str | None) -> None:
+        """Close the run: a task still SUBMITTED or WORKING moves to ``state``."""
+        if self.replied or self.failure is not None:
+            return
+        async with self.lock:
+            if self.task is not None and settles(self.task.status.state):
+                if not self.settled.done():
+                    self.settled.set_result(snapshot(self.task))
+                return
+            message = None
+            if text is not None:
+                message = agent_text(text, context_id=self.context_id, task_id=self.task_id)
+            try:
+                await self._apply_status(state, message)
+            except A2AError:
+                pass  # the commit failed: fail() settled the run and told everyone
+            except Exception:
+                log.exception("could not close task %s", self.task_id)
+                if not self.settled.done() and self.task is not None:
+                    self.settled.set_result(snapshot(self.task))
+
+    async def stop(self, state: TaskState, text: str) -> Task:
+        """End the task in terminal ``state`` with ``text`` as its status message and stop the executor."""
+        async with self.lock:
+            if self.task is None:
+                await self._materialize()
+            assert self.task is not None
+            if self.task.status.state.is_terminal:
+                raise TaskNotCancelableError(
+                    f"Task {self.task_id} is already {self.task.status.state.value}",
+                    metadata={"taskId": self.task_id},
+                )
+            note = agent_text(text, context_id=self.context_id, task_id=self.task_id)
+            task = await self._apply_status(state, note)
+        if self.runner is not None and not self.runner.done():
+            self.runner.cancel()
+        return snapshot(task)
