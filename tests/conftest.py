@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import queue
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from skillwire import A2AApplication, Agent
@@ -34,6 +38,8 @@ class RunningServer:
     port: int
     thread: threading.Thread
     server: Any
+    #: The event loop the server runs on (to run a coroutine on it from the test).
+    loop: asyncio.AbstractEventLoop
 
     @property
     def url(self) -> str:
@@ -52,14 +58,20 @@ class RunningServer:
 def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
     """Run ``app`` under uvicorn in a thread and wait until it accepts connections."""
     ready = threading.Event()
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    def on_ready() -> None:
+        loops.append(asyncio.get_running_loop())
+        ready.set()
+
     port = free_port()
-    server = build_server(app, host="127.0.0.1", port=port, on_ready=ready.set)
+    server = build_server(app, host="127.0.0.1", port=port, on_ready=on_ready)
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     if not ready.wait(timeout):
         server.should_exit = True
         raise RuntimeError("the test server did not start")
-    return RunningServer(app, port, thread, server)
+    return RunningServer(app, port, thread, server, loops[0])
 
 
 @pytest.fixture
@@ -153,6 +165,76 @@ def assert_rpc_error(response: dict[str, Any], code: int) -> dict[str, Any]:
     body = {k: v for k, v in info.items() if k != "@type"}
     json_format.ParseDict(body, error_details_pb2.ErrorInfo())
     return error  # type: ignore[no-any-return]
+
+
+# -- `skillwire serve` in a subprocess ---------------------------------------------------------------------
+
+PROCESS_TIMEOUT = 20.0
+
+
+class ServerExited(AssertionError):
+    """The server process ended before it served; ``returncode`` and ``output`` say how."""
+
+    def __init__(self, returncode: int, output: str) -> None:
+        super().__init__(f"server exited with {returncode}:\n{output}")
+        self.returncode = returncode
+        self.output = output
+
+
+class Served:
+    def __init__(self, proc: subprocess.Popen[str], port: int, lines: list[str]) -> None:
+        self.proc = proc
+        self.url = f"http://127.0.0.1:{port}"
+        self.lines = lines
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        response = httpx.post(self.url, json=rpc(method, params), headers=A2A_V1, timeout=PROCESS_TIMEOUT)
+        return response.json()  # type: ignore[no-any-return]
+
+
+def start_process(target: str, store: str, cwd: Path, *extra: str, **popen: Any) -> Served:
+    """``skillwire serve TARGET --store STORE`` in a subprocess, once it printed where it serves."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skillwire", "serve", target, "--port", str(port), "--store", store, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        **popen,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    seen: list[str] = []
+    while True:
+        line = lines.get(timeout=PROCESS_TIMEOUT)
+        if line is None:
+            returncode = proc.wait(PROCESS_TIMEOUT)
+            assert proc.stdout is not None
+            proc.stdout.close()
+            raise ServerExited(returncode, "".join(seen))
+        seen.append(line)
+        if "task store:" in line:
+            return Served(proc, port, seen)
+
+
+@pytest.fixture
+def processes() -> Iterator[list[Served]]:
+    started: list[Served] = []
+    yield started
+    for served in started:
+        if served.proc.poll() is None:
+            served.proc.terminate()
+            served.proc.wait(PROCESS_TIMEOUT)
+        if served.proc.stdout is not None:
+            served.proc.stdout.close()
 
 
 # -- external services --------------------------------------------------------------------------------------

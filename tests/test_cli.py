@@ -3,73 +3,19 @@
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from conftest import A2A_V1, EXAMPLES, assert_rpc_result, free_port, rpc, user_message
+from conftest import EXAMPLES, PROCESS_TIMEOUT, Served, assert_rpc_result, free_port, user_message
+from conftest import start_process as start
 from skillwire.cli.main import main
 
-TIMEOUT = 20.0
-
-
-class Served:
-    def __init__(self, proc: subprocess.Popen[str], port: int, lines: list[str]) -> None:
-        self.proc = proc
-        self.url = f"http://127.0.0.1:{port}"
-        self.lines = lines
-
-    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        response = httpx.post(self.url, json=rpc(method, params), headers=A2A_V1, timeout=TIMEOUT)
-        return response.json()  # type: ignore[no-any-return]
-
-
-def start(target: str, store: str, cwd: Path) -> Served:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "skillwire", "serve", target, "--port", str(port), "--store", store],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=cwd,
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
-
-    threading.Thread(target=read, daemon=True).start()
-    seen: list[str] = []
-    while True:
-        line = lines.get(timeout=TIMEOUT)
-        if line is None:
-            raise AssertionError("server exited:\n" + "".join(seen))
-        seen.append(line)
-        if "task store:" in line:
-            return Served(proc, port, seen)
-
-
-@pytest.fixture
-def processes() -> Iterator[list[Served]]:
-    started: list[Served] = []
-    yield started
-    for served in started:
-        if served.proc.poll() is None:
-            served.proc.terminate()
-            served.proc.wait(TIMEOUT)
-        if served.proc.stdout is not None:
-            served.proc.stdout.close()
+TIMEOUT = PROCESS_TIMEOUT
 
 
 def test_serve_greeter_prints_where_it_is(tmp_path: Path, processes: list[Served]) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.server.app import A2AApplication
@@ -255,10 +256,18 @@ class Agent:
         log_level: str = "warning",
         on_ready: Callable[[], None] | None = None,
     ) -> None:
-        """Serve the agent until interrupted (Ctrl-C), shutting down gracefully."""
+        """Serve the agent until interrupted (Ctrl-C), shutting down gracefully. Raises SkillwireError if it
+        cannot start (the store cannot be opened, ...)."""
         from skillwire.server.serve import serve
 
-        serve(self.asgi(store=store), host=host, port=port, log_level=log_level, on_ready=on_ready)
+        app = self.asgi(store=store)
+        try:
+            serve(app, host=host, port=port, log_level=log_level, on_ready=on_ready)
+        except SystemExit:  # uvicorn's way of saying start-up failed
+            if app.startup_error is None:
+                raise
+        if app.startup_error is not None:
+            raise SkillwireError(f"cannot start: {app.startup_error}") from app.startup_error
 
 
 def _card_entry(skill: Skill) -> AgentSkill:

@@ -144,7 +144,13 @@ def _serve(args: argparse.Namespace) -> int:
             print(f"  gRPC: {app.grpc_address}", flush=True)
         print(f"  task store: {store.url}", flush=True)
 
-    serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+    try:
+        serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+    except SystemExit:  # uvicorn's way of saying start-up failed
+        if app.startup_error is None:
+            raise
+    if app.startup_error is not None:
+        raise SkillwireError(f"cannot start: {app.startup_error}")
     return 0
 
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from skillwire.errors import MethodNotFoundError
+from skillwire.errors import MethodNotFoundError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
@@ -86,6 +86,8 @@ class A2AApplication:
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
         self._started = False
         self._stopped = False
+        #: Why start-up failed (the store could not be opened, ...), for whoever runs the server.
+        self.startup_error: BaseException | None = None
 
     def _capabilities(self) -> AgentCapabilities:
         return self.card.capabilities
@@ -186,7 +188,11 @@ class A2AApplication:
                 try:
                     await self.startup()
                 except Exception as exc:
-                    log.exception("start-up failed")
+                    self.startup_error = exc
+                    if isinstance(exc, SkillwireError):  # a known condition: one clear line, no traceback
+                        log.error("start-up failed: %s", exc)
+                    else:
+                        log.exception("start-up failed")
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})

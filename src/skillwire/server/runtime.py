@@ -331,19 +331,25 @@ class TaskRuntime(BaseRequestHandler):
                 self._repairer = asyncio.create_task(self._repair_later(), name="skillwire-repair")
             return None
 
+    async def retry_repairs(self) -> int:
+        """Try now to store as failed the tasks whose failure could not be stored (the store was failing);
+        returns how many are still waiting. The runtime also retries them by itself, with backoff."""
+        for key, reason in list(self._repairs.items()):
+            try:
+                stored = await self.store.get(key[1], tenant=key[0])
+                if stored is not None and not stored.task.status.state.is_terminal:
+                    await self._fail_stored(key[0], stored, reason)
+            except Exception:  # still failing, or changed meanwhile: look again next round
+                continue
+            self._repairs.pop(key, None)
+            log.info("task %s is now stored as failed", key[1])
+        return len(self._repairs)
+
     async def _repair_later(self) -> None:
         delay = 0.25
         while self._repairs and not self._closing:
             await asyncio.sleep(delay)
-            for key, reason in list(self._repairs.items()):
-                try:
-                    stored = await self.store.get(key[1], tenant=key[0])
-                    if stored is not None and not stored.task.status.state.is_terminal:
-                        await self._fail_stored(key[0], stored, reason)
-                except Exception:  # still failing, or changed meanwhile: look again next round
-                    continue
-                del self._repairs[key]
-                log.info("task %s is now stored as failed", key[1])
+            await self.retry_repairs()
             delay = min(delay * 2, 30.0)
 
     # -- starting runs -----------------------------------------------------------------------------------
