@@ -180,7 +180,7 @@ class TaskRun:
             except (TypeError, ValueError, msgspec.EncodeError) as exc:
                 log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
                 raise await self._abort(
-                    InvalidAgentResponseError(NOT_JSON_MESSAGE), NOT_JSON_MESSAGE
+                    InvalidAgentResponseError(NOT_JSON_MESSAGE), NOT_JSON_MESSAGE, content=True
                 ) from None
             layout = write.layout
             if layout.size > limits.max_task_bytes or layout.messages > limits.max_history_messages:
@@ -189,7 +189,7 @@ class TaskRun:
                     f" {limits.max_history_messages} messages), so it was stopped."
                 )
                 log.warning("task %s: %s", self.task_id, reason)
-                raise await self._abort(InvalidAgentResponseError(reason), reason)
+                raise await self._abort(InvalidAgentResponseError(reason), reason, content=True)
             try:
                 await self.runtime.store.commit(write)
             except Exception as exc:
@@ -231,12 +231,15 @@ class TaskRun:
                 break  # the run failed; fail() has told everyone
         self._dirty = False
 
-    async def _abort(self, error: A2AError, reason: str) -> A2AError:
-        await self.fail(error, reason)
+    async def _abort(self, error: A2AError, reason: str, *, content: bool = False) -> A2AError:
+        await self.fail(error, reason, content=content)
         return self.failure or error
 
-    async def fail(self, error: A2AError, reason: str) -> None:
-        """End the run because its state cannot be stored as it is (the caller holds the commit lock)."""
+    async def fail(self, error: A2AError, reason: str, *, content: bool = False) -> None:
+        """End the run because its state cannot be stored as it is (the caller holds the commit lock).
+
+        ``content``: the store works, but what the executor produced cannot be stored (not JSON, too large);
+        a task of which nothing was stored yet is then stored as failed, with the message that started it."""
         if self.failure is not None:
             return
         self.failure = error
@@ -244,7 +247,15 @@ class TaskRun:
         runner = self.runner
         if runner is not None and runner is not asyncio.current_task() and not runner.done():
             runner.cancel()
-        repaired = await self.runtime.repair(self.key, reason)
+        fresh = None
+        if content and self.previous is None:
+            fresh = Task(
+                id=self.task_id,
+                context_id=self.context_id,
+                status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now()),
+                history=[self.message],
+            )
+        repaired = await self.runtime.repair(self.key, reason, fresh)
         if repaired is not None:
             self.committed = repaired[1]
             if not self.settled.done():

@@ -313,14 +313,16 @@ class TaskRuntime(BaseRequestHandler):
         self.bus.publish((tenant, task.id), version, status_event(ended))
         return ended, version
 
-    async def repair(self, key: Key, reason: str) -> tuple[Task, int] | None:
-        """Fail the task ``key`` from its last committed state, because a run could not store it. The
-        failed task and its version; None if there is no task, or the store is failing (then the repair is
-        retried in the background until it succeeds)."""
+    async def repair(self, key: Key, reason: str, fresh: Task | None = None) -> tuple[Task, int] | None:
+        """Fail the task ``key`` from its last committed state, because a run could not store it (or from
+        ``fresh`` if nothing of it is stored). The failed task and its version; None if there is no task, or
+        the store is failing (then the repair is retried in the background until it succeeds)."""
         try:
             stored = await self.store.get(key[1], tenant=key[0])
             if stored is None:
-                return None
+                if fresh is None:
+                    return None
+                stored = StoredTask(fresh, 0)
             if stored.task.status.state.is_terminal:
                 return stored.task, stored.version
             return await self._fail_stored(key[0], stored, reason)
@@ -428,13 +430,15 @@ class TaskRuntime(BaseRequestHandler):
         return run
 
     def _check_room(self, task: Task, stored: StoredTask, message: Any) -> None:
-        """Refuse a message the task has no room for (its history or size limit)."""
+        """Refuse a message the task has no room for (its history or size limit), leaving room in the
+        history for the agent's answer."""
         limits = self.limits
         layout = stored.layout
         count = layout.messages if layout is not None else len(task.history)
-        if count + 1 > limits.max_history_messages:
+        if count + 2 > limits.max_history_messages:
             raise InvalidParamsError(
-                f"Task {task.id} holds {count} messages, the most one task may hold: start a new task in the"
+                f"Task {task.id} holds {count} messages: with this one and an answer it would pass the"
+                f" {limits.max_history_messages} messages, the most one task may hold. Start a new task in the"
                 " same context instead",
                 field_violations=[
                     ("params.message", f"the task's history is at its limit of {count} messages")
