@@ -21,6 +21,7 @@ from pathlib import Path
 from skillwire.agent import DEFAULT_STORE, Agent
 from skillwire.cli import calls
 from skillwire.errors import SkillwireError
+from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.stores.base import open_store
 
 __all__ = ["load_agent", "main"]
@@ -111,6 +112,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--plugins", action="store_true", help="add the skills installed packages offer (entry points)"
     )
+    serve.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set one budget (repeatable), e.g. --limit max_connections=5000 --limit task_timeout=none;"
+        " docs/limits.md lists them all",
+    )
     skills = sub.add_parser("skills", help="work with skill folders")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
     check = skills_sub.add_parser("check", help="validate every SKILL.md in a folder of skills")
@@ -123,7 +132,6 @@ def _serve(args: argparse.Namespace) -> int:
     from skillwire.server.serve import serve
 
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
-    store = open_store(args.store)
     if args.v03_card is not None:
         agent.card_v03_fields = args.v03_card
     if args.grpc_port is not None:
@@ -133,7 +141,16 @@ def _serve(args: argparse.Namespace) -> int:
             raise SkillwireError(str(exc)) from None
         if args.grpc_statuses == "v1.0.0":
             grpc_binding.GRPC_STATUS_OVERRIDES.update(grpc_binding.GRPC_STATUSES_V1_0_0)
-    app = agent.asgi(store=store, public_url=args.public_url, grpc_port=args.grpc_port, grpc_host=args.host)
+    limits = Limits()
+    for text in args.limit:
+        try:
+            limits = parse_limit(text, limits)
+        except ValueError as exc:
+            raise SkillwireError(str(exc)) from None
+    store = open_store(args.store, limits=limits)
+    app = agent.asgi(
+        store=store, public_url=args.public_url, grpc_port=args.grpc_port, grpc_host=args.host, limits=limits
+    )
     shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     base = args.public_url.rstrip("/") if args.public_url else f"http://{shown_host}:{args.port}"
 
