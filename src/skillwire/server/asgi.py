@@ -1,25 +1,39 @@
-"""Small ASGI building blocks shared by the bindings: headers, bodies, plain responses, SSE pumping."""
+"""Small ASGI building blocks shared by the bindings: headers, bodies, plain responses, SSE pumping.
+
+Streams are bounded twice (:func:`stream_sse`): the pump that reads events stops while
+:data:`PUMP_BYTES` of frames wait unsent, so a client that reads slowly holds its backlog in the event
+bus's subscription, where the bus counts it against its per-subscriber budget; and every write must be
+taken within ``write_timeout`` seconds, or the stream is dropped: the iterator is closed (the task goes on,
+and the client can resubscribe) and the call returns with its response incomplete, which tells the server
+to close the connection.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
+from skillwire.errors import A2AError, ServerBusyError
 from skillwire.wire.sse import KEEPALIVE
 
 __all__ = [
+    "PUMP_BYTES",
     "SSE_HEADERS",
     "BodyTooLarge",
     "Receive",
     "Scope",
     "Send",
+    "error_headers",
     "header_map",
     "read_body",
     "send_bytes",
     "stream_sse",
 ]
+
+log = logging.getLogger("skillwire.stream")
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]
@@ -46,7 +60,11 @@ def header_map(scope: Scope) -> dict[str, str]:
     return out
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int, content_length: str | None = None) -> bytes:
+    """The request body; BodyTooLarge once it passes ``limit`` bytes, or at once (nothing read) when its
+    ``Content-Length`` says it will."""
+    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
+        raise BodyTooLarge()
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -78,11 +96,30 @@ async def send_bytes(
     await send({"type": "http.response.body", "body": body})
 
 
+def error_headers(error: A2AError) -> list[tuple[bytes, bytes]]:
+    """The headers an error response carries besides the usual ones: ``Retry-After`` when busy."""
+    if isinstance(error, ServerBusyError):
+        return [(b"retry-after", str(error.retry_after).encode())]
+    return []
+
+
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+
+
+#: Frames the pump holds unsent before it stops pulling events (plus the event that crossed it): asyncio's
+#: default write-buffer high-water mark, enough to batch a burst of events into one socket write. Not
+#: ``limits.stream_buffer_bytes``: a backlog beyond this belongs in the event bus, which counts it against
+#: that budget and drops a subscriber that falls behind; holding it here too would hide it from the bus and
+#: double what a slow client costs.
+PUMP_BYTES = 64 * 1024
+
+
+class _Stalled(Exception):
+    """The client took no write within the write timeout."""
 
 
 async def stream_sse(
@@ -93,6 +130,7 @@ async def stream_sse(
     frame: Callable[[T], bytes],
     frame_error: Callable[[Exception], bytes],
     keepalive: float,
+    write_timeout: float,
     first: bytes | None = None,
     extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
@@ -100,23 +138,38 @@ async def stream_sse(
     comments when idle. An exception raised by ``events`` is sent as ``frame_error(exc)`` and ends the
     stream.
 
-    A pump task reads ``events`` into a buffer; the sender writes whatever has accumulated as one body
-    chunk, so a burst of events costs one socket write. If the client goes away the iterator is closed and
-    nothing else happens: the work behind the stream (a task) is not canceled by a disconnect.
+    A pump task reads ``events`` into a buffer of at most :data:`PUMP_BYTES` (it waits while the buffer is
+    fuller); the sender writes whatever has accumulated as one body chunk, so a burst of events costs one
+    socket write. A write the client does not take within ``write_timeout`` seconds drops the stream: the
+    response is left incomplete, so the server closes the connection. Whether the client went away or was
+    dropped, the iterator is closed and nothing else happens: the work behind the stream (a task) is not
+    canceled.
     """
     headers = SSE_HEADERS + extra_headers if extra_headers else SSE_HEADERS
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    if first is not None:
-        await send({"type": "http.response.body", "body": first, "more_body": True})
-
     buffer: list[bytes] = []
-    ready = asyncio.Event()
+    pending = 0
+    ready = asyncio.Event()  # the buffer holds something, or the pump ended
+    room = asyncio.Event()  # the buffer is under PUMP_BYTES
+    room.set()
+
+    async def write(message: dict[str, Any]) -> None:
+        try:
+            async with asyncio.timeout(write_timeout):
+                await send(message)
+        except TimeoutError:
+            raise _Stalled() from None
 
     async def pump() -> None:
+        nonlocal pending
         try:
             async for event in events:
-                buffer.append(frame(event))
+                chunk = frame(event)
+                buffer.append(chunk)
+                pending += len(chunk)
                 ready.set()
+                if pending >= PUMP_BYTES:
+                    room.clear()
+                    await room.wait()
         except Exception as exc:
             buffer.append(frame_error(exc))
         finally:
@@ -126,10 +179,14 @@ async def stream_sse(
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    pumping = asyncio.ensure_future(pump())
+    pumping: asyncio.Future[None] | None = None
     watcher = asyncio.ensure_future(disconnected())
     gone = False
     try:
+        await write({"type": "http.response.start", "status": 200, "headers": headers})
+        if first is not None:
+            await write({"type": "http.response.body", "body": first, "more_body": True})
+        pumping = asyncio.ensure_future(pump())
         while True:
             if not buffer and not pumping.done():
                 ready.clear()
@@ -142,25 +199,31 @@ async def stream_sse(
                     gone = True
                     return
                 if not done:
-                    await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                    await write({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                 continue
             if buffer:
                 chunk = b"".join(buffer)
                 buffer.clear()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                pending = 0
+                room.set()
+                await write({"type": "http.response.body", "body": chunk, "more_body": True})
                 continue
             break  # the pump finished and everything it read is sent
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await write({"type": "http.response.body", "body": b"", "more_body": False})
+    except _Stalled:
+        # Left incomplete on purpose: an ASGI server closes a connection whose response did not end.
+        log.warning("dropped a stream whose client took nothing for %s s", write_timeout)
     finally:
         watcher.cancel()
-        if not pumping.done():
+        if pumping is not None and not pumping.done():
             pumping.cancel()
-        with contextlib.suppress(BaseException):
-            await pumping
+        if pumping is not None:
+            with contextlib.suppress(BaseException):
+                await pumping
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
         if gone:
             with contextlib.suppress(Exception):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await write({"type": "http.response.body", "body": b"", "more_body": False})
