@@ -821,7 +821,10 @@ def test_parts_and_metadata_keys_at_the_limit(api: Api) -> None:
 def test_parts_and_metadata_keys_over_the_limit(api: Api) -> None:
     limits = api.srv.app.limits
     parts = assert_rpc_error(api.call("SendMessage", many(limits.max_parts + 1, 1)), -32602)
-    assert parts["message"] == f"params.message.parts: {limits.max_parts + 1} parts, the limit is 256 (max_parts)"
+    assert (
+        parts["message"]
+        == f"params.message.parts: {limits.max_parts + 1} parts, the limit is 256 (max_parts)"
+    )
     keys = assert_rpc_error(api.call("SendMessage", many(1, 20_000)), -32602)
     assert keys["message"] == "params.message.metadata: 20000 keys, the limit is 128 (max_metadata_keys)"
 

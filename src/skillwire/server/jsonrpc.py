@@ -235,15 +235,18 @@ class JsonRpcEndpoint:
     def _decode(self, body: bytes, version_header: str | None) -> _Call:
         """The call in ``body``, within the decoded-JSON budgets; raises _Refused with the answer."""
         try:
+            version: str | None = negotiate_version(version_header)
+        except A2AError:
+            version = None  # answered once the envelope is known to be valid, in the v1.0 shape
+        try:
             envelope = parse_envelope(body, self.limits)
         except JsonRpcFailure as failure:
-            raise _Refused(
-                encode_error(failure.request_id, failure.error), failure.expects_response
-            ) from None
+            answer = _encode_error(version or "1.0", failure.request_id, failure.error)
+            raise _Refused(answer, failure.expects_response) from None
         request_id, expects_response = envelope.id, envelope.expects_response
-        version = "1.0"
         try:
-            version = negotiate_version(version_header)
+            if version is None:
+                negotiate_version(version_header)  # raises again, now with the request id known
             if version == "0.3":
                 raw = None if envelope.params is UNSET else envelope.params
                 limits = self.limits if envelope.may_exceed_shape else None
@@ -256,8 +259,8 @@ class JsonRpcEndpoint:
                 encode_error(failure.request_id, failure.error), failure.expects_response
             ) from None
         except A2AError as error:
-            raise _Refused(_encode_error(version, request_id, error), expects_response) from None
-        return _Call(request_id, expects_response, version, operation, params)
+            raise _Refused(_encode_error(version or "1.0", request_id, error), expects_response) from None
+        return _Call(request_id, expects_response, version or "1.0", operation, params)
 
     async def _answer(
         self,

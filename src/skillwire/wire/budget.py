@@ -170,7 +170,8 @@ class _Walk:
             elif seg.isidentifier() and len(seg) <= 64:
                 out.append(f".{seg}" if out[-1] else seg)
             else:
-                out.append(f"[{msgspec.json.encode(seg[:64]).decode()}{'...' if len(seg) > 64 else ''}]")
+                shown = seg if len(seg) <= 64 else seg[:64] + "..."
+                out.append(f"[{msgspec.json.encode(shown).decode()}]")
         return "".join(out) or "request"
 
     def fail(self, found: str, budget: str, limit: int) -> InvalidParamsError:
