@@ -145,7 +145,9 @@ def test_a_client_that_stops_reading_is_dropped_and_the_task_goes_on(
             assert drops.dropped.wait(WRITE_TIMEOUT + WAIT), "the stalled stream was not dropped"
             peak = tracemalloc.get_traced_memory()[1] - before
             tracemalloc.stop()
-            assert peak < BOUNDED, f"the stalled stream held {peak} bytes (bound {BOUNDED}, pump {PUMP_BYTES})"
+            assert peak < BOUNDED, (
+                f"the stalled stream held {peak} bytes (bound {BOUNDED}, pump {PUMP_BYTES})"
+            )
 
             # The task goes on: it is still working, and a new subscription follows it to the end.
             with httpx.Client(timeout=WAIT, headers=A2A_V1) as http:
