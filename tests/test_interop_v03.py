@@ -391,17 +391,114 @@ def test_raw_message_send_result_is_v03_shaped(
     assert got["history"] == task["history"][-1:]
 
 
-def test_raw_message_send_is_not_blocking_by_default(
+@pytest.mark.parametrize(
+    "configuration", [None, {}, {"historyLength": 5}], ids=["no-configuration", "empty", "no-blocking"]
+)
+def test_raw_message_send_without_blocking_is_blocking(
+    serve: Callable[[Any], RunningServer], http: httpx.Client, configuration: Json | None
+) -> None:
+    """Issue 9: v0.3 SDK servers and clients read an absent ``blocking`` as blocking (docs/conformance.md)."""
+    srv = serve(tck_agent().asgi(store="memory://"))
+    params: Json = {"message": v03_message("tck-complete-task")}
+    if configuration is not None:
+        params["configuration"] = configuration
+    task = v03_call(http, srv, "message/send", params)
+    assert task["kind"] == "task"
+    assert task["status"]["state"] == "completed"
+    assert status_text(task) == ["Hello from TCK"]
+
+
+def test_raw_message_send_with_blocking_false_returns_at_once(
     serve: Callable[[Any], RunningServer], http: httpx.Client
 ) -> None:
     srv = serve(tck_agent().asgi(store="memory://"))
-    task = v03_call(http, srv, "message/send", {"message": v03_message("tck-long-running")})
+    params = {"message": v03_message("tck-long-running"), "configuration": {"blocking": False}}
+    task = v03_call(http, srv, "message/send", params)
     assert task["kind"] == "task"
     assert task["status"]["state"] in ("submitted", "working")
 
     canceled = v03_call(http, srv, "tasks/cancel", {"id": task["id"]})
     assert canceled["kind"] == "task"
     assert canceled["status"]["state"] == "canceled"
+
+
+@pytest.mark.parametrize(
+    ("configuration", "blocks"),
+    [(None, True), ({"blocking": True}, True), ({}, False), ({"blocking": False}, False)],
+    ids=["no-configuration", "true", "empty", "false"],
+)
+def test_raw_rest_message_send_blocks_without_a_configuration(
+    serve: Callable[[Any], RunningServer], http: httpx.Client, configuration: Json | None, blocks: bool
+) -> None:
+    """``POST /v1/message:send`` (v0.3 HTTP+JSON, ProtoJSON): a request without ``configuration`` blocks;
+    in a configuration, proto3 JSON's absent ``blocking`` is false (docs/conformance.md)."""
+    srv = serve(tck_agent().asgi(store="memory://"))
+    prefix = "tck-complete-task" if blocks else "tck-long-running"
+    body: Json = {
+        "message": {
+            "messageId": f"{prefix}-{uuid.uuid4()}",
+            "role": "ROLE_USER",
+            "content": [{"text": prefix}],
+        }
+    }
+    if configuration is not None:
+        body["configuration"] = configuration
+    response = http.post(srv.url + "/v1/message:send", json=body)
+    assert response.status_code == 200, response.text
+    task = response.json()["task"]
+    if blocks:
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        return
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    canceled = http.post(srv.url + f"/v1/tasks/{task['id']}:cancel")
+    assert canceled.status_code == 200, canceled.text
+    assert canceled.json()["status"]["state"] == "TASK_STATE_CANCELLED"
+
+
+#: The a2a-sdk 0.3 legacy ``A2AClient`` (JSON-RPC): it builds ``message/send`` with no ``configuration``
+#: at all and expects the finished task.
+LEGACY_CLIENT = """
+import asyncio, json, sys, uuid, warnings
+import httpx
+from a2a.client import A2AClient
+from a2a.types import Message, MessageSendParams, Part, Role, SendMessageRequest, TextPart
+
+async def main(url):
+    async with httpx.AsyncClient(timeout=15) as http:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            client = A2AClient(http, url=url)
+        sent = Message(
+            role=Role.user,
+            parts=[Part(root=TextPart(text="tck-complete-task"))],
+            message_id=f"tck-complete-task-{uuid.uuid4()}",
+        )
+        request = SendMessageRequest(id="1", params=MessageSendParams(message=sent))
+        assert request.params.configuration is None
+        response = await asyncio.wait_for(client.send_message(request), 15)
+        print(json.dumps(response.model_dump(mode="json", by_alias=True, exclude_none=True)))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def test_legacy_a2a_client_send_without_configuration_gets_the_finished_task(
+    serve: Callable[[Any], RunningServer], sdk03_python: Path
+) -> None:
+    srv = serve(tck_agent().asgi(store="memory://"))
+    done = subprocess.run(
+        [str(sdk03_python), "-c", LEGACY_CLIENT, srv.rpc_url],
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT,
+        env=client_env(),
+    )
+    assert done.returncode == 0, tail(done.stderr, 40)
+    answer = json.loads(done.stdout)
+    task = answer["result"]
+    assert task["kind"] == "task"
+    assert task["status"]["state"] == "completed"
+    assert status_text(task) == ["Hello from TCK"]
 
 
 def test_task_made_over_v10_reads_over_v03_and_back(

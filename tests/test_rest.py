@@ -223,3 +223,99 @@ async def test_v03_rest_lives_under_v1(tck: RunningServer) -> None:
         refused = await bare.post(tck.url + "/message:send", json=send_body("x"))
         assert "/v1/" in assert_status(refused, 400, "VERSION_NOT_SUPPORTED")["message"]
         assert (await bare.get(tck.url + "/v1/nothing")).status_code == 404
+
+
+# -- busy: 503 with Retry-After on both HTTP bindings, v1.0 and v0.3 ----------------------------------------
+
+
+class Busy:
+    """A request handler at a budget: sends are refused as busy (Retry-After 3); the first GetTask too
+    (Retry-After 0, so a client that honours it retries at once), later ones answer."""
+
+    def __init__(self) -> None:
+        self.busy_gets = 1
+
+    async def handle(self, operation: Any, params: Any, context: Any) -> Any:
+        from skillwire import Operation, ServerBusyError, Task, TaskState, TaskStatus
+
+        if operation is Operation.GET_TASK:
+            if self.busy_gets:
+                self.busy_gets -= 1
+                raise ServerBusyError("busy for a moment", retry_after=0)
+            return Task(id=params.id, status=TaskStatus(state=TaskState.COMPLETED))
+        raise ServerBusyError("at max_running_tasks: try again later", retry_after=3)
+
+
+@pytest.fixture
+def busy(serve: Any) -> tuple[RunningServer, Busy]:
+    handler = Busy()
+    agent = Agent("busy", "Always busy.", executor=lambda context, events: None)
+    return serve(agent.asgi(store="memory://", handler=handler)), handler
+
+
+V03_MESSAGE = {"kind": "message", "messageId": "m", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
+
+
+@pytest.mark.parametrize("method", ["SendMessage", "SendStreamingMessage", "message/send", "message/stream"])
+async def test_busy_json_rpc_is_503_with_retry_after(
+    busy: tuple[RunningServer, Busy], client: httpx.AsyncClient, method: str
+) -> None:
+    srv, _ = busy
+    v03 = "/" in method
+    params = {"message": V03_MESSAGE} if v03 else {"message": user_message("hi")}
+    headers = {"A2A-Version": "0.3"} if v03 else A2A_V1
+    response = await client.post(srv.rpc_url, json=rpc(method, params, request_id=4), headers=headers)
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "3"
+    assert response.headers["content-type"].startswith("application/json")
+    answer = response.json()
+    assert answer["id"] == 4
+    if v03:  # v0.3: free-form data
+        assert answer["error"]["code"] == -32603 and answer["error"]["data"]["reason"] == "SERVER_BUSY"
+    else:
+        error = assert_rpc_error(answer, -32603)
+        assert error["data"][0]["reason"] == "SERVER_BUSY"
+        assert error["data"][0]["metadata"] == {"retryAfter": "3"}
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers"),
+    [
+        ("/message:send", {"message": user_message("hi")}, A2A_V1),
+        ("/message:stream", {"message": user_message("hi")}, A2A_V1),
+        (
+            "/v1/message:send",
+            {"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]}},
+            {},
+        ),
+        (
+            "/v1/message:stream",
+            {"message": {"messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]}},
+            {},
+        ),
+    ],
+)
+async def test_busy_rest_is_503_unavailable_with_retry_after(
+    busy: tuple[RunningServer, Busy], path: str, body: dict[str, Any], headers: dict[str, str]
+) -> None:
+    srv, _ = busy
+    async with httpx.AsyncClient(timeout=TIMEOUT) as bare:
+        response = await bare.post(srv.url + path, json=body, headers=headers)
+    error = assert_status(response, 503, "SERVER_BUSY")
+    assert error["status"] == "UNAVAILABLE"
+    assert response.headers["retry-after"] == "3"
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_our_client_retries_a_busy_read_after_retry_after_but_not_a_send(
+    busy: tuple[RunningServer, Busy], binding: str
+) -> None:
+    from skillwire import Client, HTTPStatusError, TaskState
+
+    srv, handler = busy
+    async with await Client.connect(srv.url, bindings=[binding]) as sw:
+        task = await sw.get_task("t1")  # busy once with Retry-After: 0, then answered
+        assert task.status.state is TaskState.COMPLETED and handler.busy_gets == 0
+        with pytest.raises(HTTPStatusError) as refused:  # a send is never retried by the client
+            await sw.send("hi")
+    assert refused.value.status_code == 503 and refused.value.retry_after == 3.0

@@ -262,7 +262,8 @@ MINIMAL_SEND = (
     b'{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"q"}]}}'
 )
 MINIMAL_MESSAGE = Message(message_id="m1", role=Role.USER, parts=[Part(text="q")])
-NON_BLOCKING = SendMessageConfiguration(return_immediately=True)
+#: What a v0.3 send without `configuration.blocking` decodes to: blocking, as the v0.3 SDKs read it.
+ABSENT_BLOCKING = SendMessageConfiguration(return_immediately=False)
 
 DECODE_VECTORS: list[tuple[str, bytes, Operation, msgspec.Struct]] = [
     ("message/send", SEND_PARAMS, Op.SEND_MESSAGE, SEND_REQUEST),
@@ -271,7 +272,7 @@ DECODE_VECTORS: list[tuple[str, bytes, Operation, msgspec.Struct]] = [
         "message/send",
         MINIMAL_SEND,
         Op.SEND_MESSAGE,
-        SendMessageRequest(message=MINIMAL_MESSAGE, configuration=NON_BLOCKING),
+        SendMessageRequest(message=MINIMAL_MESSAGE, configuration=ABSENT_BLOCKING),
     ),
     (
         "tasks/get",
@@ -422,23 +423,58 @@ def test_params_that_are_not_json_are_a_parse_error() -> None:
 
 
 @pytest.mark.parametrize(
-    ("configuration", "when_absent", "return_immediately"),
+    ("configuration", "return_immediately"),
     [
-        ("", False, True),  # v0.3: no `blocking` means not blocking
-        (',"configuration":{}', False, True),
-        (',"configuration":{"blocking":true}', False, False),
-        (',"configuration":{"blocking":false}', False, True),
-        ("", True, False),  # the knob for servers that follow the v0.3 SDKs (blocking unless told not to)
-        (',"configuration":{"blocking":false}', True, True),
+        ("", False),  # no `blocking`: blocking, as the v0.3 SDK servers and clients read it
+        (',"configuration":{}', False),
+        (',"configuration":{"historyLength":2}', False),
+        (',"configuration":{"blocking":true}', False),
+        (',"configuration":{"blocking":false}', True),
     ],
 )
-def test_blocking_default(configuration: str, when_absent: bool, return_immediately: bool) -> None:
+def test_absent_blocking_is_blocking(configuration: str, return_immediately: bool) -> None:
     params = _send(extra=configuration)
-    _, request = v03.decode_request("message/send", params, blocking_when_absent=when_absent)
+    for method in ("message/send", "message/stream"):
+        _, request = v03.decode_request(method, params)
+        assert isinstance(request, SendMessageRequest) and request.configuration is not None
+        assert request.configuration.return_immediately is return_immediately
+
+
+@pytest.mark.parametrize(
+    ("configuration", "return_immediately"),
+    [
+        ("", False),  # no configuration at all: blocking, as over JSON-RPC
+        (',"configuration":{"blocking":true}', False),
+        # proto3 JSON leaves a false bool out: the v0.3 SDK's REST client sends blocking=False as {}
+        (',"configuration":{}', True),
+        (',"configuration":{"historyLength":2}', True),
+        (',"configuration":{"blocking":false}', True),
+    ],
+)
+def test_rest_blocking_reads_proto3_json(configuration: str, return_immediately: bool) -> None:
+    for path in ("/v1/message:send", "/v1/message:stream"):
+        rest = v03.match_rest("POST", path, {}, _rest_body(configuration))
+        assert rest is not None and isinstance(rest[1], SendMessageRequest)
+        assert rest[1].configuration is not None
+        assert rest[1].configuration.return_immediately is return_immediately
+
+
+@pytest.mark.parametrize(
+    ("configuration", "return_immediately"),
+    [
+        ("", True),  # the literal reading of v0.3: an absent boolean is false
+        (',"configuration":{"blocking":true}', False),
+        (',"configuration":{"blocking":false}', True),
+    ],
+)
+def test_blocking_when_absent_false_is_the_literal_reading(
+    configuration: str, return_immediately: bool
+) -> None:
+    _, request = v03.decode_request("message/send", _send(extra=configuration), blocking_when_absent=False)
     assert isinstance(request, SendMessageRequest) and request.configuration is not None
     assert request.configuration.return_immediately is return_immediately
     rest = v03.match_rest(
-        "POST", "/v1/message:send", {}, _rest_body(configuration), blocking_when_absent=when_absent
+        "POST", "/v1/message:send", {}, _rest_body(configuration), blocking_when_absent=False
     )
     assert rest is not None and isinstance(rest[1], SendMessageRequest) and rest[1].configuration is not None
     assert rest[1].configuration.return_immediately is return_immediately
@@ -1285,7 +1321,7 @@ def test_rest_accepts_numeric_enums_and_camel_or_proto_names() -> None:
     assert found is not None
     assert found[1] == SendMessageRequest(
         message=Message(message_id="m1", role=Role.USER, parts=[Part(url="u", media_type="a/b")]),
-        configuration=NON_BLOCKING,
+        configuration=ABSENT_BLOCKING,
     )
 
 

@@ -10,12 +10,12 @@ from skillwire import (
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
+    Limits,
     MethodNotFoundError,
     TaskNotFoundError,
 )
 from skillwire.protocol.models import GetTaskRequest, ListTasksRequest, SendMessageRequest
 from skillwire.wire.jsonrpc import (
-    MAX_DEPTH,
     JsonRpcFailure,
     ResultFramer,
     encode_error,
@@ -23,6 +23,8 @@ from skillwire.wire.jsonrpc import (
     parse_request,
 )
 from skillwire.wire.sse import KEEPALIVE, SSEDecoder, encode_event
+
+MAX_DEPTH = Limits().max_json_depth
 
 
 def test_parse_a_valid_request() -> None:
@@ -83,7 +85,8 @@ def test_null_id_still_expects_a_response() -> None:
             InvalidParamsError,
             9,
         ),
-        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), InvalidRequestError, None),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1), InvalidParamsError, None),
+        (b'{"id":3,"x":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}", InvalidParamsError, 3),
     ],
 )
 def test_parse_failures(body: bytes, error: type, request_id: object) -> None:

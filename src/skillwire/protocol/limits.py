@@ -44,7 +44,7 @@ class Limits:
     # -- decoded JSON (any binding) ---------------------------------------------------------------------
     #: Nesting of arrays and objects.
     max_json_depth: int = 100
-    #: Values (objects, arrays, strings, numbers, literals) in one request.
+    #: Values (objects, arrays, strings, numbers, literals; object keys count too) in one request.
     max_json_nodes: int = 100_000
     #: Characters in one string (text parts, keys, metadata values, base64 file contents).
     max_string_length: int = 8 * MiB

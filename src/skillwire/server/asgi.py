@@ -1,25 +1,39 @@
-"""Small ASGI building blocks shared by the bindings: headers, bodies, plain responses, SSE pumping."""
+"""Small ASGI building blocks shared by the bindings: headers, bodies, plain responses, SSE pumping.
+
+Streams are bounded twice (:func:`stream_sse`): the pump that reads events stops while
+:data:`PUMP_BYTES` of frames wait unsent, so a client that reads slowly holds its backlog in the event
+bus's subscription, where the bus counts it against its per-subscriber budget; and every write must be
+taken within ``write_timeout`` seconds, or the stream is dropped: the iterator is closed (the task goes on,
+and the client can resubscribe) and the call returns with its response incomplete, which tells the server
+to close the connection.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
+from skillwire.errors import A2AError, ServerBusyError
 from skillwire.wire.sse import KEEPALIVE
 
 __all__ = [
+    "PUMP_BYTES",
     "SSE_HEADERS",
     "BodyTooLarge",
     "Receive",
     "Scope",
     "Send",
+    "error_headers",
     "header_map",
     "read_body",
     "send_bytes",
     "stream_sse",
 ]
+
+log = logging.getLogger("skillwire.stream")
 
 T = TypeVar("T")
 Scope = MutableMapping[str, Any]
@@ -46,7 +60,11 @@ def header_map(scope: Scope) -> dict[str, str]:
     return out
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+async def read_body(receive: Receive, limit: int, content_length: str | None = None) -> bytes:
+    """The request body; BodyTooLarge once it passes ``limit`` bytes, or at once (nothing read) when its
+    ``Content-Length`` says it will."""
+    if content_length is not None and content_length.isdigit() and int(content_length) > limit:
+        raise BodyTooLarge()
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -78,11 +96,130 @@ async def send_bytes(
     await send({"type": "http.response.body", "body": body})
 
 
+def error_headers(error: A2AError) -> list[tuple[bytes, bytes]]:
+    """The headers an error response carries besides the usual ones: ``Retry-After`` when busy."""
+    if isinstance(error, ServerBusyError):
+        return [(b"retry-after", str(error.retry_after).encode())]
+    return []
+
+
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache"),
     (b"x-accel-buffering", b"no"),
 ]
+
+
+#: Frames the pump holds unsent before it stops pulling events (plus the event that crossed it): asyncio's
+#: default write-buffer high-water mark, enough to batch a burst of events into one socket write. Not
+#: ``limits.stream_buffer_bytes``: a backlog beyond this belongs in the event bus, which counts it against
+#: that budget and drops a subscriber that falls behind; holding it here too would hide it from the bus and
+#: double what a slow client costs.
+PUMP_BYTES = 64 * 1024
+
+
+_END = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+def _body(chunk: bytes) -> dict[str, Any]:
+    return {"type": "http.response.body", "body": chunk, "more_body": True}
+
+
+class _WriteDeadline:
+    """Cancels the task it was made in once one write has waited ``timeout`` seconds (``expired``); a
+    ``timeout`` of 0 or less sets none.
+
+    One timer per ``timeout`` period per stream rather than an ``asyncio.timeout`` around each write:
+    writes are a stream's hot path, and arming and disarming a timer per write cost several microseconds,
+    more than the write itself while the client keeps up."""
+
+    def __init__(self, timeout: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._timeout = timeout
+        self._since = 0.0  # when the write under way began; 0.0 between writes
+        self.expired = False
+        self._timer = self._loop.call_later(timeout, self._check) if timeout > 0 else None
+
+    async def write(self, send: Send, message: Message) -> None:
+        self._since = self._loop.time() or 1e-9
+        try:
+            await send(message)
+        finally:
+            self._since = 0.0
+
+    def _check(self) -> None:
+        waited = self._loop.time() - self._since if self._since else 0.0
+        if self._since and waited >= self._timeout and self._task is not None:
+            self.expired = True
+            self._task.cancel()
+        else:
+            self._timer = self._loop.call_later(self._timeout - waited, self._check)
+
+    def absorbs(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is this deadline's own cancellation, which it then takes back (a cancellation
+        from elsewhere too is left to propagate)."""
+        if not (self.expired and isinstance(exc, asyncio.CancelledError) and self._task is not None):
+            return False
+        return self._task.uncancel() == 0
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+class _Pump:
+    """Reads ``events`` into SSE frames, and waits while :data:`PUMP_BYTES` of them are unsent."""
+
+    def __init__(
+        self,
+        events: AsyncIterator[T],
+        frame: Callable[[T], bytes],
+        frame_error: Callable[[Exception], bytes],
+    ) -> None:
+        self.frames: list[bytes] = []
+        self._size = 0
+        self.ready = asyncio.Event()  # frames are waiting, or the pump ended
+        self._room = asyncio.Event()
+        self._room.set()
+        self._task = asyncio.ensure_future(self._run(events, frame, frame_error))
+
+    async def _run(
+        self,
+        events: AsyncIterator[T],
+        frame: Callable[[T], bytes],
+        frame_error: Callable[[Exception], bytes],
+    ) -> None:
+        try:
+            async for event in events:
+                chunk = frame(event)
+                self.frames.append(chunk)
+                self._size += len(chunk)
+                self.ready.set()
+                if self._size >= PUMP_BYTES:
+                    self._room.clear()
+                    await self._room.wait()
+        except Exception as exc:
+            self.frames.append(frame_error(exc))
+        finally:
+            self.ready.set()
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    def take(self) -> bytes:
+        """Every waiting frame, as one chunk; the pump goes on."""
+        chunk = b"".join(self.frames)
+        self.frames.clear()
+        self._size = 0
+        self._room.set()
+        return chunk
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
 
 
 async def stream_sse(
@@ -93,6 +230,7 @@ async def stream_sse(
     frame: Callable[[T], bytes],
     frame_error: Callable[[Exception], bytes],
     keepalive: float,
+    write_timeout: float,
     first: bytes | None = None,
     extra_headers: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
@@ -100,67 +238,68 @@ async def stream_sse(
     comments when idle. An exception raised by ``events`` is sent as ``frame_error(exc)`` and ends the
     stream.
 
-    A pump task reads ``events`` into a buffer; the sender writes whatever has accumulated as one body
-    chunk, so a burst of events costs one socket write. If the client goes away the iterator is closed and
-    nothing else happens: the work behind the stream (a task) is not canceled by a disconnect.
+    A pump task reads ``events`` into a buffer of at most :data:`PUMP_BYTES` (it waits while the buffer is
+    fuller); the sender writes whatever has accumulated as one body chunk, so a burst of events costs one
+    socket write. A write the client does not take within ``write_timeout`` seconds drops the stream: the
+    response is left incomplete, so the server closes the connection. Whether the client went away or was
+    dropped, the iterator is closed and nothing else happens: the work behind the stream (a task) is not
+    canceled.
     """
     headers = SSE_HEADERS + extra_headers if extra_headers else SSE_HEADERS
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-    if first is not None:
-        await send({"type": "http.response.body", "body": first, "more_body": True})
-
-    buffer: list[bytes] = []
-    ready = asyncio.Event()
-
-    async def pump() -> None:
-        try:
-            async for event in events:
-                buffer.append(frame(event))
-                ready.set()
-        except Exception as exc:
-            buffer.append(frame_error(exc))
-        finally:
-            ready.set()
-
-    async def disconnected() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    pumping = asyncio.ensure_future(pump())
-    watcher = asyncio.ensure_future(disconnected())
+    deadline = _WriteDeadline(write_timeout)
+    watcher = asyncio.ensure_future(_disconnected(receive))
+    pump: _Pump | None = None
     gone = False
     try:
-        while True:
-            if not buffer and not pumping.done():
-                ready.clear()
-                waiter = asyncio.ensure_future(ready.wait())
-                done, _ = await asyncio.wait(
-                    {waiter, watcher}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
-                )
-                waiter.cancel()
-                if watcher in done:
-                    gone = True
-                    return
-                if not done:
-                    await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
-                continue
-            if buffer:
-                chunk = b"".join(buffer)
-                buffer.clear()
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                continue
-            break  # the pump finished and everything it read is sent
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        await deadline.write(send, {"type": "http.response.start", "status": 200, "headers": headers})
+        if first is not None:
+            await deadline.write(send, _body(first))
+        pump = _Pump(events, frame, frame_error)
+        gone = await _send_frames(send, pump, watcher, deadline, keepalive)
+        if not gone:
+            await deadline.write(send, _END)
+    except BaseException as exc:
+        if not deadline.absorbs(exc):
+            raise
+        # Left incomplete on purpose: an ASGI server closes a connection whose response did not end.
+        log.warning("dropped a stream whose client took nothing for %s s", write_timeout)
     finally:
+        deadline.close()
         watcher.cancel()
-        if not pumping.done():
-            pumping.cancel()
-        with contextlib.suppress(BaseException):
-            await pumping
+        if pump is not None:
+            await pump.close()
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):
                 await aclose()
-        if gone:
+        if gone:  # nobody reads it: the server answers at once for a client that went away
             with contextlib.suppress(Exception):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await send(_END)
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _send_frames(
+    send: Send, pump: _Pump, watcher: asyncio.Future[Any], deadline: _WriteDeadline, keepalive: float
+) -> bool:
+    """Write the pump's frames as they come, and keep-alive comments when idle, until the pump ends (False)
+    or the client goes away (True)."""
+    while True:
+        if not pump.frames and not pump.done:
+            pump.ready.clear()
+            waiter: asyncio.Future[Any] = asyncio.ensure_future(pump.ready.wait())
+            done, _ = await asyncio.wait(
+                {waiter, watcher}, timeout=keepalive, return_when=asyncio.FIRST_COMPLETED
+            )
+            waiter.cancel()
+            if watcher in done:
+                return True
+            if not done:
+                await deadline.write(send, _body(KEEPALIVE))
+        elif pump.frames:
+            await deadline.write(send, _body(pump.take()))
+        else:
+            return False  # the pump finished and everything it read is sent

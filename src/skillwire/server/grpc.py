@@ -81,6 +81,7 @@ from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
+from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
 __all__ = ["GRPC_STATUSES_V1_0_0", "GRPC_STATUS_OVERRIDES", "GrpcServer"]
@@ -264,9 +265,10 @@ def _all_requested(requested: frozenset[str]) -> frozenset[str]:
 class _Servicer:
     """The eleven rpcs of ``lf.a2a.v1.A2AService``, each a thin call into the Dispatcher."""
 
-    def __init__(self, dispatcher: Dispatcher, activate: Activate) -> None:
+    def __init__(self, dispatcher: Dispatcher, activate: Activate, limits: Limits) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
+        self.limits = limits
 
     async def _prepare(self, operation: Operation, request: Any, context: Any) -> tuple[Any, CallContext]:
         request_type = spec_of(operation).request_type
@@ -277,6 +279,7 @@ class _Servicer:
         headers = _metadata(context)
         version = negotiate_version(headers.get("a2a-version"), V1_ONLY)
         params = to_struct(request, request_type)
+        check_shape(params, self.limits, "")  # the decoded-JSON budgets, as on the HTTP bindings
         activated = self.activate(_requested_extensions(headers))
         if activated:  # echoed, like the A2A-Extensions response header of the HTTP bindings
             await context.send_initial_metadata((("a2a-extensions", ",".join(sorted(activated))),))
@@ -286,6 +289,7 @@ class _Servicer:
             extensions=activated,
             binding="GRPC",
             headers=headers,
+            request_bytes=request.ByteSize(),
         )
         return params, call
 
@@ -419,7 +423,7 @@ class GrpcServer:
                 ("grpc.max_send_message_length", self.max_message_bytes),
             ],
         )
-        servicer = _Servicer(self.dispatcher, self.activate)
+        servicer = _Servicer(self.dispatcher, self.activate, self.limits)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
         if self.credentials is None:
             bound = server.add_insecure_port(self.address)

@@ -6,11 +6,17 @@ Errors are AIP-193 bodies, ``{"error": {"code": <HTTP status>, "status": <google
 ``application/json``, see docs/conformance.md); requests may use either. A request body whose
 Content-Type is not JSON gets HTTP 415. Streams are SSE whose events are bare StreamResponse objects; an
 error before the first event is a plain JSON error response, an error after it is a last ``data:`` event
-holding the AIP-193 error object.
+holding the AIP-193 error object. A busy server answers 503 ``UNAVAILABLE`` with ``Retry-After``.
+
+Request data (body, query, path) is held to the decoded-JSON budgets of ``limits`` (400 INVALID_ARGUMENT
+naming the budget; :mod:`skillwire.wire.budget`); a body larger than ``limits.offload_decode_bytes`` is
+decoded on a worker thread, off the event loop; a ``Content-Length`` over ``limits.max_body_bytes`` is
+refused with 413 before the body is read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,7 +34,7 @@ from skillwire.errors import (
 )
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
-from skillwire.protocol.operations import spec_of
+from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.asgi import (
     BodyTooLarge,
@@ -36,6 +42,7 @@ from skillwire.server.asgi import (
     Receive,
     Scope,
     Send,
+    error_headers,
     header_map,
     read_body,
     send_bytes,
@@ -44,7 +51,8 @@ from skillwire.server.asgi import (
 from skillwire.server.context import CallContext
 from skillwire.server.handler import Dispatcher
 from skillwire.server.jsonrpc import is_json_content_type, requested_extensions, v03_codec
-from skillwire.wire.rest import encode_status, match_route, parse_call
+from skillwire.wire.budget import exceeded
+from skillwire.wire.rest import RestCall, encode_status, match_route, parse_call
 from skillwire.wire.sse import encode_event
 
 __all__ = ["RestEndpoint"]
@@ -76,6 +84,9 @@ class RestEndpoint:
     async def _error(
         self, send: Send, error: A2AError, status: int | None = None, headers: Any = None
     ) -> None:
+        extra = error_headers(error)
+        if extra:
+            headers = [*(headers or []), *extra]
         await send_bytes(
             send, status or error.http_status, encode_status(error, status), extra_headers=headers
         )
@@ -84,7 +95,16 @@ class RestEndpoint:
         """Serve the request if a route matches it; return False (sending nothing) if none does."""
         method, path = scope["method"], scope["path"]
         headers = header_map(scope)
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        try:
+            query = parse_qs(
+                scope.get("query_string", b"").decode("latin-1"),
+                keep_blank_values=True,
+                max_num_fields=self.limits.max_json_nodes,
+            )
+        except ValueError:  # more fields than max_num_fields
+            limit = self.limits.max_json_nodes
+            await self._error(send, exceeded("query", f"more than {limit} values", "max_json_nodes", limit))
+            return True
         version_header = headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
         legacy = path.startswith("/v1/") and _speaks_v03(version_header)
         call = None
@@ -109,7 +129,7 @@ class RestEndpoint:
             await self._error(send, error, 415)
             return True
         try:
-            body = await read_body(receive, self.max_body_bytes)
+            body = await read_body(receive, self.max_body_bytes, headers.get("content-length"))
         except BodyTooLarge:
             error = InvalidRequestError(f"Request body exceeds the limit of {self.max_body_bytes} bytes")
             await self._error(send, error, 413)
@@ -121,20 +141,13 @@ class RestEndpoint:
         echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
         try:
             version = negotiate_version(version_header)
-            if legacy:
-                matched = v03_codec().match_rest(method, path, query, body)
-                if matched is None:
-                    return False
-                operation, params = matched
+            if len(body) > self.limits.offload_decode_bytes:  # off the event loop: its cost grows with it
+                decoded = await asyncio.to_thread(self._decode, method, path, call, query, body, version)
             else:
-                assert call is not None
-                if version != "1.0":
-                    raise VersionNotSupportedError(
-                        "These paths speak A2A 1.0: send 'A2A-Version: 1.0' (a request without it means 0.3,"
-                        " whose REST paths start with /v1/)",
-                        metadata={"requestedVersion": version, "supportedVersions": "1.0, 0.3"},
-                    )
-                operation, params = call.operation, parse_call(call, query, body)
+                decoded = self._decode(method, path, call, query, body, version)
+            if decoded is None:
+                return False
+            operation, params = decoded
             context = CallContext(
                 protocol_version=version,
                 tenant=getattr(params, "tenant", "") or "",
@@ -142,6 +155,7 @@ class RestEndpoint:
                 binding="HTTP+JSON",
                 headers=headers,
                 base_url=self._base_url(scope, headers) if self._base_url is not None else "",
+                request_bytes=len(body),
             )
             result = await self.dispatcher.call(operation, params, context)
             streaming = spec_of(operation).streaming
@@ -186,10 +200,32 @@ class RestEndpoint:
             frame=frame,
             frame_error=frame_error,
             keepalive=self.keepalive,
+            write_timeout=self.limits.write_timeout,
             first=None if first is None else frame(first),
             extra_headers=echo,
         )
         return True
+
+    def _decode(
+        self,
+        method: str,
+        path: str,
+        call: RestCall | None,
+        query: dict[str, list[str]],
+        body: bytes,
+        version: str,
+    ) -> tuple[Operation, Any] | None:
+        """(operation, request Struct) of a request, within the decoded-JSON budgets; None when no v0.3
+        route matches (``call`` is None for a v0.3 request)."""
+        if call is None:
+            return v03_codec().match_rest(method, path, query, body, limits=self.limits)  # type: ignore[no-any-return]
+        if version != "1.0":
+            raise VersionNotSupportedError(
+                "These paths speak A2A 1.0: send 'A2A-Version: 1.0' (a request without it means 0.3,"
+                " whose REST paths start with /v1/)",
+                metadata={"requestedVersion": version, "supportedVersions": "1.0, 0.3"},
+            )
+        return call.operation, parse_call(call, query, body, self.limits)
 
 
 def _speaks_v03(version_header: str | None) -> bool:

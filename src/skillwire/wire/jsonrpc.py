@@ -1,9 +1,13 @@
 """JSON-RPC 2.0 envelope codec (sans-IO).
 
-``parse_request(body)`` turns the bytes of one HTTP request body into a :class:`JsonRpcRequest` whose
-``params`` are already decoded into the operation's request Struct, or raises an :class:`A2AError` (wrapped
-in :class:`JsonRpcFailure` so the request id travels with it). ``encode_result`` and ``encode_error`` build
-response bytes. Batches are not part of A2A and are refused with -32600.
+``parse_request(body, limits)`` turns the bytes of one HTTP request body into a :class:`JsonRpcRequest`
+whose ``params`` are already decoded into the operation's request Struct, or raises an :class:`A2AError`
+(wrapped in :class:`JsonRpcFailure` so the request id travels with it). ``encode_result`` and
+``encode_error`` build response bytes. Batches are not part of A2A and are refused with -32600.
+
+The decoded-JSON budgets of ``limits`` (:mod:`skillwire.wire.budget`) hold before anything is decoded
+(depth and values, over the whole body) and after (parts, metadata keys, strings, over the params): a body
+past one is -32602 naming the budget, answered under the request's id when it can be read cheaply.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from skillwire.errors import (
     JSONParseError,
     MethodNotFoundError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import OPERATIONS_BY_METHOD, OperationSpec
+from skillwire.wire.budget import check_json, check_shape, shape_may_exceed
 from skillwire.wire.protojson import Decoder
 
 __all__ = [
@@ -38,13 +44,11 @@ __all__ = [
     "field_error",
     "parse_envelope",
     "parse_request",
-    "too_deep",
 ]
 
 RequestId = str | int | None
 
-#: Deepest JSON nesting accepted in a request. Real A2A payloads are shallow; this bounds the decoder's stack.
-MAX_DEPTH = 100
+_DEFAULT_LIMITS = Limits()
 
 
 class _Envelope(Struct):
@@ -84,28 +88,28 @@ def _decoder_for(spec: OperationSpec) -> Decoder:
     return dec
 
 
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+class _IdOnly(Struct):
+    id: msgspec.Raw | UnsetType = UNSET
 
 
-def too_deep(body: bytes) -> bool:
-    """Whether ``body`` nests arrays/objects deeper than MAX_DEPTH (checked before decoding).
+_id_decoder = msgspec.json.Decoder(_IdOnly)
 
-    Linear in the body: escapes are dropped, the text is split at the remaining quotes (the odd pieces
-    are string contents), and only the brackets outside strings are counted, stopping at the limit.
-    """
-    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
-        return False
-    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
-    outside = b"".join(unescaped.split(b'"')[0::2])
-    depth = 0
-    for byte in outside.translate(None, _NOT_BRACKETS):
-        if byte == 0x5B or byte == 0x7B:  # [ {
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        else:
-            depth -= 1
-    return False
+
+def _request_id(body: bytes) -> tuple[RequestId, bool]:
+    """(id, whether there is one) of a body refused before decoding, when they can be read without
+    decoding the rest (msgspec skips other members without building them); else (None, True)."""
+    try:
+        raw = _id_decoder.decode(body).id
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None, True
+    if raw is UNSET:
+        return None, False
+    if len(raw) > 256:
+        return None, True
+    value = msgspec.json.decode(raw)
+    return (
+        (value, True) if isinstance(value, str | int | None) and not isinstance(value, bool) else (None, True)
+    )
 
 
 _MISSING = re.compile(r"^Object missing required field `([^`]+)`$")
@@ -136,17 +140,22 @@ class Envelope:
     params: msgspec.Raw | UnsetType
     #: False for a notification (no ``id`` member): it gets no response.
     expects_response: bool
+    #: False when the body is too small to break a shape budget, so the decoded params need no walk.
+    may_exceed_shape: bool = True
 
 
-def parse_envelope(body: bytes) -> Envelope:
-    """Check the JSON-RPC 2.0 envelope; raises JsonRpcFailure (-32700 / -32600)."""
+def parse_envelope(body: bytes, limits: Limits = _DEFAULT_LIMITS) -> Envelope:
+    """Check the JSON-RPC 2.0 envelope; raises JsonRpcFailure (-32700 / -32600, and -32602 for a body
+    nesting deeper than ``limits.max_json_depth`` or holding more than ``limits.max_json_nodes`` values)."""
     if not body.isascii():
         try:
             body.decode("utf-8")  # msgspec skips unknown members without checking their text
         except UnicodeDecodeError:
             raise JsonRpcFailure(JSONParseError("Invalid JSON payload: the body is not UTF-8")) from None
-    if too_deep(body):
-        raise JsonRpcFailure(InvalidRequestError(f"Request nests deeper than {MAX_DEPTH} levels"))
+    try:
+        check_json(body, limits, "request")
+    except InvalidParamsError as error:
+        raise JsonRpcFailure(error, *_request_id(body)) from None
     try:
         env = _envelope_decoder.decode(body)
     except msgspec.ValidationError:
@@ -165,11 +174,12 @@ def parse_envelope(body: bytes) -> Envelope:
         raise JsonRpcFailure(InvalidRequestError('`jsonrpc` must be exactly "2.0"'), rid)
     if not isinstance(env.method, str):
         raise JsonRpcFailure(InvalidRequestError("`method` must be a string"), rid)
-    return Envelope(rid, env.method, env.params, has_id)
+    return Envelope(rid, env.method, env.params, has_id, shape_may_exceed(body, limits))
 
 
-def decode_params(env: Envelope) -> JsonRpcRequest:
-    """Look the method up and decode its params; raises JsonRpcFailure (-32601 / -32602)."""
+def decode_params(env: Envelope, limits: Limits = _DEFAULT_LIMITS) -> JsonRpcRequest:
+    """Look the method up and decode its params; raises JsonRpcFailure (-32601 / -32602, also for params
+    past a shape budget of ``limits``)."""
     spec = OPERATIONS_BY_METHOD.get(env.method)
     if spec is None:
         raise JsonRpcFailure(
@@ -186,12 +196,17 @@ def decode_params(env: Envelope) -> JsonRpcRequest:
         ) from None
     except (msgspec.DecodeError, RecursionError):  # pragma: no cover - the envelope already parsed
         raise JsonRpcFailure(JSONParseError(), env.id, env.expects_response) from None
+    if env.may_exceed_shape:
+        try:
+            check_shape(params, limits, "params")
+        except InvalidParamsError as error:
+            raise JsonRpcFailure(error, env.id, env.expects_response) from None
     return JsonRpcRequest(env.id, spec, params, env.expects_response)
 
 
-def parse_request(body: bytes) -> JsonRpcRequest:
+def parse_request(body: bytes, limits: Limits = _DEFAULT_LIMITS) -> JsonRpcRequest:
     """``parse_envelope`` then ``decode_params``."""
-    return decode_params(parse_envelope(body))
+    return decode_params(parse_envelope(body, limits), limits)
 
 
 class _Result(Struct):

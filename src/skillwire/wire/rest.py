@@ -15,7 +15,9 @@ v1.0 routes (each also under an optional ``/{tenant}`` prefix)::
     GET    /extendedAgentCard                     GetExtendedAgentCard
 
 Path parameters fill ``id``/``taskId``/``tenant``; query parameters are camelCase (proto names accepted
-too), repeated or comma-separated for lists; bodies are the ProtoJSON request message.
+too), repeated or comma-separated for lists; bodies are the ProtoJSON request message. The decoded-JSON
+budgets of ``Limits`` hold for all three (:mod:`skillwire.wire.budget`): the body before and after it is
+decoded, the query and path as strings.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ from urllib.parse import unquote
 import msgspec
 
 from skillwire.errors import A2AError, InvalidParamsError, JSONParseError, MethodNotFoundError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation, spec_of
-from skillwire.wire.jsonrpc import field_error, too_deep
+from skillwire.wire.budget import check_json, check_shape, check_strings, exceeded, shape_may_exceed
+from skillwire.wire.jsonrpc import field_error
 from skillwire.wire.protojson import rename
 
-__all__ = ["RestCall", "encode_status", "match_route", "parse_call"]
+__all__ = ["RestCall", "check_query", "encode_status", "match_route", "parse_call"]
+
+_DEFAULT_LIMITS = Limits()
 
 _O = Operation
 
@@ -145,14 +151,29 @@ def _query_object(struct: type[msgspec.Struct], query: Mapping[str, list[str]]) 
     return out
 
 
-def parse_call(call: RestCall, query: Mapping[str, list[str]], body: bytes) -> Any:
-    """The request Struct for ``call``: body, path parameters and query parameters merged."""
+def check_query(query: Mapping[str, list[str]], path_params: Mapping[str, str], limits: Limits) -> None:
+    """Raise InvalidParamsError if a query or path value is longer than ``limits.max_string_length``, or
+    the query holds more values (comma-separated items counted) than ``limits.max_json_nodes``."""
+    count = sum(1 + value.count(",") for values in query.values() for value in values)
+    if count > limits.max_json_nodes:
+        raise exceeded("query", f"{count} values", "max_json_nodes", limits.max_json_nodes)
+    check_strings(((key, value) for key, values in query.items() for value in values), limits, "query")
+    check_strings(path_params.items(), limits, "path")
+
+
+def parse_call(
+    call: RestCall, query: Mapping[str, list[str]], body: bytes, limits: Limits = _DEFAULT_LIMITS
+) -> Any:
+    """The request Struct for ``call``: body, path parameters and query parameters merged, each within
+    the decoded-JSON budgets of ``limits`` (InvalidParamsError naming the budget otherwise)."""
     struct = spec_of(call.operation).request_type
+    check_query(query if call.body == "none" else {}, call.path_params, limits)
+    walk = False
     if call.body == "none" or not body.strip():
         value: Any = {}
     else:
-        if too_deep(body):
-            raise InvalidParamsError("The body nests too deeply")
+        check_json(body, limits, "body")
+        walk = shape_may_exceed(body, limits)
         try:
             value = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError):
@@ -167,12 +188,15 @@ def parse_call(call: RestCall, query: Mapping[str, list[str]], body: bytes) -> A
     for key, item in call.path_params.items():
         value[key] = item
     try:
-        return msgspec.convert(value, struct, strict=False)
+        params = msgspec.convert(value, struct, strict=False)
     except msgspec.ValidationError as exc:
         field, reason = field_error(exc, root="body" if call.body != "none" else "query")
         raise InvalidParamsError(
             f"Invalid request: {field}: {reason}", field_violations=[(field, reason)]
         ) from None
+    if walk:
+        check_shape(params, limits, "body")
+    return params
 
 
 _encoder = msgspec.json.Encoder()

@@ -2,7 +2,12 @@
 request Struct of its operation (:func:`match_rest`), and the v1.0 handler's result encodes as the v0.3
 ProtoJSON response (:func:`encode_rest_result`, :func:`encode_rest_stream_event`).
 
-``blocking`` and ``historyLength`` read as over JSON-RPC (:mod:`skillwire.wire.v03.server`).
+``historyLength`` reads as over JSON-RPC (:mod:`skillwire.wire.v03.server`), and so does ``blocking``
+with one difference that proto3 JSON makes: it omits a bool that is false, so the v0.3 SDK's REST client
+says ``blocking: false`` as ``"configuration": {}``. A configuration without ``blocking`` is therefore not
+blocking (as in the v0.3 SDK's REST server); only a request with no ``configuration`` at all is the
+absent case, blocking unless ``blocking_when_absent=False``. With ``limits``, :func:`match_rest` holds the body, query and path to the
+decoded-JSON budgets (:mod:`skillwire.wire.budget`), named as sent (``body.request.content``).
 ``GET /v1/card`` returns the v0.3 JSON agent card (what the v0.3 SDK servers returned), not ProtoJSON.
 """
 
@@ -16,8 +21,11 @@ from msgspec import Struct
 
 from skillwire.errors import InvalidParamsError, JSONParseError
 from skillwire.protocol import models as m
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation
+from skillwire.wire.budget import check_json, check_shape, check_strings, shape_may_exceed
 from skillwire.wire.protojson import Decoder
+from skillwire.wire.rest import check_query
 from skillwire.wire.v03.cards import v03_card
 from skillwire.wire.v03.rest_shapes import (
     _PUSH,
@@ -49,19 +57,26 @@ _pb_send_decoder = Decoder(_PbSendRequest)
 _pb_create_push_decoder = Decoder(_PbCreatePushBody)
 
 
-def _decode_body(decoder: Decoder, body: bytes) -> Any:
+def _decode_body(decoder: Decoder, body: bytes, limits: Limits | None) -> Any:
+    if limits is not None:
+        check_json(body, limits, "body")
     try:
-        return decoder.decode(body)
+        decoded = decoder.decode(body)
     except msgspec.ValidationError as exc:
         raise _invalid(exc, "body") from None
     except (msgspec.DecodeError, RecursionError):
         raise JSONParseError("Invalid JSON payload: the body is not JSON") from None
+    if limits is not None and shape_may_exceed(body, limits):
+        check_shape(decoded, limits, "body")
+    return decoded
 
 
-def _rest_send(body: bytes, blocking_when_absent: bool) -> m.SendMessageRequest:
-    req: _PbSendRequest = _decode_body(_pb_send_decoder, body)
+def _rest_send(body: bytes, blocking_when_absent: bool, limits: Limits | None) -> m.SendMessageRequest:
+    req: _PbSendRequest = _decode_body(_pb_send_decoder, body, limits)
     c = req.configuration or _PbSendConfig()
-    blocking = blocking_when_absent if c.blocking is None else c.blocking
+    # proto3 JSON omits a false bool: in a configuration that is there, no `blocking` is `blocking: false`
+    # (how the v0.3 SDK's REST client says it). Only a request without any configuration is the absent case.
+    blocking = blocking_when_absent if req.configuration is None else bool(c.blocking)
     push = c.push_notification
     return m.SendMessageRequest(
         message=_pb_message_in(req.request),
@@ -75,8 +90,8 @@ def _rest_send(body: bytes, blocking_when_absent: bool) -> m.SendMessageRequest:
     )
 
 
-def _rest_create_push(task_id: str, body: bytes) -> m.TaskPushNotificationConfig:
-    req: _PbCreatePushBody = _decode_body(_pb_create_push_decoder, body)
+def _rest_create_push(task_id: str, body: bytes, limits: Limits | None) -> m.TaskPushNotificationConfig:
+    req: _PbCreatePushBody = _decode_body(_pb_create_push_decoder, body, limits)
     inner = req.config or _PbTaskPushConfig(
         name=req.name, push_notification_config=req.push_notification_config
     )
@@ -119,7 +134,8 @@ def match_rest(
     query: Mapping[str, list[str]],
     body: bytes,
     *,
-    blocking_when_absent: bool = False,
+    blocking_when_absent: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[Operation, Struct] | None:
     """A v0.3 HTTP+JSON request (paths under ``/v1``) as the v1.0 operation and request Struct, or None
     when no v0.3 route matches (the binding answers 404/405). ``path`` is the decoded path.
@@ -128,17 +144,21 @@ def match_rest(
     (<Operation.GET_TASK: 'GetTask'>, GetTaskRequest(tenant='', id='t1', history_length=2))
 
     Bodies are ProtoJSON of the v0.3 gRPC messages (camelCase or proto names); a bad body raises
-    InvalidParamsError naming the field (``body.message.content``) or JSONParseError.
+    InvalidParamsError naming the field (``body.message.content``) or JSONParseError, and so does a body,
+    query or path past a budget of ``limits`` when it is given.
     """
     if not path.startswith("/v1/"):
         return None
+    if limits is not None:
+        check_query(query, {}, limits)
+        check_strings([("", path)], limits, "path")
     verb = method.upper()
     segs = path[4:].split("/")
     if len(segs) == 1:
         if verb == "POST" and segs[0] == "message:send":
-            return _O.SEND_MESSAGE, _rest_send(body, blocking_when_absent)
+            return _O.SEND_MESSAGE, _rest_send(body, blocking_when_absent, limits)
         if verb == "POST" and segs[0] == "message:stream":
-            return _O.SEND_STREAMING_MESSAGE, _rest_send(body, blocking_when_absent)
+            return _O.SEND_STREAMING_MESSAGE, _rest_send(body, blocking_when_absent, limits)
         if verb == "GET" and segs[0] == "card":
             return _O.GET_EXTENDED_AGENT_CARD, m.GetExtendedAgentCardRequest()
         return None
@@ -161,7 +181,7 @@ def match_rest(
         return None
     if len(segs) == 3:
         if verb == "POST":
-            return _O.CREATE_PUSH_CONFIG, _rest_create_push(task, body)
+            return _O.CREATE_PUSH_CONFIG, _rest_create_push(task, body, limits)
         if verb == "GET":
             return _O.LIST_PUSH_CONFIGS, m.ListTaskPushNotificationConfigsRequest(
                 task_id=task,

@@ -4,10 +4,13 @@ operation (:func:`decode_request`), and the v1.0 handler's result encodes as the
 
 Where v0.3 and v1.0 do not map one to one:
 
-* ``blocking`` absent means *not* blocking (``returnImmediately: true``); pass
-  ``blocking_when_absent=True`` to :func:`decode_request` (or :func:`~skillwire.wire.v03.rest.match_rest`)
-  to treat it as blocking, which is what the v0.3 SDK servers did (a2a-python 0.3, a2a-js, and a2a-sdk
-  1.x's compat layer).
+* ``blocking`` absent means blocking, as the v0.3 SDK servers (a2a-python 0.3, a2a-js, and a2a-sdk 1.x's
+  compat layer) and v0.3 clients read it: a2a-sdk 0.3's legacy ``A2AClient`` sends no ``configuration``
+  and expects the finished task. Only ``blocking: false`` returns at once (``returnImmediately: true``).
+  ``blocking_when_absent=False`` (on :func:`decode_request` and
+  :func:`~skillwire.wire.v03.rest.match_rest`) gives the other reading of the v0.3 text, where an absent
+  boolean is false. Over HTTP+JSON, where proto3 JSON cannot tell ``false`` from absent, only a request
+  without any ``configuration`` is the absent case (:mod:`skillwire.wire.v03.rest`).
 * ``historyLength: 0`` means "no limit", as in the v0.3 proto and the v0.3 SDKs, so it decodes to unset.
 * A v0.3 push config set without an ``id`` gets the task id as its id, and a get without
   ``pushNotificationConfigId`` reads that one (the v0.3 SDK convention of one default config per task).
@@ -27,8 +30,10 @@ from msgspec import Struct
 
 from skillwire.errors import JSONParseError, MethodNotFoundError
 from skillwire.protocol import models as m
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
+from skillwire.wire.budget import check_shape, shape_may_exceed
 from skillwire.wire.v03.cards import v03_card
 from skillwire.wire.v03.shapes import (
     _DeletePushParams,
@@ -133,7 +138,11 @@ METHODS: Mapping[str, Operation] = {name: method.operation for name, method in _
 
 
 def decode_request(
-    method: str, params: bytes | msgspec.Raw | None, *, blocking_when_absent: bool = False
+    method: str,
+    params: bytes | msgspec.Raw | None,
+    *,
+    blocking_when_absent: bool = True,
+    limits: Limits | None = None,
 ) -> tuple[Operation, Struct]:
     """A v0.3 JSON-RPC call as the v1.0 operation and request Struct that serve it.
 
@@ -141,19 +150,24 @@ def decode_request(
     (<Operation.GET_TASK: 'GetTask'>, GetTaskRequest(tenant='', id='t1', history_length=2))
 
     Raises MethodNotFoundError for a method v0.3 does not have and InvalidParamsError naming the first bad
-    field (``params.message.parts[0].kind``).
+    field (``params.message.parts[0].kind``). With ``limits``, the decoded params are held to its shape
+    budgets (parts, metadata keys, strings; :func:`~skillwire.wire.budget.check_shape`), named as sent
+    (``params.message.parts``); depth and value count are the caller's to check on the whole body first.
     """
     entry = _METHODS.get(method)
     if entry is None:
         raise MethodNotFoundError(f"Method not found: {method[:100]}")
     if entry.decoder is None:
         return entry.operation, entry.convert(None, blocking_when_absent)
+    raw = b"{}" if params is None else bytes(params) if isinstance(params, msgspec.Raw) else params
     try:
-        decoded = entry.decoder.decode(b"{}" if params is None else params)
+        decoded = entry.decoder.decode(raw)
     except msgspec.ValidationError as exc:
         raise _invalid(exc, "params") from None
     except (msgspec.DecodeError, RecursionError):
         raise JSONParseError("Invalid JSON payload: `params` is not JSON") from None
+    if limits is not None and shape_may_exceed(raw, limits):
+        check_shape(decoded, limits, "params")
     return entry.operation, entry.convert(decoded, blocking_when_absent)
 
 
