@@ -72,7 +72,9 @@ class Flood:
 def flood() -> Iterator[tuple[RunningServer, Flood, Drops]]:
     skill = Flood()
     agent = Agent("flood", "Floods a stream with artifact chunks.", executor=skill)
-    limits = Limits(write_timeout=WRITE_TIMEOUT)
+    # The event bus would drop this subscriber first (its queue passes stream_buffer_bytes): lift that bound
+    # here, so that what drops the stream is the write deadline.
+    limits = Limits(write_timeout=WRITE_TIMEOUT, stream_buffer_bytes=1 << 40, stream_buffer_events=1 << 30)
     srv = start_server(agent.asgi(store="memory://", limits=limits))
     drops = Drops()
     logger = logging.getLogger("skillwire.stream")
@@ -174,6 +176,35 @@ def test_a_client_that_stops_reading_is_dropped_and_the_task_goes_on(
     finally:
         if tracemalloc.is_tracing():
             tracemalloc.stop()
+
+
+# -- the event bus drops a subscriber that fell behind ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_a_stream_too_far_behind_its_task_is_dropped_by_the_bus_with_stream_dropped(binding: str) -> None:
+    """With the default budgets the bus drops the stalled subscriber once its queue passes
+    stream_buffer_bytes: the client, when it reads again, finds STREAM_DROPPED as the stream's last event."""
+    skill = Flood()
+    agent = Agent("flood", "Floods a stream with artifact chunks.", executor=skill)
+    srv = start_server(agent.asgi(store="memory://"))
+    params = {"message": user_message("flood")}
+    if binding == "JSONRPC":
+        path, body = "/", json.dumps(rpc("SendStreamingMessage", params)).encode()
+    else:
+        path, body = "/message:stream", json.dumps(params).encode()
+    try:
+        with stalled_client(srv.port, path, body) as sock:
+            task_id, seen = read_task_id(sock)
+            assert skill.published.wait(WAIT)
+            rest = seen + read_to_the_end(sock)
+        assert b"STREAM_DROPPED" in rest and b"TASK_STATE_COMPLETED" not in rest
+        with httpx.Client(timeout=WAIT, headers=A2A_V1) as http:
+            got = http.post(srv.rpc_url, json=rpc("GetTask", {"id": task_id, "historyLength": 0})).json()
+        assert got["result"]["status"]["state"] == "TASK_STATE_WORKING"
+    finally:
+        skill.gate.set()
+        srv.stop()
 
 
 # -- an error in the middle of a stream (a subscriber that fell behind) -----------------------------------
