@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-import re2
+import re2  # type: ignore[import-untyped]  # ships no type information
 
 from skillwire.errors import SchemaError
 

@@ -262,13 +262,16 @@ def schema_graph(schema: object) -> SchemaGraph:
 _local = threading.local()
 
 
+#: A failure as it left a $ref's target: reason, schema path, instance path (reversed); None when valid.
+_Saved = tuple[str | Callable[[], str], str, tuple[str | int, ...]] | None
+
+
 class _State:
     __slots__ = ("memo", "steps")
 
     def __init__(self, steps: int) -> None:
         self.steps = steps
-        #: (target location, id(value)) -> None (valid) or the failure's parts, as they left the target
-        self.memo: dict[tuple[str, int], tuple[str | Callable[[], str], str, tuple[str | int, ...]] | None] = {}
+        self.memo: dict[tuple[str, int], _Saved] = {}  # (target location, id(value)) -> outcome
 
 
 class _OutOfSteps(Exception):
@@ -1156,9 +1159,9 @@ def _ref(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | N
             saved = memo[key]
             if saved is None:
                 return None
-            failure = _Failure(saved[0], saved[1])
-            failure.reversed_path.extend(saved[2])
-            return failure
+            again = _Failure(saved[0], saved[1])
+            again.reversed_path.extend(saved[2])
+            return again
         state.steps -= 1
         if state.steps < 0:
             raise _OutOfSteps(at)
