@@ -89,11 +89,13 @@ def _reason(message: str, pattern: str) -> str:
 
 def _check(pattern: str, at: str) -> str:
     try:
-        re2.compile(pattern, _OPTIONS)
+        re2.compile(pattern, _OPTIONS)  # for its error message: re2.Set only says that it failed
     except re2.error as exc:
         raw = exc.args[0] if exc.args else ""
         message = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         raise SchemaError(_reason(message, pattern), schema_path=at) from None
+    finally:
+        re2.purge()  # re2.compile keeps its last 128 programs; this one is not needed again
     return pattern
 
 
