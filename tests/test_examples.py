@@ -244,3 +244,72 @@ async def test_deploy_is_followed_again_after_kill_9(
     assert steps == [f"step {i}/6: deploying v1.2.3." for i in range(1, 7)]
     assert done.artifacts[-1].parts[0].text == "release v1.2.3 is live."
     assert dict(done.metadata)["delegation"]["skillId"] == "deploy"
+
+
+# -- deploy's workers: bounded, and stopped with their task --------------------------------------------------
+
+
+def deploy_module(agent: Agent) -> dict[str, Any]:
+    skill = agent.registry.get("deploy")
+    assert skill is not None
+    return skill.handler.__globals__
+
+
+async def test_deploy_workers_are_bounded_and_stop_with_their_task(
+    serve: Callable[[Any], RunningServer],
+    http: httpx.AsyncClient,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SKILLWIRE_JOBS_DIR", str(tmp_path / "jobs"))
+    monkeypatch.setenv("SKILLWIRE_DEPLOY_WORKERS", "1")
+    agent = Agent.from_folder(EXAMPLES / "workshop")
+    module = deploy_module(agent)
+    srv = serve(agent.asgi(store=f"sqlite:///{tmp_path}/tasks.db"))
+    card = await A2ACardResolver(http, srv.url).get_agent_card()
+    client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)
+    slow = data_part({"release": "v9", "steps": 100})  # 30 s of work: longer than any wait here
+    try:
+        first = await send(client, request(slow, skill="deploy"))
+        assert first.status.state == pb.TASK_STATE_WORKING
+        (job,) = module["running_jobs"]()
+        assert dict(first.metadata)["delegation"]["ref"]["pid"] == job.pid
+
+        busy = await send(client, request(slow, skill="deploy"))
+        assert busy.status.state == pb.TASK_STATE_REJECTED
+        assert busy.status.message.parts[0].text == (
+            "All 1 release workers are busy; try again when a release has finished."
+        )
+
+        canceled = await within(client.cancel_task(pb.CancelTaskRequest(id=first.id)))
+        assert canceled.status.state == pb.TASK_STATE_CANCELED
+        assert await within(asyncio.to_thread(job.wait, WAIT)) == -signal.SIGTERM  # stopped, not finished
+        log = Path(dict(first.metadata)["delegation"]["ref"]["log"])
+        assert "done:" not in await asyncio.to_thread(log.read_text)
+
+        again = await send(client, request(slow, skill="deploy"))  # the slot is free again
+        assert again.status.state == pb.TASK_STATE_WORKING
+        (second,) = module["running_jobs"]()
+        await within(client.cancel_task(pb.CancelTaskRequest(id=again.id)))
+        assert await within(asyncio.to_thread(second.wait, WAIT)) == -signal.SIGTERM
+    finally:
+        await client.close()
+        for process in module["running_jobs"]():
+            process.kill()
+            process.wait(WAIT)
+
+
+def test_a_deploy_worker_stops_when_asked_through_its_stop_file(tmp_path: Path) -> None:
+    # A job started by an earlier agent process cannot be signalled by this one: the stop file reaches it.
+    log = tmp_path / "job.log"
+    log.touch()
+    worker = EXAMPLES / "workshop" / "deploy" / "worker.py"
+    process = subprocess.Popen([sys.executable, str(worker), str(log), "v1", "1000"])
+    try:
+        (tmp_path / "job.log.stop").touch()
+        assert process.wait(WAIT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(WAIT)
+    assert "done:" not in log.read_text()

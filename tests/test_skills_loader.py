@@ -113,8 +113,8 @@ def test_skills_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     (nocode / "skill.py").unlink()
     twin = make_skill(tmp_path, "twin")
     (twin / "SKILL.md").write_text(SKILL.format(id="fine", name="Twin", read_only="false"))
-    count, problems = check_skills_folder(tmp_path)
-    assert count == 4 and len(problems) == 3
+    found = check_skills_folder(tmp_path)
+    assert found.count == 4 and len(found.problems) == 3 and found.warnings == []
     assert main(["skills", "check", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{broken / 'SKILL.md'}:5 tags: expected a list of non-empty strings" in err
@@ -127,7 +127,8 @@ def test_skills_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_check_never_imports_skill_code(tmp_path: Path) -> None:
     make_skill(tmp_path, "trap", code="raise SystemExit('imported!')\n")
-    assert check_skills_folder(tmp_path) == (1, [])
+    found = check_skills_folder(tmp_path)
+    assert (found.count, found.problems, found.warnings, found.notes) == (1, [], [], [])
 
 
 # -- plugins ---------------------------------------------------------------------------------------------
@@ -183,8 +184,10 @@ async def test_read_only_serving(serve: Any, tmp_path: Path) -> None:
         task = assert_rpc_result(await call("look"), "SendMessage")["task"]
         # the result is the body of SKILL.md rendered with the params
         assert task["artifacts"][0]["parts"][0]["text"] == "looked Say hi.\n"
-        refused = assert_rpc_error(await call("change"), -32004)
-        assert "read-only" in refused["message"]
+        refused = assert_rpc_error(await call("change"), -32602)
+        absent = assert_rpc_error(await call("absent"), -32602)
+        assert refused["message"] == "unknown skillId 'change'; skills: look"
+        assert absent["message"] == "unknown skillId 'absent'; skills: look"
         listed = (await client.post(srv.rpc_url, json=rpc("ListTasks", {}), headers=A2A_V1)).json()
         assert assert_rpc_result(listed, "ListTasks")["totalSize"] == 1
 

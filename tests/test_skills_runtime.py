@@ -33,7 +33,6 @@ from skillwire import (
     Task,
     TaskRuntime,
     TaskState,
-    UnsupportedOperationError,
 )
 from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, Outcome, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
@@ -524,10 +523,32 @@ async def test_read_only_mode_hides_and_refuses_writing_skills(store: TaskStore)
     assert [s.id for s in agent.card().skills] == ["look"]
     rt = runtime_for(agent, store)
     assert (await send(rt, text("x", skill="look"))).status.state is TaskState.COMPLETED
-    with pytest.raises(UnsupportedOperationError, match="read-only"):
+    # hidden means absent: naming it is the same error as naming a skill that does not exist
+    with pytest.raises(InvalidParamsError) as hidden:
         await send(rt, text("x", skill="change"))
-    assert ran == ["look"]
-    assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 1
+    with pytest.raises(InvalidParamsError) as missing:
+        await send(rt, text("x", skill="nope"))
+    assert str(hidden.value) == str(missing.value).replace("'nope'", "'change'")
+    assert str(hidden.value) == "unknown skillId 'change'; skills: look"
+    assert hidden.value.metadata == {"skills": "look"}
+    # without a skillId, only served skills count: the one served skill is selected
+    assert (await send(rt, text("x"))).status.state is TaskState.COMPLETED
+    assert ran == ["look", "look"]
+    assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 2
+
+
+async def test_read_only_mode_with_no_served_skill_lists_none(store: TaskStore) -> None:
+    agent = Agent("A", read_only=True)
+
+    @agent.skill()
+    async def change(params: Any, ctx: SkillContext) -> str:
+        return "changed"
+
+    rt = runtime_for(agent, store)
+    with pytest.raises(InvalidParamsError, match=r"skillId is required.*; skills: \(none\)$"):
+        await send(rt, text("x"))
+    with pytest.raises(InvalidParamsError, match=r"^unknown skillId 'change'; skills: \(none\)$"):
+        await send(rt, text("x", skill="change"))
 
 
 def test_card_lists_skills_and_plugin_sources() -> None:

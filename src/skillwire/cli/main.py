@@ -122,8 +122,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     skills = sub.add_parser("skills", help="work with skill folders")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
-    check = skills_sub.add_parser("check", help="validate every SKILL.md in a folder of skills")
+    check = skills_sub.add_parser(
+        "check", help="validate every SKILL.md (and agent.yaml) in a folder of skills, without running code"
+    )
     check.add_argument("folder")
+    check.add_argument(
+        "--strict", action="store_true", help="fail (exit 1) on warnings too, such as exponential schemas"
+    )
     calls.add_parsers(sub)
     return parser
 
@@ -171,19 +176,22 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(folder: str) -> int:
+def _check(folder: str, *, strict: bool = False) -> int:
+    """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr."""
     from skillwire.skills.loader import check_skills_folder
 
-    count, problems = check_skills_folder(folder)
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if count == 0:
+    found = check_skills_folder(folder)
+    for line in (*found.problems, *found.warnings, *found.notes):
+        print(line, file=sys.stderr)
+    if found.count == 0:
         print(f"{folder}: no skills found (expected sub-folders holding SKILL.md)", file=sys.stderr)
         return 1
-    if problems:
-        print(f"{len(problems)} problem(s) in {count} skill(s)", file=sys.stderr)
+    warned = f", {len(found.warnings)} warning(s)" if found.warnings else ""
+    if found.problems or (strict and found.warnings):
+        problems = f"{len(found.problems)} problem(s){warned}"
+        print(f"{problems} in {found.count} skill(s){' (--strict)' if strict else ''}", file=sys.stderr)
         return 1
-    print(f"{count} skill(s) valid")
+    print(f"{found.count} skill(s) valid{warned}")
     return 0
 
 

@@ -16,11 +16,17 @@ Delegation: ``await ctx.delegate(ref)`` hands the task to work that goes on else
 pipeline). The blocking caller is answered at once with the WORKING task; the skill's ``follow(ref, ctx)``
 then follows the external work and its result completes the task. ``ref`` is committed with the task, so
 after a restart following resumes where the server left it.
+
+Values a handler hands over (its result, a data artifact) must be JSON: ``dict`` with string keys,
+``list``/``tuple``, ``str``, ``int``, finite ``float``, ``bool``, ``None`` (a msgspec Struct result is converted
+first). Anything else (``object()``, a set, bytes, NaN) fails the task with :class:`NotJson`'s reason, which
+says where the value stops being JSON, instead of a task that cannot be stored.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -36,7 +42,7 @@ from skillwire.server.executor import TaskEvents
 if TYPE_CHECKING:
     from skillwire.skills.registry import Skill
 
-__all__ = ["ASK_KEY", "Answer", "InputNeeded", "SkillContext"]
+__all__ = ["ASK_KEY", "Answer", "InputNeeded", "NotJson", "SkillContext", "json_problem"]
 
 log = logging.getLogger("skillwire.skills")
 
@@ -67,6 +73,45 @@ class InputNeeded(Exception):
     def __init__(self, prompt: Message) -> None:
         super().__init__(prompt.text())
         self.prompt = prompt
+
+
+class NotJson(TypeError):
+    """A value from a skill that JSON cannot carry; ``reason`` is what the client is told."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def json_problem(value: Any) -> str | None:
+    """Where ``value`` stops being JSON (``/items/2 is a set``), or None when it is JSON.
+
+    >>> json_problem({"tags": {"a"}})
+    '/tags is a Python set, not a JSON value'
+    """
+    if isinstance(value, _SCALARS):
+        return None  # the common result, a string, costs one check
+    pending: list[tuple[Any, str]] = [(value, "")]
+    while pending:
+        item, where = pending.pop()
+        if isinstance(item, _SCALARS):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where or '/'} is {item!r}, which JSON has no number for"
+        elif isinstance(item, dict):
+            for key, member in item.items():
+                if not isinstance(key, str):
+                    return f"{where or '/'} has a key that is not a string: {type(key).__name__} {key!r:.40}"
+                pending.append((member, f"{where}/{key.replace('~', '~0').replace('/', '~1')}"))
+        elif isinstance(item, list | tuple):
+            pending.extend((member, f"{where}/{i}") for i, member in enumerate(item))
+        else:
+            return f"{where or '/'} is a Python {type(item).__name__}, not a JSON value"
+    return None
 
 
 def recorded_answers(history: Sequence[Message]) -> list[Message]:
@@ -191,9 +236,17 @@ class SkillContext:
         append: bool = False,
         last_chunk: bool = False,
     ) -> None:
-        """Emit an artifact or a chunk of one: text, parts, an Artifact, or any JSON value (a data part)."""
+        """Emit an artifact or a chunk of one: text, parts, an Artifact, or any JSON value (a data part).
+
+        A value that is not JSON raises :class:`NotJson` (the task then fails with its reason)."""
         if not isinstance(content, Artifact | str) and not _is_parts(content):
             content = [Part(data=content, media_type="application/json")]
+        if not isinstance(content, str):
+            parts = content.parts if isinstance(content, Artifact) else content
+            for i, part in enumerate(parts):
+                problem = None if part.data is UNSET else json_problem(part.data)
+                if problem is not None:
+                    raise NotJson(f"The skill produced an artifact that is not JSON: part {i}: {problem}")
         await self._report(
             "an artifact",
             lambda: self.events.artifact(

@@ -2,12 +2,22 @@
 
 Routing: the skill is named by ``message.metadata.skillId``; with no skillId and exactly one skill, that
 skill; otherwise -32602 listing the skill ids. A message continuing a task goes to the skill that task
-started with (its first message is routed again by the same rules).
+started with (its first message is routed again by the same rules). In read-only mode the skills that are
+not read-only are absent: they are not listed, not counted, and naming one is the same -32602 as naming a
+skill that does not exist.
 
 Params: the value of the message's first data part if it has one, otherwise ``{"text": <text parts>}``.
 Input that fails the skill's input schema is refused in ``admit`` with -32602 (location and reason), before
-any task exists. A result string becomes a text artifact, any other JSON value a data artifact; output that
-fails the output schema fails the task with a clear message (details in the log).
+any task exists; so is input whose validation would take more than ``schema_steps`` schema steps. Input of a
+request larger than ``offload_bytes`` is validated on a worker thread, so that the event loop serves others
+meanwhile. A result string becomes a text artifact, any other JSON value a data artifact; output that fails
+the output schema fails the task with a clear message (details in the log), and a result that is not JSON
+fails it with a reason saying where.
+
+Deadlines: ``timeout(context)`` is the routed skill's ``executionHints.timeoutSeconds`` (None when it has
+none), for the runtime to enforce. When a run is cancelled (a deadline, CancelTask, shutdown), the hooks see
+the state the runtime gave the task before cancelling it (FAILED at a deadline or shutdown, CANCELED for
+CancelTask); CANCELED if it gave none.
 
 Hooks (observers) are called after every run, in order, with an :class:`Outcome`; a failing hook is logged
 and changes nothing.
@@ -24,17 +34,13 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from skillwire.errors import (
-    InvalidParamsError,
-    SkillError,
-    UnsupportedOperationError,
-    ValidationError,
-)
+from skillwire.errors import A2AError, InvalidParamsError, SkillError, ValidationError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
-from skillwire.skills.context import InputNeeded, SkillContext, recorded_answers
+from skillwire.skills.context import InputNeeded, NotJson, SkillContext, json_problem, recorded_answers
 from skillwire.skills.registry import Skill, SkillRegistry
 
 __all__ = ["Outcome", "OutcomeHook", "SkillExecutor", "params_of"]
@@ -43,6 +49,8 @@ log = logging.getLogger("skillwire.skills")
 
 GENERIC_FAILURE = "The skill failed while working on this task."
 OUTPUT_MISMATCH = "The skill produced output that does not match its outputSchema."
+NOT_JSON = "The skill returned a value that is not JSON: "
+_DEFAULTS = Limits()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,28 +87,53 @@ def params_of(message: Message) -> Any:
 
 
 class SkillExecutor:
+    """Runs the skills of ``registry`` for the task runtime.
+
+    ``schema_steps`` bounds each validation of a skill's input or output (``Limits.schema_steps``; None: the
+    compiled schema's own default); ``offload_bytes`` is the request size above which input is validated on
+    a worker thread (``Limits.offload_decode_bytes``; None: never).
+    """
+
     def __init__(
-        self, registry: SkillRegistry, *, hooks: Sequence[OutcomeHook] = (), read_only: bool = False
+        self,
+        registry: SkillRegistry,
+        *,
+        hooks: Sequence[OutcomeHook] = (),
+        read_only: bool = False,
+        schema_steps: int | None = _DEFAULTS.schema_steps,
+        offload_bytes: int | None = _DEFAULTS.offload_decode_bytes,
     ) -> None:
         self.registry = registry
         self.hooks = list(hooks)
         self.read_only = read_only
+        self.schema_steps = schema_steps
+        self.offload_bytes = offload_bytes
 
     # -- routing ----------------------------------------------------------------------------------------
+
+    def serves(self, skill: Skill) -> bool:
+        """Whether ``skill`` is served: every skill, or in read-only mode only the read-only ones."""
+        return skill.read_only or not self.read_only
+
+    def served(self) -> list[Skill]:
+        return [skill for skill in self.registry if self.serves(skill)]
 
     def route(self, message: Message) -> Skill:
         wanted = (message.metadata or {}).get("skillId")
         if wanted is not None:
-            skill = self.registry.get(str(wanted)) if isinstance(wanted, str) else None
-            if skill is None:
+            skill = self.registry.get(wanted) if isinstance(wanted, str) else None
+            if skill is None or not self.serves(skill):
                 raise self._unknown(f"unknown skillId {wanted!r}")
             return skill
-        if len(self.registry) == 1:
+        if not self.read_only and len(self.registry) == 1:
             return next(iter(self.registry))
+        served = self.served() if self.read_only else []
+        if len(served) == 1:
+            return served[0]
         raise self._unknown("message.metadata.skillId is required: this agent has several skills")
 
     def _unknown(self, reason: str) -> InvalidParamsError:
-        ids = sorted(s.id for s in self.registry)
+        ids = sorted(s.id for s in self.served())
         return InvalidParamsError(
             f"{reason}; skills: {', '.join(ids) or '(none)'}",
             field_violations=[("params.message.metadata.skillId", f"one of: {', '.join(ids)}")],
@@ -111,13 +144,18 @@ class SkillExecutor:
         origin = (
             context.task.history[0] if context.task is not None and context.task.history else context.message
         )
-        skill = self.route(origin)
-        if self.read_only and not skill.read_only:
-            raise UnsupportedOperationError(
-                f"skill {skill.id!r} changes state and this agent is serving in read-only mode",
-                metadata={"skillId": skill.id},
-            )
-        return skill
+        return self.route(origin)
+
+    def timeout(self, context: RequestContext) -> float | None:
+        """Seconds the run for ``context`` may take: its skill's ``executionHints.timeoutSeconds``, or None
+        (no hint, or no skill to route to) for the runtime's agent-wide default."""
+        skill: Skill | None = context.extras.get("skill")
+        if skill is None:
+            try:
+                skill = self._skill_for(context)
+            except A2AError:
+                return None
+        return skill.timeout_seconds
 
     # -- the executor seam --------------------------------------------------------------------------------
 
@@ -128,7 +166,10 @@ class SkillExecutor:
             return  # an answer to a question: the skill reads it through ctx.ask
         raw = params_of(context.message)
         try:
-            context.extras["params"] = skill.check_input(raw)
+            if self.offload_bytes is not None and context.call.request_bytes > self.offload_bytes:
+                params = await asyncio.to_thread(skill.validate_input, raw, max_steps=self.schema_steps)
+            else:
+                params = skill.validate_input(raw, max_steps=self.schema_steps)
         except ValidationError as exc:
             where = exc.instance_path or "/"
             raise InvalidParamsError(
@@ -136,6 +177,7 @@ class SkillExecutor:
                 field_violations=[(f"params.message.input{exc.instance_path}", exc.reason)],
                 metadata={"skillId": skill.id, "instancePath": where, "schemaPath": exc.schema_path or "/"},
             ) from None
+        context.extras["params"] = params
 
     async def execute(self, context: RequestContext, events: TaskEvents) -> None:
         skill: Skill = context.extras.get("skill") or self._skill_for(context)
@@ -143,7 +185,7 @@ class SkillExecutor:
             params = (
                 context.extras["params"]
                 if "params" in context.extras
-                else skill.check_input(params_of(context.message))
+                else skill.validate_input(params_of(context.message), max_steps=self.schema_steps)
             )
             answers: list[Message] = []
         else:
@@ -151,7 +193,7 @@ class SkillExecutor:
             # recorded answer.
             await events.working()
             first = context.task.history[0] if context.task.history else context.message
-            params = skill.check_input(params_of(first))
+            params = skill.validate_input(params_of(first), max_steps=self.schema_steps)
             answers = recorded_answers([*context.task.history, context.message])
         ctx = SkillContext(
             skill,
@@ -170,7 +212,7 @@ class SkillExecutor:
         if not isinstance(delegation, dict):
             return None
         skill = self.registry.get(str(delegation.get("skillId")))
-        if skill is None or skill.follow is None:
+        if skill is None or skill.follow is None or not self.serves(skill):
             return None
         follow = skill.follow
         ref = delegation.get("ref")
@@ -215,8 +257,11 @@ class SkillExecutor:
             if result is not None:
                 if isinstance(result, msgspec.Struct):
                     result = msgspec.to_builtins(result)
+                problem = json_problem(result)
+                if problem is not None:
+                    raise NotJson(NOT_JSON + problem)
                 try:
-                    skill.check_output(result)
+                    skill.validate_output(result, max_steps=self.schema_steps)
                 except ValidationError as exc:
                     raise _OutputMismatch(exc) from None
                 if isinstance(result, str):
@@ -239,6 +284,11 @@ class SkillExecutor:
                 bad.error,
             )
             await events.fail(OUTPUT_MISMATCH)
+        except NotJson as bad:
+            error = bad
+            state = TaskState.FAILED
+            log.error("skill %s on task %s: %s", skill.id, ctx.task_id, bad.reason)
+            await events.fail(bad.reason)
         except InputNeeded as need:
             state = TaskState.INPUT_REQUIRED
             await events.status(TaskState.INPUT_REQUIRED, need.prompt)
@@ -248,7 +298,11 @@ class SkillExecutor:
             await events.status(state, exc.message)
         except asyncio.CancelledError as exc:
             if self.hooks:
-                await self._notify(skill, ctx, TaskState.CANCELED, None, exc)
+                # The runtime ends the task before it cancels the run (a deadline or shutdown: FAILED,
+                # CancelTask: CANCELED): the hooks see that state, never a success.
+                current = events.state
+                ended = current if current is not None and current.is_terminal else TaskState.CANCELED
+                await self._notify(skill, ctx, ended, None, exc)
             raise
         except Exception as exc:
             error = exc

@@ -15,7 +15,9 @@ loads to a skills folder path (``str`` or ``pathlib.Path``) or to a callable ret
 marked with the distribution they came from.
 
 The manifest is only data (see ``manifest.py``); ``skill.py`` is code the operator chose to serve, imported
-as a module.
+as a module. Files are read with their size checked first: a ``SKILL.md`` of at most ``MAX_FILE_BYTES``
+(1 MiB), an ``agent.yaml`` of at most ``MAX_AGENT_FILE_BYTES`` (256 KiB); either larger, or not UTF-8, is a
+ManifestError naming the file.
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from typing import Any
 from skillwire.errors import ManifestError, SkillwireError
 from skillwire.protocol.models import AgentProvider
 from skillwire.skills import _yaml
-from skillwire.skills.manifest import SkillCard
+from skillwire.skills.manifest import ManifestWarning, SkillCard, lint_manifest, read_manifest_text
 from skillwire.skills.registry import Skill, skill_from_manifest
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "MAX_AGENT_FILE_BYTES",
     "AgentConfig",
+    "FolderCheck",
     "check_skills_folder",
     "import_file",
     "is_skills_folder",
@@ -49,6 +53,9 @@ ENTRY_POINT_GROUP = "skillwire.skills"
 MANIFEST = "SKILL.md"
 CODE = "skill.py"
 AGENT_FILE = "agent.yaml"
+CODE_AGENT = "agent.py"
+#: The largest agent.yaml accepted, in bytes (checked before it is read): the frontmatter limit of a SKILL.md.
+MAX_AGENT_FILE_BYTES = _yaml.MAX_FRONTMATTER_BYTES
 _AGENT_KEYS = {"name", "description", "version", "provider", "documentationUrl", "iconUrl"}
 
 
@@ -75,11 +82,7 @@ def _skill_dirs(folder: Path) -> list[Path]:
 
 def _read_card(skill_dir: Path) -> SkillCard:
     manifest = skill_dir / MANIFEST
-    try:
-        text = manifest.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"cannot read the manifest: {exc}", source=str(manifest)) from None
-    return SkillCard.parse(text, source=str(manifest))
+    return SkillCard.parse(read_manifest_text(manifest), source=str(manifest))
 
 
 def import_file(file: Path, prefix: str) -> Any:
@@ -118,17 +121,43 @@ def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list
     return skills
 
 
-def check_skills_folder(folder: Path | str) -> tuple[int, list[ManifestError]]:
-    """Parse every manifest in ``folder`` without importing any code: (manifests seen, problems)."""
+@dataclass(frozen=True, slots=True)
+class FolderCheck:
+    """What ``check_skills_folder`` found: the manifests seen, their problems, their warnings, and notes on
+    what it did not check."""
+
+    count: int
+    problems: list[ManifestError]
+    warnings: list[ManifestWarning]
+    notes: list[str]
+
+
+def check_skills_folder(folder: Path | str) -> FolderCheck:
+    """Parse every manifest in ``folder`` (and its agent.yaml) without importing any code."""
+    folder = Path(folder)
     problems: list[ManifestError] = []
-    dirs = _skill_dirs(Path(folder))
+    warnings: list[ManifestWarning] = []
+    notes: list[str] = []
+    dirs = _skill_dirs(folder)
+    if (folder / CODE_AGENT).is_file():
+        notes.append(
+            f"{folder / CODE_AGENT}: code skills (@agent.skill) are not checked; skills check reads manifests "
+            "only and runs no code"
+        )
+    if (folder / AGENT_FILE).is_file():
+        try:
+            load_agent_config(folder)
+        except ManifestError as exc:
+            problems.append(exc)
     seen: dict[str, Path] = {}
     for skill_dir in dirs:
+        manifest = skill_dir / MANIFEST
         try:
-            card = _read_card(skill_dir)
+            card, found = lint_manifest(read_manifest_text(manifest), source=str(manifest))
         except ManifestError as exc:
             problems.append(exc)
             continue
+        warnings.extend(found)
         if card.id in seen:
             problems.append(
                 ManifestError(f"duplicate skill id (also in {seen[card.id]})", path="id", source=card.source)
@@ -136,7 +165,7 @@ def check_skills_folder(folder: Path | str) -> tuple[int, list[ManifestError]]:
         seen[card.id] = skill_dir
         if not (skill_dir / CODE).is_file():
             problems.append(ManifestError(f"no {CODE} next to the manifest", source=card.source))
-    return len(dirs), problems
+    return FolderCheck(len(dirs), problems, warnings, notes)
 
 
 def load_agent_config(folder: Path | str) -> AgentConfig:
@@ -146,7 +175,7 @@ def load_agent_config(folder: Path | str) -> AgentConfig:
     if not file.is_file():
         return AgentConfig(name=folder.resolve().name)
     source = str(file)
-    value, lines = _yaml.load(file.read_text(encoding="utf-8"), source=source)
+    value, lines = _yaml.load(read_manifest_text(file, limit=MAX_AGENT_FILE_BYTES), source=source)
     if not isinstance(value, dict):
         raise ManifestError("agent.yaml must be a mapping", source=source, line=1)
 

@@ -26,12 +26,20 @@ A manifest is untrusted input. It is read by a loader that builds JSON values fr
 constructs objects (see ``_yaml``), and every check is made when it is parsed: an unknown or snake_case key, a
 wrong type, a schema that does not compile, a template with a syntax error. Each failure is one
 :class:`~skillwire.errors.ManifestError` with the key path, the line in the file and a precise reason.
+
+A file is read by :func:`read_manifest_text`: its size is checked before it is read (``MAX_FILE_BYTES`` for a
+SKILL.md, no more than that many bytes are ever read), and bytes that are not UTF-8 are a ManifestError with
+the line and column, never a decoding traceback. :func:`lint_manifest` parses a manifest and also returns
+its warnings: schema constructs that are exponential for validators without memoization
+(``schema_cost``), which ``skillwire skills check`` prints.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import msgspec
@@ -41,9 +49,18 @@ from skillwire.protocol.models import AgentSkill, SecurityRequirement, StringLis
 from skillwire.skills import _yaml
 from skillwire.skills._yaml import KeyPath, LineMap, format_path, type_name
 from skillwire.skills.schema import Validator, compile_schema
+from skillwire.skills.schema_cost import cost_warnings
 from skillwire.skills.template import Template, compile_template
 
-__all__ = ["MAX_FILE_BYTES", "MAX_ID_LENGTH", "ExecutionHints", "SkillCard"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_ID_LENGTH",
+    "ExecutionHints",
+    "ManifestWarning",
+    "SkillCard",
+    "lint_manifest",
+    "read_manifest_text",
+]
 
 #: The largest SKILL.md accepted, in UTF-8 bytes (the frontmatter has its own, smaller limit).
 MAX_FILE_BYTES = 1024 * 1024
@@ -163,6 +180,10 @@ class SkillCard:
 
         ``source`` names the text in errors (usually the file path). Parsing reads nothing but ``text``.
         """
+        return cls._parse(text, source)[0]
+
+    @classmethod
+    def _parse(cls, text: str, source: str) -> tuple[SkillCard, LineMap]:
         if len(text) > MAX_FILE_BYTES or _yaml.utf8_size(text) > MAX_FILE_BYTES:
             size = _yaml.utf8_size(text)
             raise ManifestError(
@@ -178,7 +199,7 @@ class SkillCard:
         card = object.__new__(cls)
         for name in cls.__slots__:
             object.__setattr__(card, name, fields[name])
-        return card
+        return card, lines
 
     def to_agent_skill(self) -> AgentSkill:
         """The A2A v1.0 ``AgentSkill`` for the agent card."""
@@ -199,6 +220,67 @@ class SkillCard:
     def render(self, variables: Mapping[str, Any]) -> str:
         """The prompt: the body rendered with ``variables`` (raises :class:`RenderError`)."""
         return self.compiled_template.render(variables)
+
+
+# -- reading and linting -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestWarning:
+    """Something in a valid manifest worth the author's attention (printed by ``skillwire skills check``)."""
+
+    reason: str
+    path: str = ""
+    line: int | None = None
+    source: str = ""
+
+    def __str__(self) -> str:
+        where = ":".join(part for part in (self.source, "" if self.line is None else str(self.line)) if part)
+        prefix = " ".join(part for part in (where, self.path) if part)
+        return f"{prefix}: warning: {self.reason}" if prefix else f"warning: {self.reason}"
+
+
+def lint_manifest(text: str, *, source: str = "") -> tuple[SkillCard, list[ManifestWarning]]:
+    """Parse ``text`` like :meth:`SkillCard.parse` (raising its ManifestError) and also return its warnings:
+    each schema construct that a validator without memoization takes exponential time on."""
+    card, lines = SkillCard._parse(text, source)
+    checker = _Checker(lines, source)
+    warnings = []
+    for key, schema in (("inputSchema", card.input_schema), ("outputSchema", card.output_schema)):
+        if schema is None:
+            continue
+        for found in cost_warnings(schema):
+            path = (key, *_pointer_path(schema, found.schema_path))
+            warnings.append(
+                ManifestWarning(
+                    found.reason, path=format_path(path), line=checker.line_of(path), source=source
+                )
+            )
+    return card, warnings
+
+
+def read_manifest_text(path: Path, *, limit: int = MAX_FILE_BYTES) -> str:
+    """The text of the manifest file ``path``: at most ``limit`` bytes are read, and a larger file, a file
+    that cannot be read or bytes that are not UTF-8 are a ManifestError naming the file (and the line)."""
+    source = str(path)
+    try:
+        with path.open("rb") as file:
+            data = file.read(limit + 1)
+    except OSError as exc:
+        raise ManifestError(f"cannot read the file: {exc.strerror or exc}", source=source) from None
+    if len(data) > limit:
+        raise ManifestError(f"the file is larger than the limit of {limit} bytes", line=1, source=source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError(
+            f"the file is not UTF-8 text: byte 0x{data[exc.start]:02x} (byte {column} of the line) cannot be "
+            "decoded",
+            line=line,
+            source=source,
+        ) from None
 
 
 # -- the file: frontmatter and body -------------------------------------------------------------------------

@@ -6,6 +6,12 @@ made by ``skill_from_manifest`` (a parsed SKILL.md plus a handler) or ``skill_fr
 function, whose input schema is given or derived from the Struct its first parameter is annotated with:
 one source of truth, exposed as ``skill.input_schema``).
 
+``skill.validate_input(value, max_steps=...)`` is the check the executor runs: a skill with a JSON Schema
+validates through its compiled :class:`~skillwire.skills.schema.Validator` with the executor's step budget;
+``check_input`` is the same check with the validator's own default budget (or the Struct conversion).
+``timeout_seconds`` (a manifest's ``executionHints.timeoutSeconds``, or ``timeout_seconds=`` for a code
+skill) is how long one run of the skill may take; the runtime enforces it.
+
 The registry is a protocol; :class:`InMemorySkillRegistry` is the default. Duplicate ids are refused.
 """
 
@@ -25,6 +31,7 @@ from skillwire.protocol.models import AgentSkill, SecurityRequirement
 if TYPE_CHECKING:
     from skillwire.skills.context import SkillContext
     from skillwire.skills.manifest import SkillCard
+    from skillwire.skills.schema import Validator
 
 __all__ = [
     "Follower",
@@ -68,16 +75,27 @@ def _struct_check(struct: type[msgspec.Struct]) -> Check:
     return check
 
 
-def _schema_check(schema: dict[str, Any]) -> Check:
+def _compiled(schema: dict[str, Any]) -> Validator:
     from skillwire.skills.schema import compile_schema
 
-    validator = compile_schema(schema)
+    return compile_schema(schema)
+
+
+def _validator_check(validator: Validator | None) -> Check:
+    if validator is None:
+        return _no_check
 
     def check(value: Any) -> Any:
         validator.validate(value)
         return value
 
     return check
+
+
+def _positive(value: float | None, what: str) -> float | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value <= 0):
+        raise SkillwireError(f"{what} must be a positive number of seconds, got {value!r}")
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,25 +113,30 @@ class Skill:
     follow: Follower | None = None
     check_input: Check = field(default=_no_check, repr=False)
     check_output: Check = field(default=_no_check, repr=False)
+    #: The compiled input and output schemas, when the skill has them (``check_input`` uses them too).
+    input_validator: Validator | None = field(default=None, repr=False)
+    output_validator: Validator | None = field(default=None, repr=False)
+    #: Seconds one run may take (``executionHints.timeoutSeconds``); None: the agent-wide default applies.
+    timeout_seconds: float | None = None
+
+    def validate_input(self, value: Any, *, max_steps: int | None = None) -> Any:
+        """The handler's params for ``value`` (raises ValidationError); ``max_steps`` is the schema budget."""
+        if self.input_validator is not None:
+            self.input_validator.validate(value, max_steps=max_steps)
+            return value
+        return self.check_input(value)
+
+    def validate_output(self, value: Any, *, max_steps: int | None = None) -> Any:
+        if self.output_validator is not None:
+            self.output_validator.validate(value, max_steps=max_steps)
+            return value
+        return self.check_output(value)
 
 
 def skill_from_manifest(
     card: SkillCard, handler: Handler, *, follow: Follower | None = None, source: str = "code"
 ) -> Skill:
     """A skill for a parsed manifest and its handler; the manifest's schemas check input and output."""
-    input_validator = card.input_validator
-    output_validator = card.output_validator
-
-    def check_input(value: Any) -> Any:
-        if input_validator is not None:
-            input_validator.validate(value)
-        return value
-
-    def check_output(value: Any) -> Any:
-        if output_validator is not None:
-            output_validator.validate(value)
-        return value
-
     return Skill(
         id=card.id,
         agent_skill=card.to_agent_skill(),
@@ -124,8 +147,11 @@ def skill_from_manifest(
         source=source,
         card=card,
         follow=follow,
-        check_input=check_input,
-        check_output=check_output,
+        check_input=_validator_check(card.input_validator),
+        check_output=_validator_check(card.output_validator),
+        input_validator=card.input_validator,
+        output_validator=card.output_validator,
+        timeout_seconds=card.execution_hints.timeout_seconds,
     )
 
 
@@ -155,20 +181,24 @@ def skill_from_function(
     output_schema: dict[str, Any] | None = None,
     read_only: bool = False,
     follow: Follower | None = None,
+    timeout_seconds: float | None = None,
 ) -> Skill:
     """A programmatic skill. Without ``input_schema``, a msgspec Struct annotation on the handler's first
     parameter is the schema: the handler then receives an instance of it, and ``skill.input_schema`` is
-    the JSON Schema msgspec derives from it."""
+    the JSON Schema msgspec derives from it. ``timeout_seconds`` is the manifest's
+    ``executionHints.timeoutSeconds``: how long one run may take."""
     if not inspect.iscoroutinefunction(handler):
         raise SkillwireError(f"skill handler {getattr(handler, '__qualname__', handler)!r} must be async def")
     check_input: Check = _no_check
+    input_validator = _compiled(input_schema) if input_schema is not None else None
+    output_validator = _compiled(output_schema) if output_schema is not None else None
     annotation = _first_param_annotation(handler)
-    if input_schema is not None:
-        check_input = _schema_check(input_schema)
+    if input_validator is not None:
+        check_input = _validator_check(input_validator)
     elif isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
         input_schema = msgspec.json.schema(annotation)
         check_input = _struct_check(annotation)
-    check_output = _schema_check(output_schema) if output_schema is not None else _no_check
+    check_output = _validator_check(output_validator)
     doc = inspect.getdoc(handler) or ""
     agent_skill = AgentSkill(
         id=id,
@@ -190,6 +220,9 @@ def skill_from_function(
         follow=follow,
         check_input=check_input,
         check_output=check_output,
+        input_validator=input_validator,
+        output_validator=output_validator,
+        timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
     )
 
 

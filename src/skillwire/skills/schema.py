@@ -26,7 +26,7 @@ Supported keywords (``SUPPORTED_KEYWORDS``); any other keyword is a :class:`~ski
                   propertyNames, minProperties, maxProperties, dependentRequired
     arrays        prefixItems, items (the 2020-12 meaning: the schema for items after prefixItems), contains,
                   minContains, maxContains, minItems, maxItems, uniqueItems
-    strings       minLength, maxLength (in code points), pattern (Python ``re``, searched, not anchored),
+    strings       minLength, maxLength (in code points), pattern (RE2 syntax, searched, not anchored),
                   format (an annotation: never fails)
     numbers       minimum, maximum, exclusiveMinimum, exclusiveMaximum (numbers, not the draft-04 booleans),
                   multipleOf (exact on the decimal values: 0.3 is a multiple of 0.1)
@@ -45,8 +45,33 @@ instance (``""`` for the root); ``schema_path`` points at the failing keyword in
 following ``$ref`` (``/$defs/node/properties/value/type``).
 
 Refused with a reason, at compile time: remote, relative and ``$id``-based refs, anchors, refs that point nowhere
-or not at a schema, and ``$ref`` cycles that never step into the instance (``{"$ref": "#"}``), which could only
-recurse forever.
+or not at a schema, ``$ref`` cycles that never step into the instance (``{"$ref": "#"}``), which could only
+recurse forever, and patterns RE2 cannot run (backreferences, lookaround; see ``_regex``).
+
+What one validation may cost. Patterns run in linear time (RE2). Without ``$ref``, a schema is a tree and
+applies each of its subschemas at most once to each part of the value, so the work is bounded by the size of
+the schema times the size of the value. ``$ref`` is what lets a small schema do more: recursion, and the
+same definition reached along many ``anyOf``/``oneOf``/``allOf``/``if`` paths, which a naive validator
+repeats (``2 ** depth`` times for a two-branch combinator around a recursive ``$ref``). Two measures, both
+per validation, and both only in schemas that have a ``$ref``:
+
+* memoization: the result of applying a ``$ref``'s target to a value is kept (keyed by the target and the
+  value's identity, which is safe because the value does not change while it is validated and a result
+  does not depend on where the value sits), so each definition is applied at most once to each part of the
+  value and the exponential constructs run in linear time, with the same verdict and the same first
+  violation;
+* a step budget (``max_steps``, default ``DEFAULT_MAX_STEPS``): every ``$ref`` application that is not
+  answered from the memo is a step, and a validation that would take more steps ends with a
+  ``ValidationError`` saying so. It bounds what memoization leaves: a value with many parts, each checked
+  against many definitions.
+
+Memoization alone leaves the work proportional to (definitions x parts of the value), which a large schema
+and a large value can still make expensive; a budget alone would refuse valid values of schemas that are
+merely exponential for a naive validator. Together, every validation ends after at most ``max_steps``
+definition applications, and a value that fits the budget gets the right answer. The state lives in a
+thread-local, because compiled validators are shared by the event loop and worker threads.
+``skills.schema_cost`` finds the constructs that are exponential for validators without memoization, for
+``skillwire skills check``.
 """
 
 from __future__ import annotations
@@ -54,6 +79,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Sized
 from fractions import Fraction
 from functools import lru_cache, partial
@@ -63,8 +89,18 @@ from typing import Any, Final, cast
 from urllib.parse import unquote
 
 from skillwire.errors import SchemaError, ValidationError
+from skillwire.skills._regex import PatternSet, compile_patterns
 
-__all__ = ["DIALECT", "SUPPORTED_KEYWORDS", "Validator", "compile_schema", "validate_json"]
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "DIALECT",
+    "SUPPORTED_KEYWORDS",
+    "SchemaGraph",
+    "Validator",
+    "compile_schema",
+    "schema_graph",
+    "validate_json",
+]
 
 #: The one ``$schema`` value accepted (with or without a trailing ``#``).
 DIALECT: Final = "https://json-schema.org/draft/2020-12/schema"
@@ -113,47 +149,84 @@ _ANNOTATIONS: Final[dict[str, tuple[type, str]]] = {
 _TYPE_NAMES: Final = ("null", "boolean", "object", "array", "number", "integer", "string")
 _INDEX: Final = re.compile(r"0|[1-9][0-9]*")
 
+_TOO_DEEP: Final = "the value is nested too deeply to validate"
+#: ``$ref`` applications one validation may make (memo hits are free); see the module docstring.
+DEFAULT_MAX_STEPS: Final = 100_000
+
 
 class Validator:
     """A compiled schema. ``validate`` raises :class:`ValidationError`; ``is_valid`` answers without raising.
 
     >>> compile_schema({"type": "integer"}).is_valid(3.0)
     True
+
+    ``max_steps`` bounds the ``$ref`` applications of one validation (the compiled default, or the one given
+    to ``validate``/``is_valid``); a validation that needs more fails with a ValidationError saying so.
     """
 
-    __slots__ = ("_check", "schema")
+    __slots__ = ("_check", "_counted", "max_steps", "schema")
 
-    def __init__(self, schema: object, check: _Check) -> None:
+    def __init__(
+        self, schema: object, check: _Check, *, counted: bool = True, max_steps: int = DEFAULT_MAX_STEPS
+    ) -> None:
         self.schema = schema
         self._check = check
+        self._counted = counted
+        self.max_steps = max_steps
 
-    def validate(self, instance: object) -> None:
-        try:
-            failure = self._check(instance)
-        except RecursionError:
-            raise ValidationError("the value is nested too deeply to validate") from None
+    def validate(self, instance: object, *, max_steps: int | None = None) -> None:
+        if self._counted:
+            failure = self._counted_run(instance, max_steps)
+        else:  # no $ref: the work is bounded by the sizes of the schema and the value
+            try:
+                failure = self._check(instance)
+            except RecursionError:
+                raise ValidationError(_TOO_DEEP) from None
         if failure is not None:
             raise failure.error()
 
-    def is_valid(self, instance: object) -> bool:
+    def is_valid(self, instance: object, *, max_steps: int | None = None) -> bool:
         try:
+            if self._counted:
+                return self._counted_run(instance, max_steps) is None
             return self._check(instance) is None
-        except RecursionError:
+        except (RecursionError, ValidationError):  # too deep, or over the step budget
             return False
+
+    def _counted_run(self, instance: object, max_steps: int | None) -> _Failure | None:
+        budget = self.max_steps if max_steps is None else max_steps
+        outer = getattr(_local, "state", None)
+        _local.state = _State(budget)
+        try:
+            return self._check(instance)
+        except RecursionError:
+            raise ValidationError(_TOO_DEEP) from None
+        except _OutOfSteps as out:
+            raise ValidationError(
+                f"validating this value takes more than {budget} schema steps ($ref applications), the limit "
+                "for one validation",
+                schema_path=out.at,
+            ) from None
+        finally:
+            _local.state = outer
 
     def __repr__(self) -> str:
         return f"Validator({_show(self.schema)})"
 
 
-def compile_schema(schema: object) -> Validator:
-    """Compile ``schema`` once; raise :class:`SchemaError` (with a JSON pointer) if it is outside the subset."""
+def compile_schema(schema: object, *, max_steps: int = DEFAULT_MAX_STEPS) -> Validator:
+    """Compile ``schema`` once; raise :class:`SchemaError` (with a JSON pointer) if it is outside the subset.
+
+    ``max_steps`` is the default step budget of each validation (see the module docstring)."""
     try:
-        return Validator(schema, _Compiler(schema).compile())
+        compiler = _Compiler(schema)
+        check = compiler.compile()
     except RecursionError:
         raise SchemaError("the schema is nested too deeply") from None
+    return Validator(schema, check, counted=bool(compiler.refs), max_steps=max_steps)
 
 
-def validate_json(schema: object, instance: object) -> None:
+def validate_json(schema: object, instance: object, *, max_steps: int | None = None) -> None:
     """Validate ``instance`` against ``schema``, reusing the validator compiled for the same JSON text.
 
     The cache key is the schema's compact JSON text with its key order kept, because key order decides which
@@ -165,7 +238,45 @@ def validate_json(schema: object, instance: object) -> None:
         key = _Key(_json_text(schema), schema)
     except (TypeError, ValueError) as exc:
         raise SchemaError(f"the schema is not JSON: {exc}") from None
-    _cached_validator(key).validate(instance)
+    _cached_validator(key).validate(instance, max_steps=max_steps)
+
+
+#: Subschema location -> [(child location, how)]: ``how`` is None for a subschema applied to the same value
+#: (``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``, ``$ref``), else the relative pointer
+#: of the keyword that steps into a part of the value (``/properties/name``, ``/items``, ...).
+SchemaGraph = dict[str, list[tuple[str, str | None]]]
+
+
+def schema_graph(schema: object) -> SchemaGraph:
+    """How the subschemas of a valid ``schema`` apply to one another (raises SchemaError like compile)."""
+    compiler = _Compiler(schema)
+    try:
+        compiler.compile()
+    except RecursionError:
+        raise SchemaError("the schema is nested too deeply") from None
+    return compiler.edges
+
+
+# -- the per-validation state of schemas with $ref --------------------------------------------------------
+
+_local = threading.local()
+
+
+#: A failure as it left a $ref's target: reason, schema path, instance path (reversed); None when valid.
+_Saved = tuple[str | Callable[[], str], str, tuple[str | int, ...]] | None
+
+
+class _State:
+    __slots__ = ("memo", "steps")
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.memo: dict[tuple[str, int], _Saved] = {}  # (target location, id(value)) -> outcome
+
+
+class _OutOfSteps(Exception):
+    def __init__(self, at: str) -> None:
+        self.at = at
 
 
 _json_text = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
@@ -344,6 +455,7 @@ class _Compiler:
         self.refs: list[tuple[str, str, str, list[_Check]]] = []  # ($ref location, ref, pointer, cell)
         # Subschemas applied to the same instance (allOf, not, if, $ref, ...): a cycle here never terminates.
         self.in_place: dict[str, list[tuple[str, str]]] = {}  # path -> [(child path, $ref location or "")]
+        self.edges: SchemaGraph = {}  # every application, in place or into a part of the value
 
     def compile(self) -> _Check:
         check = self.schema(self.root, "")
@@ -387,6 +499,10 @@ class _Compiler:
 
     def in_place_child(self, parent: str, child: str, ref_at: str = "") -> None:
         self.in_place.setdefault(parent, []).append((child, ref_at))
+        self.edges.setdefault(parent, []).append((child, None))
+
+    def descend(self, parent: str, child: str) -> None:
+        self.edges.setdefault(parent, []).append((child, child[len(parent) :]))
 
     def refuse_cycles(self) -> None:
         done: set[str] = set()
@@ -433,9 +549,13 @@ class _Compiler:
             checks.append(self.schema(sub, f"{at}/{i}"))
             if in_place:
                 self.in_place_child(path, f"{at}/{i}")
+            else:
+                self.descend(path, f"{at}/{i}")
         return checks
 
-    def schema_map(self, schema: dict[str, Any], kw: str, path: str) -> dict[str, _Check]:
+    def schema_map(
+        self, schema: dict[str, Any], kw: str, path: str, *, applied: bool = True
+    ) -> dict[str, _Check]:
         at = f"{path}/{kw}"
         value = schema[kw]
         if not isinstance(value, dict):
@@ -445,11 +565,17 @@ class _Compiler:
             if not isinstance(name, str):
                 raise SchemaError(f"{kw} keys must be strings, got {name!r}", schema_path=at)
             checks[name] = self.schema(sub, f"{at}/{_escape(name)}")
+            if applied:
+                self.descend(path, f"{at}/{_escape(name)}")
         return checks
 
-    def subschema(self, schema: dict[str, Any], kw: str, path: str, *, in_place: bool) -> _Check:
+    def subschema(
+        self, schema: dict[str, Any], kw: str, path: str, *, in_place: bool, applied: bool = True
+    ) -> _Check:
         if in_place:
             self.in_place_child(path, f"{path}/{kw}")
+        elif applied:
+            self.descend(path, f"{path}/{kw}")
         return self.schema(schema[kw], f"{path}/{kw}")
 
 
@@ -513,21 +639,18 @@ def _unique_strings(value: object, what: str, at: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _regex(pattern: object, what: str, at: str) -> re.Pattern[str]:
+def _regex(pattern: object, what: str, at: str) -> PatternSet:
     if not isinstance(pattern, str):
         raise SchemaError(f"{what} must be a string, got {_show(pattern)}", schema_path=at)
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise SchemaError(f"invalid regular expression {pattern!r}: {exc}", schema_path=at) from None
+    return compile_patterns([(pattern, at)], at)
 
 
-def _sibling_patterns(schema: dict[str, Any], path: str) -> tuple[re.Pattern[str], ...]:
+def _sibling_patterns(schema: dict[str, Any], path: str) -> PatternSet:
     patterns = schema.get("patternProperties")
     if not isinstance(patterns, dict):
-        return ()  # absent, or refused by its own handler
+        return PatternSet(())  # absent, or refused by its own handler
     at = f"{path}/patternProperties"
-    return tuple(_regex(p, "a patternProperties key", f"{at}/{_escape(str(p))}") for p in patterns)
+    return compile_patterns([(str(p), f"{at}/{_escape(str(p))}") for p in patterns], at)
 
 
 # -- keyword handlers: each validates its value and returns a check, or None when there is nothing to check --
@@ -625,18 +748,18 @@ def _properties(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Ch
 
 
 def _pattern_properties(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | None:
-    checks = c.schema_map(schema, kw, path)
-    pairs = tuple(zip(_sibling_patterns(schema, path), checks.values(), strict=True))
+    checks = tuple(c.schema_map(schema, kw, path).values())
+    patterns = _sibling_patterns(schema, path)
+    matching = patterns.matching
 
     def check(instance: Any) -> _Failure | None:
         if isinstance(instance, dict):
             for name, value in instance.items():
-                for pattern, sub in pairs:
-                    if pattern.search(name):
-                        failure = sub(value)
-                        if failure is not None:
-                            failure.reversed_path.append(name)
-                            return failure
+                for index in matching(name):
+                    failure = checks[index](value)
+                    if failure is not None:
+                        failure.reversed_path.append(name)
+                        return failure
         return None
 
     return check
@@ -649,10 +772,10 @@ def _additional_properties(c: _Compiler, schema: dict[str, Any], kw: str, path: 
         return None
     properties = schema.get("properties")
     known = frozenset(properties if isinstance(properties, dict) else ())
-    patterns = _sibling_patterns(schema, path)
+    patterned = _sibling_patterns(schema, path).search
 
     def additional(name: str) -> bool:
-        return name not in known and not any(pattern.search(name) for pattern in patterns)
+        return name not in known and not patterned(name)
 
     if schema[kw] is False:
 
@@ -852,11 +975,11 @@ def _unique_items(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _
 def _pattern(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | None:
     at = f"{path}/{kw}"
     pattern = _regex(schema[kw], "pattern", at)
-    search = pattern.search
+    search, text = pattern.search, pattern.patterns[0]
 
     def check(instance: Any) -> _Failure | None:
-        if isinstance(instance, str) and search(instance) is None:
-            return _Failure(lambda: f"{_show(instance)} does not match pattern {pattern.pattern!r}", at)
+        if isinstance(instance, str) and not search(instance):
+            return _Failure(lambda: f"{_show(instance)} does not match pattern {text!r}", at)
         return None
 
     return check
@@ -999,7 +1122,7 @@ def _if(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | No
 
 def _then_else(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | None:
     if "if" not in schema:  # without "if" they do nothing, but must still be valid schemas
-        c.subschema(schema, kw, path, in_place=False)
+        c.subschema(schema, kw, path, in_place=False, applied=False)
     return None  # with "if", its handler compiles and applies them
 
 
@@ -1029,7 +1152,24 @@ def _ref(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | N
     c.in_place_child(path, pointer, at)
 
     def check(instance: Any) -> _Failure | None:
-        return cell[0](instance)
+        state: _State = _local.state
+        key = (pointer, id(instance))
+        memo = state.memo
+        if key in memo:
+            saved = memo[key]
+            if saved is None:
+                return None
+            again = _Failure(saved[0], saved[1])
+            again.reversed_path.extend(saved[2])
+            return again
+        state.steps -= 1
+        if state.steps < 0:
+            raise _OutOfSteps(at)
+        failure = cell[0](instance)
+        memo[key] = (
+            None if failure is None else (failure.reason, failure.schema_path, tuple(failure.reversed_path))
+        )
+        return failure
 
     return check
 
@@ -1052,7 +1192,7 @@ def _resolve(root: object, ref: str, pointer: str, at: str) -> None:
 
 
 def _defs(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | None:
-    c.schema_map(schema, kw, path)  # compiled now so that errors surface and $ref can find them
+    c.schema_map(schema, kw, path, applied=False)  # compiled now so that errors surface and $ref finds them
     return None
 
 
