@@ -113,11 +113,13 @@ class Agent:
         output_schema: dict[str, Any] | None = None,
         read_only: bool = False,
         follow: Follower | None = None,
+        timeout_seconds: float | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated ``async def handler(params, ctx)`` as a skill (sugar over ``add_skill``).
 
         The id defaults to the function name, the description to its docstring. Without ``input_schema``,
-        a msgspec Struct annotation on ``params`` is the input schema."""
+        a msgspec Struct annotation on ``params`` is the input schema. ``timeout_seconds`` is the skill's
+        deadline (like a manifest's ``executionHints.timeoutSeconds``; default: ``Limits.task_timeout``)."""
 
         def register(handler: Handler) -> Handler:
             self.add_skill(
@@ -132,6 +134,7 @@ class Agent:
                     output_schema=output_schema,
                     read_only=read_only,
                     follow=follow,
+                    timeout_seconds=timeout_seconds,
                 )
             )
             return handler
@@ -170,12 +173,19 @@ class Agent:
         """The skills on the card: all of them, or only the read-only ones in read-only mode."""
         return [s for s in self.registry if s.read_only or not self.read_only]
 
-    def _executor(self) -> Executor:
+    def _executor(self, limits: Limits | None = None) -> Executor:
+        limits = limits or Limits()
         if self.executor is not None:
             return self.executor
         if len(self.registry) == 0:
             raise TypeError(f"Agent {self.name!r} has no skills and no executor")
-        return SkillExecutor(self.registry, hooks=self.hooks, read_only=self.read_only)
+        return SkillExecutor(
+            self.registry,
+            hooks=self.hooks,
+            read_only=self.read_only,
+            schema_steps=limits.schema_steps,
+            offload_bytes=limits.offload_decode_bytes,
+        )
 
     def card(self) -> AgentCard:
         """The public card, without interfaces (the server adds them for the URL it is reached at)."""
@@ -223,7 +233,7 @@ class Agent:
         runtime: TaskRuntime | None = None
         if custom is None:
             runtime = TaskRuntime(
-                self._executor(), task_store, bus, extended_card=self.extended_card, limits=limits
+                self._executor(limits), task_store, bus, extended_card=self.extended_card, limits=limits
             )
         if custom is not None:
             chosen: RequestHandler = custom

@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "skills":
-            return _check(args.folder)
+            return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:
             return calls.run(args)
     except SkillwireError as exc:

@@ -152,6 +152,7 @@ class TaskRun:
         self.failure: A2AError | None = None
         self._dirty = False
         self._flusher: asyncio.Task[None] | None = None
+        self._expiring: asyncio.Future[None] | None = None
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -428,22 +429,13 @@ class TaskRun:
         self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
 
     async def _drive(self, work: Work) -> None:
-        timer = asyncio.timeout(self.deadline)
+        expiry = None
+        if self.deadline is not None:
+            expiry = asyncio.get_running_loop().call_later(self.deadline, self._expire)
         try:
-            async with timer:
-                await work(TaskEvents(self))
+            await work(TaskEvents(self))
         except asyncio.CancelledError:
-            pass  # canceled by CancelTask, shutdown or a failed commit, which settle the task themselves
-        except TimeoutError:
-            if not timer.expired():
-                log.exception("executor failed on task %s", self.task_id)
-                await self._end(TaskState.FAILED, FAILED_MESSAGE)
-            else:
-                log.warning("task %s passed its deadline of %g s", self.task_id, self.deadline)
-                await self._end(
-                    TaskState.FAILED,
-                    f"The task did not finish within its time limit of {self.deadline:g} seconds.",
-                )
+            pass  # canceled by CancelTask, the deadline, shutdown or a failed commit: each settles the task
         except InvalidAgentResponseError as exc:
             if self.failure is None:
                 log.warning("agent error on task %s: %s", self.task_id, exc.message)
@@ -455,7 +447,23 @@ class TaskRun:
         else:
             await self._end(TaskState.COMPLETED, None)
         finally:
+            if expiry is not None:
+                expiry.cancel()
             self.runtime.forget(self)
+
+    def _expire(self) -> None:
+        """The deadline passed: fail the task first (so the executor's hooks see FAILED), then cancel it."""
+        self._expiring = asyncio.ensure_future(self._fail_at_deadline())
+
+    async def _fail_at_deadline(self) -> None:
+        log.warning("task %s passed its deadline of %g s", self.task_id, self.deadline)
+        text = f"The task did not finish within its time limit of {self.deadline:g} seconds."
+        try:
+            await self.stop(TaskState.FAILED, text)
+        except (TaskNotCancelableError, InvalidAgentResponseError):
+            pass  # it ended meanwhile
+        except A2AError:
+            pass  # the commit failed: fail() settled the run
 
     async def _end(self, state: TaskState, text: str | None) -> None:
         """Close the run: a task still SUBMITTED or WORKING moves to ``state``."""
