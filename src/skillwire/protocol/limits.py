@@ -36,6 +36,8 @@ class Limits:
     keepalive_timeout: float = 5.0
     #: Open connections per process; beyond it a new connection gets 503 with Retry-After and is closed.
     max_connections: int = 1000
+    #: Calls at once on one HTTP/2 (gRPC) connection; more wait until one ends.
+    max_streams_per_connection: int = 100
     #: Request body in bytes (413 beyond it); also gRPC's largest request message.
     max_body_bytes: int = 10 * MiB
     #: Largest answer in bytes (a task, a page, a stream event); also gRPC's largest response message.
