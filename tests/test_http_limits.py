@@ -135,6 +135,18 @@ def test_headers_just_under_the_limit_are_served(serve: Serve) -> None:
         assert status_of(read_until_closed(sock)) == 200
 
 
+def test_pipelined_requests_count_their_own_headers_only(serve: Serve) -> None:
+    # 40 requests in one write: together far over the header limit, each well under it.
+    srv = serve(echo(max_header_bytes=1024))
+    burst = CARD_GET * 39 + CARD_GET_CLOSE
+    assert len(burst) > 2 * 1024
+    with connect(srv.port) as sock:
+        sock.sendall(burst)
+        answers = read_until_closed(sock)
+    assert answers.count(b"HTTP/1.1 200 OK") == 40
+    assert b"HTTP/1.1 431" not in answers
+
+
 def test_one_huge_header_is_cut_at_the_limit_while_it_is_being_sent(serve: Serve) -> None:
     srv = serve(echo())  # the default limit, 32 KiB
     total = 50 * 1024 * 1024

@@ -44,7 +44,6 @@ size, timeouts and connection limits.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -54,8 +53,6 @@ from skillwire.protocol.limits import Limits
 from skillwire.wire.rest import encode_status
 
 __all__ = ["BoundedHttpProtocol", "protocol_for"]
-
-log = logging.getLogger("skillwire.http")
 
 
 def _canned(error: A2AError, status: int, extra: bytes = b"") -> bytes:
@@ -111,7 +108,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body = False
         self._header_timer: asyncio.TimerHandle | None = None
         self._body_timer: asyncio.TimerHandle | None = None
-        #: A budget was exceeded while an earlier answer is still being sent: read nothing more.
+        #: Read nothing more: a budget was exceeded, and the connection closes now or once the answer
+        #: being sent ends.
         self._discarding = False
 
     # -- connections -----------------------------------------------------------------------------------
@@ -139,20 +137,24 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         limit = self.limits.max_header_bytes
-        while data and not self._discarding:
+        while not self._discarding:
             if self._in_body:
                 self._feed(data)
                 break
             # Between requests or inside headers: feed no more than what is left of the budget.
             room = limit - self._header_bytes if self._in_headers else limit
-            piece, data = (data, b"") if len(data) <= room else (data[:room], data[room:])
-            self._feed(piece)
+            if len(data) <= room:
+                self._feed(data)
+                data = b""
+            else:
+                self._feed(data[:room])
+                data = data[room:]
             if self._in_headers and self._header_bytes >= limit:
                 self._refuse(self.answers.headers_too_large, current=False)
                 return
-            if self.transport.is_closing():
-                return
-        if not self._discarding and not self.transport.is_closing():
+            if not data or self.transport.is_closing():
+                break
+        if (self._in_headers or self._in_body) and not self._discarding and not self.transport.is_closing():
             self._arm_timers()
 
     def _feed(self, data: bytes) -> None:
@@ -177,7 +179,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_headers = False
         self._in_body = True
-        self._cancel_header_timer()
+        if self._header_timer is not None:
+            self._cancel_header_timer()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
@@ -212,7 +215,6 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         elif cycle.response_complete:  # answered already: stop reading what is left of the body
             self._close()
         elif cycle.response_started:  # an answer is under way: let it end, then close
-            cycle.keep_alive = False
             self._discarding = True
         else:
             self._refuse(self.answers.body_too_slow, current=True)
@@ -239,14 +241,23 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._discarding = True
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
-            if not current or cycle.response_started or self.pipeline:
-                cycle.keep_alive = False
+            if not current or cycle.response_started:
+                return  # on_response_complete closes once the answers under way are sent
+            queued = [entry for entry in self.pipeline if entry[0] is cycle]
+            if queued:  # refused before its turn: it never runs
+                self.pipeline.remove(queued[0])
                 return
             # Its application sees a disconnect, and whatever it sends now is dropped.
             cycle.disconnected = True
             cycle.message_event.set()
         self.transport.write(answer)
         self._close()
+
+    def on_response_complete(self) -> None:
+        last = not self.pipeline
+        super().on_response_complete()
+        if last and self._discarding:
+            self._close()
 
     def _close(self) -> None:
         self._discarding = True
