@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -313,14 +314,68 @@ def test_connections_beyond_the_limit_get_503_and_later_ones_are_served(
         card_is_served(srv.port)
 
 
-# -- file descriptors (a real `skillwire serve` with a low open-file limit) --------------------------------
+# -- a real `skillwire serve`: the open-file limit, and a Python without httptools --------------------------
 
-SPAWN = """
+LOW_FD_LIMIT = """
 import os, resource, sys
-soft, hard = int(sys.argv[1]), int(sys.argv[2])
-resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-os.execv(sys.executable, [sys.executable, "-m", "skillwire", *sys.argv[3:]])
+resource.setrlimit(resource.RLIMIT_NOFILE, (100, 128))
+os.execv(sys.executable, [sys.executable, "-m", "skillwire", *sys.argv[1:]])
 """
+
+WITHOUT_HTTPTOOLS = """
+import sys
+sys.modules["httptools"] = None  # importing it fails, as where it is not installed
+from skillwire.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@dataclass
+class Spawned:
+    proc: subprocess.Popen[str]
+    port: int
+    lines: list[str]
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator[Callable[[str], Spawned]]:
+    """``spawn(code)`` runs ``python -c code serve examples/echo ...`` and waits until it serves."""
+    started: list[subprocess.Popen[str]] = []
+
+    def _spawn(code: str) -> Spawned:
+        port = free_port()
+        argv = ["serve", str(EXAMPLES / "echo"), "--port", str(port), "--store", "memory://"]
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, *argv],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        started.append(proc)
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+        seen: list[str] = []
+        while not any("task store:" in line for line in seen):
+            line = lines.get(timeout=WAIT)
+            assert line is not None, "server exited:\n" + "".join(seen)
+            seen.append(line)
+        return Spawned(proc, port, seen)
+
+    yield _spawn
+    for proc in started:
+        proc.terminate()
+        proc.wait(WAIT)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def soft_fd_limit(pid: int) -> int:
@@ -332,45 +387,30 @@ def soft_fd_limit(pid: int) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/PID/limits (Linux)")
 def test_serve_lifts_the_open_file_limit_and_keeps_max_connections_below_it(
-    tmp_path: Path, sockets: list[socket.socket]
+    spawn: Callable[[str], Spawned], sockets: list[socket.socket]
 ) -> None:
-    port = free_port()
-    argv = ["serve", str(EXAMPLES / "echo"), "--port", str(port), "--store", "memory://"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SPAWN, "100", "128", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    lines: queue.Queue[str | None] = queue.Queue()
+    served = spawn(LOW_FD_LIMIT)  # soft limit 100, hard 128
+    assert soft_fd_limit(served.proc.pid) == 128  # lifted to the hard limit
+    # 128 files less the 64 kept for the store, logs and the loop
+    assert any("max_connections lowered from 1000 to 64" in line for line in served.lines), served.lines
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-        lines.put(None)
+    held = hold(served.port, 64, sockets)
+    for _ in range(30):  # more than the descriptors left: each is told 503, none fails to connect
+        with connect(served.port) as extra:
+            assert status_of(read_until_closed(extra)) == 503
+    release(held)
+    card_is_served(served.port)
 
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        seen = []
-        while not any("task store:" in line for line in seen):
-            line = lines.get(timeout=WAIT)
-            assert line is not None, "server exited:\n" + "".join(seen)
-            seen.append(line)
-        assert soft_fd_limit(proc.pid) == 128  # lifted to the hard limit
-        # 128 files less the 64 kept for the store, logs and the loop
-        assert any("max_connections lowered from 1000 to 64" in line for line in seen), seen
 
-        held = hold(port, 64, sockets)
-        for _ in range(30):  # more than the descriptors left: each is told 503, none fails to connect
-            with connect(port) as extra:
-                assert status_of(read_until_closed(extra)) == 503
-        release(held)
-        card_is_served(port)
-    finally:
-        proc.terminate()
-        proc.wait(WAIT)
-        if proc.stdout is not None:
-            proc.stdout.close()
+def test_without_httptools_serve_falls_back_to_h11_with_its_header_limit(
+    spawn: Callable[[str], Spawned],
+) -> None:
+    served = spawn(WITHOUT_HTTPTOOLS)
+    assert any("httptools is not installed" in line for line in served.lines), served.lines
+    card_is_served(served.port)
+    with connect(served.port) as sock:
+        # h11 bounds what it buffers of an incomplete request: headers that have not ended
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: test\r\nX-Big: " + b"a" * 40_000)
+        answer = read_until_closed(sock)
+    assert status_of(answer) == 400  # what uvicorn's h11 protocol answers at h11's size limit
+    card_is_served(served.port)

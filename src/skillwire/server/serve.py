@@ -78,7 +78,7 @@ def _protocol_options(app: A2AApplication) -> dict[str, Any]:
     except ImportError:  # no httptools: it is a dependency on CPython only
         log.warning(
             "httptools is not installed: the HTTP header and body deadlines are not enforced (h11 bounds "
-            "the header size, the keep-alive time and the connection count only)"
+            "the headers it buffers, the keep-alive time and the connection count only)"
         )
         return {
             "http": "h11",
