@@ -299,7 +299,11 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
         def sdk_env(port: int, grpc_port: int | None) -> dict[str, str]:
             # a2a-sdk traces every request through OpenTelemetry unless told not to; with tracing on it is
             # about 30% slower, which would flatter the ratios. skillwire has no tracing on this path.
-            env = {"BENCH_HOST": HOST, "BENCH_PORT": str(port), "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
+            env = {
+                "BENCH_HOST": HOST,
+                "BENCH_PORT": str(port),
+                "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false",
+            }
             return env | ({"BENCH_GRPC_PORT": str(grpc_port)} if grpc_port is not None else {})
 
         return TargetSpec(

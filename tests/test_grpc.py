@@ -44,6 +44,7 @@ from skillwire.protocol.models import AgentInterface, GetTaskRequest, Task
 from skillwire.protocol.operations import spec_of
 from skillwire.server import grpc as grpc_binding
 from skillwire.server.grpc import GrpcServer
+from skillwire.server.grpc_limits import server_options
 from skillwire.server.handler import BaseRequestHandler, Dispatcher, RequestHandler
 
 WAIT = 10.0
@@ -118,8 +119,11 @@ async def start() -> AsyncIterator[Start]:
         extended_card: AgentCard | None = None,
         extended_card_enabled: bool = False,
         handler: RequestHandler | None = None,
+        agent_name: str = "tck",
+        limits: Limits | None = None,
+        channel_options: list[tuple[str, Any]] | None = None,
     ) -> Running:
-        agent = load_agent(str(EXAMPLES / "tck"))
+        agent = load_agent(str(EXAMPLES / agent_name))
         agent.extended_card_enabled = extended_card_enabled
         card = agent.card()
         store = MemoryTaskStore()
@@ -127,9 +131,9 @@ async def start() -> AsyncIterator[Start]:
         runtime = TaskRuntime(agent._executor(), store, extended_card=extended_card)
         await runtime.start()
         spy = Spy(handler or runtime)
-        server = GrpcServer(Dispatcher(spy, lambda: card.capabilities))
+        server = GrpcServer(Dispatcher(spy, lambda: card.capabilities), limits=limits)
         await server.start()
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}")
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}", options=channel_options)
 
         async def cleanup() -> None:
             await channel.close()
@@ -690,6 +694,194 @@ async def test_request_over_the_size_limit_is_refused_by_grpc(srv: Running) -> N
             assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     finally:
         await server.stop(0)
+
+
+# -- budgets -----------------------------------------------------------------------------------------------
+
+MiB = 1024 * 1024
+#: A client that takes answers of any size, so that only the server's limits are tested.
+BIG_ANSWERS = [("grpc.max_receive_message_length", -1)]
+
+
+def echo_request(text: str, **fields: Any) -> pb.SendMessageRequest:
+    return pb.SendMessageRequest(message=message("echo", text=text), **fields)
+
+
+async def test_a_6_mb_request_gets_its_12_mb_answer(start: Start) -> None:
+    # Issue 9: the echo agent answers with the text as an artifact and in the history, about twice the
+    # request; the send limit used to be the receive limit, so grpc refused to send what the task produced.
+    running = await start(agent_name="echo", channel_options=BIG_ANSWERS)
+    text = "x" * 6_000_000
+    response = await within(running.stub.SendMessage(echo_request(text), metadata=V1))
+    task = response.task
+    assert task.status.state == COMPLETED
+    assert task.artifacts[0].parts[0].text == text
+    assert task.history[0].parts[0].text == text
+    assert response.ByteSize() > 12_000_000
+
+
+async def test_an_answer_over_the_send_limit_is_a_clear_error_and_the_task_stays_readable(
+    start: Start,
+) -> None:
+    running = await start(
+        agent_name="echo", limits=Limits(max_response_bytes=8 * MiB), channel_options=BIG_ANSWERS
+    )
+    text = "x" * 6_000_000
+    failure = await fails(running.stub.SendMessage(echo_request(text), metadata=V1))
+    # Not RESOURCE_EXHAUSTED, which callers retry: the same request cannot succeed.
+    assert failure.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert failure.reason == "RESPONSE_TOO_LARGE"
+    assert failure.metadata["limit"] == str(8 * MiB)
+    assert int(failure.metadata["size"]) > 12_000_000
+    assert "historyLength" in failure.message and "GetTask" in failure.message
+    task_id = failure.metadata["taskId"]
+
+    # The task was done and kept: read in parts, it fits.
+    whole = await fails(running.stub.GetTask(pb.GetTaskRequest(id=task_id), metadata=V1))
+    assert (whole.code, whole.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RESPONSE_TOO_LARGE")
+    assert "historyLength" in whole.message
+    request = pb.GetTaskRequest(id=task_id, history_length=0)
+    task = await within(running.stub.GetTask(request, metadata=V1))
+    assert task.status.state == COMPLETED
+    assert task.artifacts[0].parts[0].text == text
+
+
+async def test_a_stream_event_over_the_send_limit_ends_the_stream_and_the_task_goes_on(
+    start: Start,
+) -> None:
+    running = await start(
+        agent_name="echo", limits=Limits(max_response_bytes=4 * MiB), channel_options=BIG_ANSWERS
+    )
+    call = running.stub.SendStreamingMessage(echo_request("x" * 5_000_000), metadata=V1)
+    failure = await stream_fails(call)
+    assert (failure.code, failure.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RESPONSE_TOO_LARGE")
+    assert "historyLength" in failure.message
+    await within(running.spy.stream_closed.wait())
+    listed = await within(running.stub.ListTasks(pb.ListTasksRequest(history_length=0), metadata=V1))
+    assert [t.id for t in listed.tasks] == [failure.metadata["taskId"]]
+
+
+async def test_a_stream_whose_client_stops_reading_is_dropped_and_the_task_goes_on(start: Start) -> None:
+    # The client reads nothing: its flow-control window (64 KiB, not grown: no BDP probes) fills and the
+    # server's write of the first event (the task, holding the 2 MB request) cannot complete.
+    running = await start(
+        agent_name="echo",
+        limits=Limits(write_timeout=0.2),
+        channel_options=[*BIG_ANSWERS, ("grpc.http2.bdp_probe", 0)],
+    )
+    text = "x" * 2_000_000
+    call = running.stub.SendStreamingMessage(echo_request(text), metadata=V1)
+    await within(running.spy.stream_closed.wait())  # the server gave up on the stream
+
+    async with grpc.aio.insecure_channel(running.target, options=BIG_ANSWERS) as other:
+        listed = await within(
+            a2a_pb2_grpc.A2AServiceStub(other).ListTasks(pb.ListTasksRequest(history_length=0), metadata=V1)
+        )
+    assert [t.status.state for t in listed.tasks] == [COMPLETED]
+
+    # Reading again, the client gets what was sent, then why the stream ended.
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await collect(call)
+    failure = failure_of(caught.value)
+    assert (failure.code, failure.reason) == (grpc.StatusCode.UNAVAILABLE, "STREAM_WRITE_TIMEOUT")
+    assert "SubscribeToTask" in failure.message
+
+
+class _Held(BaseRequestHandler):
+    """GetTask waits until ``release`` is set; ``entered`` counts the calls that reached the handler."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.entered = 0
+        self._entries = asyncio.Condition()
+
+    async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
+        async with self._entries:
+            self.entered += 1
+            self._entries.notify_all()
+        await self.release.wait()
+        raise UnsupportedOperationError("held")
+
+    async def reached(self, count: int) -> None:
+        async with self._entries:
+            await self._entries.wait_for(lambda: self.entered >= count)
+
+
+async def test_calls_beyond_max_streams_per_connection_wait_for_a_free_one(start: Start) -> None:
+    held = _Held()
+    running = await start(handler=held, limits=Limits(max_streams_per_connection=2))
+    calls = [running.stub.GetTask(pb.GetTaskRequest(id=f"t{i}"), metadata=V1) for i in range(3)]
+    await within(held.reached(2))
+    async with grpc.aio.insecure_channel(
+        running.target, options=[("grpc.use_local_subchannel_pool", 1)]
+    ) as other:  # another connection is not held up
+        elsewhere = a2a_pb2_grpc.A2AServiceStub(other).ListTasks(pb.ListTasksRequest(), metadata=V1)
+        assert (await fails(elsewhere)).reason == "METHOD_NOT_FOUND"
+    assert held.entered == 2
+    assert not any(call.done() for call in calls)
+    held.release.set()
+    for call in calls:
+        assert (await fails(call)).reason == "UNSUPPORTED_OPERATION"
+    assert held.entered == 3
+
+
+async def test_connections_beyond_max_connections_are_refused(start: Start) -> None:
+    running = await start(limits=Limits(max_connections=2, keepalive_timeout=60.0))
+    own = [("grpc.use_local_subchannel_pool", 1)]  # one connection per channel
+    async with (
+        grpc.aio.insecure_channel(running.target, options=own) as first,
+        grpc.aio.insecure_channel(running.target, options=own) as second,
+        grpc.aio.insecure_channel(running.target, options=own) as third,
+    ):
+        for channel in (first, second):
+            await within(a2a_pb2_grpc.A2AServiceStub(channel).SendMessage(send_request(), metadata=V1))
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await within(a2a_pb2_grpc.A2AServiceStub(third).SendMessage(send_request(), metadata=V1))
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
+async def test_an_idle_connection_is_closed_after_the_keepalive_timeout(start: Start) -> None:
+    running = await start(limits=Limits(keepalive_timeout=0.2))
+    await complete_task(running)
+    assert running.channel.get_state() == grpc.ChannelConnectivity.READY
+    # The server's GOAWAY takes the channel back to IDLE; it reconnects for the next call.
+    await within(running.channel.wait_for_state_change(grpc.ChannelConnectivity.READY))
+    assert running.channel.get_state() == grpc.ChannelConnectivity.IDLE
+    await complete_task(running)
+
+
+async def test_a_connection_that_never_speaks_http2_is_closed(start: Start) -> None:
+    running = await start(limits=Limits(header_timeout=0.2, keepalive_timeout=60.0))
+    reader, writer = await asyncio.open_connection("127.0.0.1", running.server.port)
+    try:
+        # The server's own SETTINGS come first; then, without a client preface, the connection is closed.
+        while await within(reader.read(65536)):
+            pass
+    except ConnectionResetError:
+        pass
+    finally:
+        writer.close()
+    await complete_task(running)
+
+
+def test_server_options_follow_the_limits() -> None:
+    limits = Limits(
+        max_body_bytes=1000,
+        max_response_bytes=2000,
+        max_header_bytes=300,
+        max_streams_per_connection=7,
+        max_connections=9,
+        keepalive_timeout=1.5,
+        header_timeout=2.5,
+    )
+    options = dict(server_options(limits))
+    assert options["grpc.max_receive_message_length"] == 1000
+    assert options["grpc.max_send_message_length"] == 2000
+    assert options["grpc.max_metadata_size"] == 300
+    assert options["grpc.max_concurrent_streams"] == 7
+    assert options["grpc.max_allowed_incoming_connections"] == 9
+    assert options["grpc.max_connection_idle_ms"] == 1500
+    assert options["grpc.server_handshake_timeout_ms"] == 2500
 
 
 def test_address_brackets_ipv6_hosts() -> None:

@@ -36,7 +36,8 @@ from skillwire import (
     TaskState,
     UnsupportedOperationError,
 )
-from skillwire.server.bus import InProcessEventBus, StreamDroppedError
+from skillwire.errors import StreamDroppedError
+from skillwire.server.bus import InProcessEventBus
 from skillwire.server.runtime import RECOVERY_BATCH
 from skillwire.stores.base import TaskStore
 from skillwire.testing.store_contract import make_task, save

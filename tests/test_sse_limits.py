@@ -178,6 +178,38 @@ def test_a_client_that_stops_reading_is_dropped_and_the_task_goes_on(
             tracemalloc.stop()
 
 
+def test_a_dropped_stream_gives_back_its_connection_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The connection of a stream dropped at its write deadline is aborted, not left to flush to a client
+    that does not read: with two connections allowed, two more are served while the stalled client still
+    holds its socket. uvicorn does not report the incomplete answer as an error."""
+    skill = Flood()
+    agent = Agent("flood", "Floods a stream with artifact chunks.", executor=skill)
+    limits = Limits(
+        write_timeout=WRITE_TIMEOUT,
+        stream_buffer_bytes=1 << 40,
+        stream_buffer_events=1 << 30,
+        max_connections=2,
+    )
+    srv = start_server(agent.asgi(store="memory://", limits=limits))
+    drops = Drops()
+    logging.getLogger("skillwire.stream").addHandler(drops)
+    body = json.dumps(rpc("SendStreamingMessage", {"message": user_message("flood")})).encode()
+    try:
+        with stalled_client(srv.port, "/", body) as sock:
+            read_task_id(sock)
+            assert drops.dropped.wait(WRITE_TIMEOUT + WAIT), "the stalled stream was not dropped"
+            with httpx.Client(timeout=WAIT) as first, httpx.Client(timeout=WAIT) as second:
+                # keep-alive clients: both connections stay open at once
+                answers = [c.get(srv.url + "/.well-known/agent-card.json") for c in (first, second)]
+                answers += [c.get(srv.url + "/.well-known/agent-card.json") for c in (first, second)]
+            assert [a.status_code for a in answers] == [200, 200, 200, 200]
+    finally:
+        logging.getLogger("skillwire.stream").removeHandler(drops)
+        skill.gate.set()
+        srv.stop()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("uvicorn")]
+
+
 # -- the event bus drops a subscriber that fell behind ---------------------------------------------------------
 
 

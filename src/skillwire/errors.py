@@ -9,6 +9,8 @@ Every protocol error is a subclass of :class:`A2AError` and declares, once, what
     +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT
     +-- InternalError                        -32603  500  INTERNAL
     |   +-- ServerBusyError                  -32603  503  UNAVAILABLE        (with Retry-After)
+    |       +-- StreamDroppedError           -32603  503  UNAVAILABLE        (a stream that fell behind)
+    +-- ResponseTooLargeError                -32602  400  FAILED_PRECONDITION (ask for less)
     +-- TaskNotFoundError                    -32001  404  NOT_FOUND
     +-- TaskNotCancelableError               -32002  400  FAILED_PRECONDITION
     +-- PushNotificationNotSupportedError    -32003  400  FAILED_PRECONDITION
@@ -53,11 +55,13 @@ __all__ = [
     "MethodNotFoundError",
     "PushNotificationNotSupportedError",
     "RenderError",
+    "ResponseTooLargeError",
     "SchemaError",
     "ServerBusyError",
     "SkillError",
     "SkillwireError",
     "StoreError",
+    "StreamDroppedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnsupportedOperationError",
@@ -258,6 +262,25 @@ class ServerBusyError(InternalError):
     ) -> None:
         super().__init__(message, metadata={"retryAfter": retry_after, **(metadata or {})})
         self.retry_after = retry_after
+
+
+class StreamDroppedError(ServerBusyError):
+    """A stream that fell too far behind its task (its subscriber's queue passed its bound) or whose client
+    took nothing for ``write_timeout``: it was dropped and can be resumed with SubscribeToTask."""
+
+    reason = "STREAM_DROPPED"
+    default_message = "The stream was dropped: it fell behind its task; subscribe again to catch up"
+
+
+class ResponseTooLargeError(A2AError):
+    """An answer larger than the server sends (``max_response_bytes``): asking again cannot help, asking for
+    less can (a shorter historyLength, a smaller page)."""
+
+    code = -32602
+    http_status = 400
+    grpc_status = "FAILED_PRECONDITION"
+    reason = "RESPONSE_TOO_LARGE"
+    default_message = "The answer is larger than this server sends"
 
 
 # -- A2A-specific errors (-32001 .. -32009) --------------------------------------------------------------

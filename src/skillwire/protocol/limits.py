@@ -34,8 +34,11 @@ class Limits:
     body_timeout: float = 30.0
     #: Seconds an idle keep-alive connection (or a new one that sends nothing) stays open.
     keepalive_timeout: float = 5.0
-    #: Open connections per process; beyond it a new connection gets 503 with Retry-After and is closed.
+    #: Open connections per listener (HTTP, and gRPC when served); beyond it a new HTTP connection gets 503
+    #: with Retry-After and is closed (a gRPC one UNAVAILABLE).
     max_connections: int = 1000
+    #: Calls at once on one HTTP/2 (gRPC) connection; more wait until one ends.
+    max_streams_per_connection: int = 100
     #: Request body in bytes (413 beyond it); also gRPC's largest request message.
     max_body_bytes: int = 10 * MiB
     #: Largest answer in bytes (a task, a page, a stream event); also gRPC's largest response message.

@@ -18,20 +18,14 @@ from typing import Any, Protocol
 
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, ServerBusyError
+from skillwire.errors import A2AError, StreamDroppedError
 from skillwire.protocol.models import Part, StreamResponse
 
-__all__ = ["EventBus", "InProcessEventBus", "StreamDroppedError", "Subscription"]
+__all__ = ["EventBus", "InProcessEventBus", "Subscription"]
 
 #: (task version after the event, the event, its approximate size); an error ends the subscription by
 #: raising; ``None`` ends it.
 Item = tuple[int, StreamResponse, int] | A2AError | None
-
-
-class StreamDroppedError(ServerBusyError):
-    """A subscriber fell too far behind its task's events and was dropped; it may resubscribe."""
-
-    reason = "STREAM_DROPPED"
 
 
 class Subscription(Protocol):

@@ -43,14 +43,19 @@ per error class (subclasses included) without touching the error tree::
 
 Streams: each event is written as it comes. A client that cancels a stream (or goes away) ends the call and
 closes the event iterator (``aclose()``); the task behind it goes on. Where this differs from JSON-RPC: a
-request over ``max_message_bytes`` is refused by grpc itself (RESOURCE_EXHAUSTED, no ErrorInfo) where
+request over ``max_body_bytes`` is refused by grpc itself (RESOURCE_EXHAUSTED, no ErrorInfo) where
 JSON-RPC answers HTTP 413; an idle stream is kept alive by HTTP/2, not by keep-alive comments; and numbers
 in ``metadata`` and ``Part.data`` are doubles in protobuf (``google.protobuf.Value``), so integral values
 arrive as ints but leave as doubles (42 reaches a protobuf client as 42.0).
+
+Budgets (request and answer sizes, calls per connection, connections, idle and silent peers, slow
+readers) come from the server's :class:`~skillwire.protocol.limits.Limits`: see
+:mod:`skillwire.server.grpc_limits`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, NoReturn, TypeVar
@@ -80,6 +85,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.server.context import CallContext
+from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -209,6 +215,15 @@ class _Undecodable:
         self.reason = reason
 
 
+def _as_is(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """A serializer that passes bytes through: the servicer encodes answers itself, to measure them."""
+
+    def encode(message: Any) -> bytes:
+        return message if isinstance(message, bytes) else serialize(message)
+
+    return encode
+
+
 def _lenient(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     def decode(raw: bytes) -> Any:
         try:
@@ -223,7 +238,8 @@ def _lenient(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
 class _Guard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Answers what grpc would answer on its own the way the other bindings do: an undecodable request
     reaches the servicer, which answers INVALID_ARGUMENT (grpc would answer UNKNOWN with the parser's
-    exception), and an unknown method gets MethodNotFoundError with its ErrorInfo."""
+    exception), and an unknown method gets MethodNotFoundError with its ErrorInfo. Answers the servicer
+    has already encoded (bytes) are sent as they are."""
 
     def __init__(self) -> None:
         self._wrapped: dict[str, tuple[Any, Any]] = {}
@@ -236,7 +252,10 @@ class _Guard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return handler
         cached = self._wrapped.get(details.method)
         if cached is None or cached[0] is not handler:
-            wrapped = handler._replace(request_deserializer=_lenient(handler.request_deserializer))
+            wrapped = handler._replace(
+                request_deserializer=_lenient(handler.request_deserializer),
+                response_serializer=_as_is(handler.response_serializer),
+            )
             cached = self._wrapped[details.method] = (handler, wrapped)
         return cached[1]
 
@@ -270,7 +289,10 @@ class _Servicer:
         self.activate = activate
         self.limits = limits
 
-    async def _prepare(self, operation: Operation, request: Any, context: Any) -> tuple[Any, CallContext]:
+    async def _prepare(
+        self, operation: Operation, request: Any, context: Any
+    ) -> tuple[Any, CallContext, tuple[tuple[str, str], ...]]:
+        """The request Struct, the call's context, and the initial metadata to answer with."""
         request_type = spec_of(operation).request_type
         if isinstance(request, _Undecodable):  # checked first, as JSON-RPC parses before it negotiates
             raise JSONParseError(
@@ -281,8 +303,8 @@ class _Servicer:
         params = to_struct(request, request_type)
         check_shape(params, self.limits, "")  # the decoded-JSON budgets, as on the HTTP bindings
         activated = self.activate(_requested_extensions(headers))
-        if activated:  # echoed, like the A2A-Extensions response header of the HTTP bindings
-            await context.send_initial_metadata((("a2a-extensions", ",".join(sorted(activated))),))
+        # echoed, like the A2A-Extensions response header of the HTTP bindings
+        initial = (("a2a-extensions", ",".join(sorted(activated))),) if activated else ()
         call = CallContext(
             protocol_version=version,
             tenant=getattr(params, "tenant", "") or "",
@@ -291,20 +313,23 @@ class _Servicer:
             headers=headers,
             request_bytes=request.ByteSize(),
         )
-        return params, call
+        return params, call, initial
 
     async def _unary(self, operation: Operation, request: Any, context: Any, response_type: Any) -> Any:
         try:
-            params, call = await self._prepare(operation, request, context)
+            params, call, initial = await self._prepare(operation, request, context)
+            if initial:
+                await context.send_initial_metadata(initial)
             result = await self.dispatcher.call(operation, params, call)
-            return to_message(result, response_type)
+            answer = to_message(result, response_type)
+            return encode_answer(answer, operation, self.limits.max_response_bytes)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
         await _abort(context, error)
 
     async def _stream(self, operation: Operation, request: Any, context: Any) -> None:
         try:
-            params, call = await self._prepare(operation, request, context)
+            params, call, initial = await self._prepare(operation, request, context)
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
@@ -313,8 +338,10 @@ class _Servicer:
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
         # awaits: the iterator is closed in `finally` and the task behind the stream is left alone.
         try:
+            # Sent on its own, so that a write that times out leaves only the status to send.
+            await context.send_initial_metadata(initial)
             async for event in events:
-                await context.write(to_message(event, a2a_pb2.StreamResponse))
+                await self._write(context, operation, event)
         except Exception as exc:
             failure = _as_a2a(exc, f"{operation.value} stream")
         finally:
@@ -322,7 +349,23 @@ class _Servicer:
             if aclose is not None:
                 await aclose()
         if failure is not None:
+            # Behind a write that timed out, the status waits until the client reads or goes away; this
+            # call holds nothing else meanwhile.
             await _abort(context, failure)
+
+    async def _write(self, context: Any, operation: Operation, event: Any) -> None:
+        message = to_message(event, a2a_pb2.StreamResponse)
+        data = encode_answer(message, operation, self.limits.max_response_bytes, event=True)
+        timeout = self.limits.write_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await context.write(data)
+        except TimeoutError:
+            log.info("%s: the client did not read for %g s; the stream is dropped", operation.value, timeout)
+            raise StreamWriteTimeoutError(
+                f"The stream was dropped: the client did not read for {timeout:g} s (write_timeout). "
+                "The task goes on: resume with SubscribeToTask"
+            ) from None
 
     # The rpc names are the proto's.
 
@@ -401,7 +444,6 @@ class GrpcServer:
         self.host = host
         self.port = port
         self.limits = limits or Limits()
-        self.max_message_bytes = self.limits.max_body_bytes
         self.credentials = credentials
         self._server: Any = None
 
@@ -416,13 +458,7 @@ class GrpcServer:
         if self._server is not None:
             raise RuntimeError("the gRPC server is already started")
         _check_overrides(GRPC_STATUS_OVERRIDES)
-        server = grpc.aio.server(
-            interceptors=[_Guard()],
-            options=[
-                ("grpc.max_receive_message_length", self.max_message_bytes),
-                ("grpc.max_send_message_length", self.max_message_bytes),
-            ],
-        )
+        server = grpc.aio.server(interceptors=[_Guard()], options=server_options(self.limits))
         servicer = _Servicer(self.dispatcher, self.activate, self.limits)
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
         if self.credentials is None:

@@ -1,7 +1,10 @@
-"""Running an A2AApplication under uvicorn, with a shutdown that ends streams before waiting on them."""
+"""Running an A2AApplication under uvicorn, with a shutdown that ends streams before waiting on them, and the
+connection budgets of ``app.limits`` (header size, header and body deadlines, keep-alive, open connections:
+see :mod:`skillwire.server.http`)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -9,8 +12,11 @@ from typing import Any
 import uvicorn
 
 from skillwire.server.app import A2AApplication
+from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
 
 __all__ = ["build_server", "serve"]
+
+log = logging.getLogger("skillwire.http")
 
 
 class _Server(uvicorn.Server):
@@ -45,7 +51,8 @@ def build_server(
     log_level: str = "warning",
     on_ready: Callable[[], None] | None = None,
 ) -> uvicorn.Server:
-    """A uvicorn server for ``app`` (``.run()`` blocks; set ``.should_exit`` to stop it)."""
+    """A uvicorn server for ``app`` (``.run()`` blocks; set ``.should_exit`` to stop it), with the HTTP
+    connection budgets of ``app.limits``."""
     config = uvicorn.Config(
         app,
         host=host,
@@ -55,8 +62,41 @@ def build_server(
         lifespan="on",
         timeout_graceful_shutdown=10,
         server_header=False,
+        ws="none",
+        **_protocol_options(app),
     )
+    # The one answer skillwire leaves incomplete on purpose is a stream dropped at its write deadline (the
+    # stream logs it; the bounded protocol aborts the connection): uvicorn need not report it as an error.
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DroppedStreams) for f in uvicorn_log.filters):
+        uvicorn_log.addFilter(_DroppedStreams())
     return _Server(config, app, on_ready)
+
+
+class _DroppedStreams(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "ASGI callable returned without completing response."
+
+
+def _protocol_options(app: A2AApplication) -> dict[str, Any]:
+    """uvicorn options that bound connections: the bounded httptools protocol, or h11 where httptools is
+    not installed."""
+    limits = app.limits
+    ceiling = connection_ceiling(limits.max_connections, listeners=1 if app.grpc_port is None else 2)
+    try:
+        from skillwire.server.http import protocol_for
+    except ImportError:  # no httptools: it is a dependency on CPython only
+        log.warning(
+            "httptools is not installed: the HTTP header and body deadlines are not enforced (h11 bounds "
+            "the headers it buffers, the keep-alive time and the connection count only)"
+        )
+        return {
+            "http": "h11",
+            "h11_max_incomplete_event_size": limits.max_header_bytes,
+            "timeout_keep_alive": max(1, round(limits.keepalive_timeout)),
+            "limit_concurrency": ceiling,
+        }
+    return {"http": protocol_for(limits, ceiling)}
 
 
 def serve(
@@ -71,7 +111,10 @@ def serve(
 
     This owns the process, so it shortens the interpreter's thread switch interval (5 ms by default) to
     1 ms: the SQLite writer thread then gets the GIL back promptly between statements, which raises
-    throughput with the default store by about 15% here and costs the event loop nothing measurable.
+    throughput with the default store by about 15% here and costs the event loop nothing measurable. It
+    also lifts the soft limit on open files to the hard one, so that ``max_connections`` need not be
+    lowered to fit the descriptors (:mod:`skillwire.server.descriptors`).
     """
     sys.setswitchinterval(0.001)
+    raise_fd_limit()
     build_server(app, host=host, port=port, log_level=log_level, on_ready=on_ready).run()
