@@ -491,6 +491,8 @@ def _send_huge_header(port: int, size: int, timeout: float) -> dict[str, Any]:
         except OSError as exc:
             result["summary"] = f"no answer: {type(exc).__name__}"
     result["request_s"] = round(time.monotonic() - started, 3)
+    sent = f"{result['sent_bytes'] / MiB:.0f} MiB sent in {result.get('upload_s', result['request_s']):g} s"
+    result["summary"] += f" ({sent}{', ' + result['send_error'] if 'send_error' in result else ''})"
     return result
 
 
@@ -677,18 +679,33 @@ class Scenario:
     what: str
     grpc: bool = False
 
+    def describe(self, sizes: Sizes) -> str:
+        return self.what.format(**sizes.values)
+
 
 SCENARIOS = [
-    Scenario("quiet", quiet, "no hostile request: the baseline"),
-    Scenario("regex", regex, "SendMessage to a skill with pattern ^(a+)+$, input 'a'*24+'!'"),
+    Scenario("quiet", quiet, "no hostile request, for {quiet_seconds:g} s: the baseline"),
+    Scenario("regex", regex, "SendMessage to a skill with pattern ^(a+)+$, {regex_length:g} characters"),
     Scenario("fanout", fanout, "SendMessage to a skill whose schema is a 2**20 anyOf/$ref fan-out"),
-    Scenario("header", header, "one GET with a 100 MiB header value, sent as fast as possible"),
-    Scenario("trickle", trickle, "500 sockets trickling request headers, one byte per second each"),
-    Scenario("idle", idle, "1,100 sockets that connect and send nothing"),
-    Scenario("tiny-arrays", tiny_arrays, "a 10 MiB SendMessage whose metadata is [[],[],...]"),
-    Scenario("list-artifacts", list_artifacts, "ListTasks includeArtifacts over 100 tasks of 3.5 MB"),
-    Scenario("slow-sse", slow_sse, "an SSE stream of 55 x 1 MiB to a client that stops reading"),
-    Scenario("grpc-6mb", grpc_6mb, "a 6 MB gRPC SendMessage to the echo skill", grpc=True),
+    Scenario("header", header, "one GET with a {header_mib:g} MiB header value, sent as fast as possible"),
+    Scenario(
+        "trickle",
+        trickle,
+        "{trickle_sockets:g} sockets trickling headers, a byte a second, {trickle_seconds:g} s",
+    ),
+    Scenario("idle", idle, "{idle_sockets:g} sockets that connect and send nothing, for {idle_seconds:g} s"),
+    Scenario("tiny-arrays", tiny_arrays, "a {tiny_mib:g} MiB SendMessage whose metadata is [[],[],...]"),
+    Scenario(
+        "list-artifacts",
+        list_artifacts,
+        "one ListTasks with includeArtifacts over {list_tasks:g} tasks of {list_artifact_bytes:g} bytes",
+    ),
+    Scenario(
+        "slow-sse",
+        slow_sse,
+        "an SSE stream of {sse_chunks:g} x {sse_chunk_bytes:g} bytes to a client that stops reading",
+    ),
+    Scenario("grpc-6mb", grpc_6mb, "a {grpc_mib:g} MiB gRPC SendMessage to the echo skill", grpc=True),
 ]
 
 
@@ -717,7 +734,10 @@ async def run_scenario(scenario: Scenario, settings: Settings) -> dict[str, Any]
     result: dict[str, Any] = {"scenario": scenario.name}
     try:
         server.start()
-        await asyncio.to_thread(server.wait_ready)
+        try:
+            await asyncio.to_thread(server.wait_ready)
+        except RuntimeError as exc:
+            return {**result, "outcome": {"summary": f"the server did not start: {exc}"}}
         window = Window(server, settings.sizes.min_window)
         run = Run(server, settings.sizes, window)
         prober = Prober(
@@ -802,6 +822,12 @@ def report(settings: Settings, rows: list[dict[str, Any]], argv: list[str]) -> s
             f"| {_cell(row['cpu_s'])} | {_cell(row['rss_before_mib'])} → {_cell(row['rss_peak_mib'])} "
             f"| {row['outcome']} |"
         )
+    lines.append("")
+    lines += [
+        f"- {s.name}: {s.describe(settings.sizes)}"
+        for s in SCENARIOS
+        if s.name in {r["scenario"] for r in rows}
+    ]
     return "\n".join(lines)
 
 
@@ -824,7 +850,7 @@ async def run_all(settings: Settings) -> list[dict[str, Any]]:
             continue
         runs = []
         for i in range(settings.repeat):
-            log(f"{scenario.name}: run {i + 1}/{settings.repeat}: {scenario.what}")
+            log(f"{scenario.name}: run {i + 1}/{settings.repeat}: {scenario.describe(settings.sizes)}")
             runs.append(await run_scenario(scenario, settings))
             log(f"{scenario.name}: {json.dumps(runs[-1])}")
         raw[scenario.name] = runs
