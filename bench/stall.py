@@ -239,6 +239,8 @@ def describe(status: int, answer: Any) -> str:
     if "error" in answer:
         return f"HTTP {status}, error {answer['error'].get('code')}"
     result = answer.get("result") or {}
+    if isinstance(result.get("tasks"), list):
+        return f"HTTP {status}, {len(result['tasks'])} tasks"
     state = (result.get("task") or {}).get("status", {}).get("state", "")
     return f"HTTP {status}, {state.removeprefix('TASK_STATE_') or 'result'}"
 
@@ -346,21 +348,7 @@ class Prober:
 # ------------------------------------------------------------------------------------------- scenarios
 
 
-@dataclass
-class Sizes:
-    """How big each hostile request is (``--quick`` picks the second value of SIZES)."""
-
-    values: dict[str, float]
-
-    def __getattr__(self, name: str) -> float:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    def int(self, name: str) -> int:
-        return int(self.values[name])
-
+Sizes = dict[str, float]
 
 #: name: (full run, --quick run, what it is)
 SIZES: dict[str, tuple[float, float, str]] = {
@@ -431,7 +419,7 @@ ScenarioFn = Callable[[Run], Coroutine[Any, Any, None]]
 
 async def quiet(run: Run) -> None:
     async with run.window.measure():
-        await asyncio.sleep(run.sizes.quiet_seconds)
+        await asyncio.sleep(run.sizes["quiet_seconds"])
     run.outcome["summary"] = "no hostile request"
 
 
@@ -449,7 +437,7 @@ async def _timed_rpc(run: Run, method: str, params: dict[str, Any], raw: bytes |
 
 
 async def regex(run: Run) -> None:
-    text = "a" * (run.sizes.int("regex_length") - 1) + "!"
+    text = "a" * (int(run.sizes["regex_length"]) - 1) + "!"
     await _timed_rpc(run, "SendMessage", {"message": message(text, "regex")})
 
 
@@ -461,7 +449,7 @@ async def tiny_arrays(run: Run) -> None:
     envelope = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage"}
     head = json.dumps({**envelope, "params": {"message": message("hi", "echo", pad=[])}}).encode()
     cut = head.rindex(b"[]") + 1  # inside the empty `pad` array
-    room = int(run.sizes.tiny_mib * MiB) - len(head) - 1
+    room = int(run.sizes["tiny_mib"] * MiB) - len(head) - 1
     body = head[:cut] + b"[]" + b",[]" * (room // 3) + head[cut:]
     run.outcome["body_bytes"] = len(body)
     await _timed_rpc(run, "SendMessage", {}, raw=body)
@@ -491,14 +479,14 @@ def _send_huge_header(port: int, size: int, timeout: float) -> dict[str, Any]:
         except OSError as exc:
             result["summary"] = f"no answer: {type(exc).__name__}"
     result["request_s"] = round(time.monotonic() - started, 3)
-    sent = f"{result['sent_bytes'] / MiB:.0f} MiB sent in {result.get('upload_s', result['request_s']):g} s"
-    result["summary"] += f" ({sent}{', ' + result['send_error'] if 'send_error' in result else ''})"
+    sent = f"{result['sent_bytes'] / MiB:.0f} MiB sent"
+    result["summary"] += f" ({sent}{', then ' + result['send_error'] if 'send_error' in result else ''})"
     return result
 
 
 async def header(run: Run) -> None:
     async with run.window.measure():
-        size = int(run.sizes.header_mib * MiB)
+        size = int(run.sizes["header_mib"] * MiB)
         run.outcome.update(await asyncio.to_thread(_send_huge_header, run.server.port, size, 180.0))
 
 
@@ -521,30 +509,32 @@ async def _hold(run: Run, count: int, seconds: float, trickle: bytes | None) -> 
     report how many the server closed or answered meanwhile."""
     async with run.window.measure():
         conns = await _open_many(run.server.port, count)
-        closed: list[bytes] = []
+        closed: dict[int, bytes] = {}
 
-        async def watch(reader: asyncio.StreamReader) -> None:
-            with contextlib.suppress(OSError):
-                closed.append(await reader.read(64))
+        async def watch(index: int, reader: asyncio.StreamReader) -> None:
+            try:
+                closed[index] = await reader.read(64)
+            except OSError:
+                closed[index] = b""
 
-        watchers = [asyncio.create_task(watch(r)) for r, _ in conns]
+        watchers = [asyncio.create_task(watch(i, r)) for i, (r, _) in enumerate(conns)]
         deadline = time.monotonic() + seconds
         position = 0
         while time.monotonic() < deadline:
             if trickle is not None:
                 byte = trickle[position % len(trickle) : position % len(trickle) + 1]
                 position += 1
-                for _, writer in conns:
-                    with contextlib.suppress(OSError):
+                for i, (_, writer) in enumerate(conns):
+                    if i not in closed and not writer.is_closing():
                         writer.write(byte)
             await asyncio.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
-        answered = sum(1 for data in closed if data)
+        answers = sorted({d.split(b"\r\n", 1)[0].decode(errors="replace") for d in closed.values() if d})
+        answered = sum(1 for data in closed.values() if data)
         run.outcome["summary"] = (
             f"{len(conns)}/{count} connected; the server closed {len(closed)}"
-            f" ({answered} with an answer) within {seconds:g} s"
+            f" ({answered} with an answer{': ' + ', '.join(answers) if answers else ''}) within {seconds:g} s"
         )
-        statuses = sorted({d.split(b"\r\n", 1)[0].decode(errors="replace") for d in closed if d})
-        run.outcome.update(connected=len(conns), closed=len(closed), answers=statuses)
+        run.outcome.update(connected=len(conns), closed=len(closed), answers=answers)
         for task in watchers:
             task.cancel()
         for _, writer in conns:
@@ -553,11 +543,11 @@ async def _hold(run: Run, count: int, seconds: float, trickle: bytes | None) -> 
 
 async def trickle(run: Run) -> None:
     request = f"GET {CARD_PATH} HTTP/1.1\r\nHost: {HOST}\r\nX-Slow: {'z' * 200}\r\n\r\n".encode()
-    await _hold(run, run.sizes.int("trickle_sockets"), run.sizes.trickle_seconds, request)
+    await _hold(run, int(run.sizes["trickle_sockets"]), run.sizes["trickle_seconds"], request)
 
 
 async def idle(run: Run) -> None:
-    await _hold(run, run.sizes.int("idle_sockets"), run.sizes.idle_seconds, None)
+    await _hold(run, int(run.sizes["idle_sockets"]), run.sizes["idle_seconds"], None)
 
 
 def _create(port: int, text: str, skill: str) -> None:
@@ -569,7 +559,7 @@ def _create(port: int, text: str, skill: str) -> None:
 
 
 async def list_artifacts(run: Run) -> None:
-    count, size = run.sizes.int("list_tasks"), run.sizes.int("list_artifact_bytes")
+    count, size = int(run.sizes["list_tasks"]), int(run.sizes["list_artifact_bytes"])
     for _ in range(count):
         await asyncio.to_thread(_create, run.server.port, f"blob {size}", "blob")
     run.outcome["store_mib"] = round(run.server.store_bytes() / MiB, 1)
@@ -619,7 +609,7 @@ def _wait_done(port: int, task_id: str, limit: float) -> str:
 
 
 async def slow_sse(run: Run) -> None:
-    chunks, size = run.sizes.int("sse_chunks"), run.sizes.int("sse_chunk_bytes")
+    chunks, size = int(run.sizes["sse_chunks"]), int(run.sizes["sse_chunk_bytes"])
     async with run.window.measure():
         sock, task_id = await asyncio.to_thread(_slow_stream, run.server.port, chunks, size, 30.0)
         with sock:
@@ -663,7 +653,7 @@ async def grpc_6mb(run: Run) -> None:
     assert run.server.grpc_port is not None
     async with run.window.measure():
         started = time.monotonic()
-        size = int(run.sizes.grpc_mib * MiB)
+        size = int(run.sizes["grpc_mib"] * MiB)
         answer = await asyncio.to_thread(_grpc_send, run.server.grpc_port, size)
         run.outcome["request_s"] = round(time.monotonic() - started, 3)
     _, listed, _ = await asyncio.to_thread(rpc, run.server.port, "ListTasks", {"historyLength": 0})
@@ -680,7 +670,7 @@ class Scenario:
     grpc: bool = False
 
     def describe(self, sizes: Sizes) -> str:
-        return self.what.format(**sizes.values)
+        return self.what.format(**sizes)
 
 
 SCENARIOS = [
@@ -698,12 +688,12 @@ SCENARIOS = [
     Scenario(
         "list-artifacts",
         list_artifacts,
-        "one ListTasks with includeArtifacts over {list_tasks:g} tasks of {list_artifact_bytes:g} bytes",
+        "one ListTasks with includeArtifacts over {list_tasks:g} tasks of {list_artifact_bytes:,.0f} bytes",
     ),
     Scenario(
         "slow-sse",
         slow_sse,
-        "an SSE stream of {sse_chunks:g} x {sse_chunk_bytes:g} bytes to a client that stops reading",
+        "an SSE stream of {sse_chunks:g} x {sse_chunk_bytes:,.0f} bytes to a client that stops reading",
     ),
     Scenario("grpc-6mb", grpc_6mb, "a {grpc_mib:g} MiB gRPC SendMessage to the echo skill", grpc=True),
 ]
@@ -738,7 +728,7 @@ async def run_scenario(scenario: Scenario, settings: Settings) -> dict[str, Any]
             await asyncio.to_thread(server.wait_ready)
         except RuntimeError as exc:
             return {**result, "outcome": {"summary": f"the server did not start: {exc}"}}
-        window = Window(server, settings.sizes.min_window)
+        window = Window(server, settings.sizes["min_window"])
         run = Run(server, settings.sizes, window)
         prober = Prober(
             server.port,
@@ -758,6 +748,7 @@ async def run_scenario(scenario: Scenario, settings: Settings) -> dict[str, Any]
             cpu_s=round(window.cpu_s, 2),
             rss_before_mib=round(window.rss_before_mib, 1),
             rss_peak_mib=round(window.rss_peak_mib, 1),
+            rss_after_mib=round(window.rss_after_mib, 1),
             peak_note=window.peak_note,
         )
         assert server.process is not None
@@ -867,7 +858,7 @@ def parse_sizes(overrides: Sequence[str], quick: bool) -> Sizes:
         if name not in SIZES or not raw:
             raise SystemExit(f"--set wants NAME=VALUE with NAME one of: {', '.join(SIZES)}")
         values[name] = float(raw)
-    return Sizes(values)
+    return values
 
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Namespace]:
