@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import statistics
 import sys
 import time
@@ -45,11 +46,13 @@ from stall import (
     MiB,
     Server,
     describe,
+    load_note,
     log,
     message,
     raise_own_fd_limit,
     rpc,
     serve_argv,
+    sizes_help,
     status_kib,
 )
 
@@ -241,13 +244,15 @@ async def list_filter(server: Server, sizes: dict[str, float]) -> Figures:
     return figures
 
 
-def _wait_for(check: Callable[[], bool], limit: float, every: float = 0.2) -> bool:
+def _wait_for(check: Callable[[], bool], limit: float, every: float = 0.2) -> float | None:
+    """Poll ``check`` until it holds: the monotonic time the successful check started, or None."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
+        started = time.monotonic()
         if check():
-            return True
+            return started
         time.sleep(every)
-    return False
+    return None
 
 
 def _unfinished(port: int) -> int:
@@ -260,8 +265,10 @@ def _recover(server: Server, total: int, spawned: float, limit: float) -> Figure
     figures: Figures = {"spawn to first agent card s": round(ready - spawned, 2)}
     left = _unfinished(server.port)
     figures["unfinished at first card"] = left
-    done = left == 0 or _wait_for(lambda: _unfinished(server.port) == 0, limit)
-    figures["spawn to recovery done s"] = round(time.monotonic() - spawned, 2) if done else None
+    # Recovery done before the port opened counts from the first card; otherwise from the first listing
+    # that found no unfinished task (started at most one poll interval plus one listing after the fact).
+    done = ready if left == 0 else _wait_for(lambda: _unfinished(server.port) == 0, limit)
+    figures["spawn to recovery done s"] = round(done - spawned, 2) if done is not None else None
     figures["FAILED after recovery"] = count(server.port, "TASK_STATE_FAILED")
     figures["expected FAILED"] = total
     return figures
@@ -277,7 +284,7 @@ async def restart(server: Server, sizes: dict[str, float]) -> Figures:
         _wait_for, lambda: count(server.port, "TASK_STATE_WORKING") >= total, 120.0, 0.5
     )
     figures["WORKING before the kill"] = await asyncio.to_thread(count, server.port, "TASK_STATE_WORKING")
-    if not settled:
+    if settled is None:
         log(f"restart: only {figures['WORKING before the kill']} of {total} tasks reached WORKING")
     figures["server RSS before the kill, MiB"] = round(status_kib(server.pid, "VmRSS") / 1024, 1)
     server.kill()
@@ -330,13 +337,14 @@ def combine(runs: list[Figures]) -> Figures:
     return combined
 
 
-def report(settings: Settings, results: dict[str, Figures]) -> str:
+def report(settings: Settings, results: dict[str, Figures], load: str) -> str:
     shown = serve_argv(settings.serve, settings.python, port="{port}", tmp="{tmp}", grpc_port="")
     lines = [
         "# Scale benchmark: costs that grow with the data",
         "",
         f"- server: `{' '.join(shown)}` (a fresh server and store per benchmark)",
         f"- each figure is the median of {settings.repeat} run(s); the machine is shared, so expect noise",
+        load,
     ]
     for name, figures in results.items():
         lines += ["", f"## {name}", "", "| figure | value |", "| --- | ---: |"]
@@ -363,7 +371,11 @@ async def run_all(settings: Settings) -> dict[str, Figures]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Settings:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog=sizes_help(SIZES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--serve", default=DEFAULT_SERVE, help="server command; {port} {tmp} {agent} {python}"
     )
@@ -398,7 +410,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
     raise_own_fd_limit()
-    print(report(settings, asyncio.run(run_all(settings))))
+    load = os.getloadavg()
+    results = asyncio.run(run_all(settings))
+    print(report(settings, results, load_note(load)))
     return 0
 
 

@@ -790,7 +790,7 @@ def summarize(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def report(settings: Settings, rows: list[dict[str, Any]], argv: list[str]) -> str:
+def report(settings: Settings, rows: list[dict[str, Any]], argv: list[str], load: str) -> str:
     lines = [
         "# Stall benchmark: agent card GET latency while one hostile request runs",
         "",
@@ -800,6 +800,7 @@ def report(settings: Settings, rows: list[dict[str, Any]], argv: list[str]) -> s
         + ("one kept-alive connection" if settings.keepalive else "a fresh connection each")
         + f", {settings.probe_timeout:g} s timeout, latency corrected for coordinated omission",
         f"- each figure is the median of {settings.repeat} run(s); the machine is shared, so expect noise",
+        load,
         "",
         "| scenario | card p50 ms | card p99 ms | card max ms | failed / probes | request s "
         "| server CPU s | RSS before → peak MiB | the hostile request got |",
@@ -851,6 +852,13 @@ async def run_all(settings: Settings) -> list[dict[str, Any]]:
     return rows
 
 
+def sizes_help(sizes: dict[str, tuple[float, float, str]]) -> str:
+    rows = [
+        f"  {name:<20} {full:>10.10g} {quick:>8.10g}  {what}" for name, (full, quick, what) in sizes.items()
+    ]
+    return "sizes (--set NAME=VALUE):\n  NAME                       full    quick\n" + "\n".join(rows)
+
+
 def parse_sizes(overrides: Sequence[str], quick: bool) -> Sizes:
     values = {name: quick_value if quick else full for name, (full, quick_value, _) in SIZES.items()}
     for item in overrides:
@@ -862,7 +870,11 @@ def parse_sizes(overrides: Sequence[str], quick: bool) -> Sizes:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Namespace]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0],
+        epilog=sizes_help(SIZES),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--serve", default=DEFAULT_SERVE, help="server command; {port} {tmp} {agent} {python}"
     )
@@ -907,12 +919,19 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
     return settings, args
 
 
+def load_note(before: tuple[float, float, float]) -> str:
+    """The machine's load around the run: other work on the cores shows in every figure."""
+    after = os.getloadavg()
+    return f"- load average (1 min) at the start {before[0]:.1f}, at the end {after[0]:.1f}, on {os.cpu_count()} CPUs"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     settings, _ = parse_args(argv)
     raise_own_fd_limit()
+    load = os.getloadavg()
     rows = asyncio.run(run_all(settings))
     shown = serve_argv(settings.serve, settings.python, port="{port}", tmp="{tmp}", grpc_port="{grpc_port}")
-    print(report(settings, rows, shown))
+    print(report(settings, rows, shown, load_note(load)))
     return 0
 
 
