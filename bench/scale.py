@@ -14,7 +14,7 @@ public A2A API only (JSON-RPC over HTTP), so that the same tool measures older a
   its spawn to its first agent card, and to the end of recovery (no task left WORKING or SUBMITTED, as
   ListTasks with a status filter sees it).
 
-    python bench/scale.py                                  # all three, full sizes (about 5 minutes)
+    python bench/scale.py                                  # all three, full sizes (2 to 3 minutes)
     python bench/scale.py --only restart --python /work/other/.venv/bin/python
     python bench/scale.py --quick                          # small sizes: a smoke run
 

@@ -613,6 +613,9 @@ async def slow_sse(run: Run) -> None:
     async with run.window.measure():
         sock, task_id = await asyncio.to_thread(_slow_stream, run.server.port, chunks, size, 30.0)
         with sock:
+            if not task_id:
+                run.outcome["summary"] = "no task id in the stream's first bytes"
+                return
             state = await asyncio.to_thread(_wait_done, run.server.port, task_id, 120.0)
             await asyncio.sleep(1.0)  # let the server push what it will into its buffers
             rss = status_kib(run.server.pid, "VmRSS") / 1024
