@@ -1,0 +1,74 @@
+"""The stall and scale benchmarks run end to end in their --quick mode and produce their reports.
+
+Only the shape of the reports is checked (every scenario measured, every figure present): timings depend on
+the machine and never decide a test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+STALL_SCENARIOS = [
+    "quiet",
+    "regex",
+    "fanout",
+    "header",
+    "trickle",
+    "idle",
+    "tiny-arrays",
+    "list-artifacts",
+    "slow-sse",
+    "grpc-6mb",
+]
+
+pytestmark = pytest.mark.slow
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(ROOT / "bench" / script), "--quick", "--python", sys.executable, *args]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_stall_quick_measures_every_scenario(tmp_path: Path) -> None:
+    out = tmp_path / "stall.json"
+    done = _run("stall.py", "--grpc-port", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [row["scenario"] for row in data["summary"]] == STALL_SCENARIOS
+    for name, runs in data["runs"].items():
+        (run,) = runs
+        assert run["card"]["probes"] > 0, name
+        summary = run["outcome"]["summary"]
+        assert not summary.startswith(("the scenario failed", "the server did not start")), summary
+        assert "the server died" not in summary, summary
+        assert run["rss_peak_mib"] > 0 and run["cpu_s"] >= 0, name
+    outcomes = {row["scenario"]: row["outcome"] for row in data["summary"]}
+    assert "MiB answer" in outcomes["list-artifacts"]
+    assert "tasks stored:" in outcomes["grpc-6mb"]
+    for name in STALL_SCENARIOS:
+        assert f"| {name} |" in done.stdout
+
+
+def test_scale_quick_reports_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    done = _run("scale.py", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(out.read_text())["summary"]
+    assert list(summary) == ["multiturn", "list-filter", "restart"]
+    for figures in summary.values():
+        assert "error" not in figures, figures
+    assert summary["multiturn"]["turns"] == 6
+    for key in ("first turn ms", "median turn ms", "last turn ms", "SQLite files after, MiB"):
+        assert key in summary["multiturn"]
+    assert {"status=COMPLETED: first page ms", "status=COMPLETED: page 5 ms"} <= set(summary["list-filter"])
+    restart = summary["restart"]
+    assert restart["WORKING before the kill"] == restart["tasks"]
+    assert restart["FAILED after recovery"] == restart["tasks"]
+    assert restart["spawn to recovery done s"] is not None
+    assert "## restart" in done.stdout
