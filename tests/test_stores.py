@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -124,3 +125,25 @@ def test_sqlite_commits_survive_kill_9(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(restart())
+
+
+async def test_sqlite_checkpoints_off_the_writer_and_folds_the_wal_in_at_close(tmp_path: Path) -> None:
+    """The writer's connection does not checkpoint (a checkpoint fsyncs, and the writer would wait): the
+    checkpointer does, and at close the WAL is folded into the database file and cut back to nothing."""
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    checkpointer = store._checkpointer
+    assert checkpointer is not None
+    checkpointer.checkpointed.clear()
+    tasks = [make_task(state=TaskState.COMPLETED, text=f"t{i}") for i in range(300)]
+    await asyncio.gather(*(save(store, t) for t in tasks))
+    assert await asyncio.to_thread(checkpointer.checkpointed.wait, 10)
+    # While the store is open, the database file itself (read ignoring the WAL) has received the writes.
+    with contextlib.closing(sqlite3.connect(f"file:{path}?immutable=1", uri=True)) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 300
+    await store.close()
+    wal = tmp_path / "t.db-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    with sqlite3.connect(path) as conn:  # read without the store: everything is in the database file
+        assert conn.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] == 300

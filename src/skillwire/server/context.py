@@ -1,15 +1,19 @@
-"""What every binding tells the request handler about a call, whatever the wire."""
+"""What every binding tells the request handler about a call, whatever the wire.
+
+These are frozen msgspec Structs rather than dataclasses: one is built for every request, and a Struct costs a
+tenth of a frozen dataclass to build.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 __all__ = ["ANONYMOUS", "CallContext", "Caller"]
 
 
-@dataclass(frozen=True, slots=True)
-class Caller:
+class Caller(msgspec.Struct, frozen=True):
     """Who is calling. Anonymous until authentication is configured."""
 
     id: str = "anonymous"
@@ -20,8 +24,7 @@ class Caller:
 ANONYMOUS = Caller()
 
 
-@dataclass(frozen=True, slots=True)
-class CallContext:
+class CallContext(msgspec.Struct, frozen=True):
     #: The negotiated protocol version (``Major.Minor``).
     protocol_version: str = "1.0"
     tenant: str = ""
@@ -31,7 +34,7 @@ class CallContext:
     #: The binding that carried the call: ``JSONRPC``, ``HTTP+JSON`` or ``GRPC``.
     binding: str = "JSONRPC"
     #: Service parameters and other transport headers, lower-cased names.
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
     #: The base URL the client reached (as the public card is built for it; ``""`` when unknown, as on gRPC
     #: without a public URL).
     base_url: str = ""

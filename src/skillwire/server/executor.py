@@ -9,10 +9,10 @@ Cancellation arrives as ``asyncio.CancelledError`` inside ``execute``.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import msgspec
 
 from skillwire.protocol.models import (
     Artifact,
@@ -21,6 +21,7 @@ from skillwire.protocol.models import (
     Role,
     SendMessageConfiguration,
     Task,
+    new_id,
 )
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
@@ -31,8 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "Work", "as_executor"]
 
 
-@dataclass(frozen=True, slots=True)
-class RequestContext:
+class RequestContext(msgspec.Struct, frozen=True):
     """One SendMessage as the executor sees it."""
 
     message: Message
@@ -44,7 +44,7 @@ class RequestContext:
     configuration: SendMessageConfiguration | None = None
     metadata: dict[str, Any] | None = None
     #: Scratch space the executor may use between ``admit`` and ``execute`` of the same message.
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -120,7 +120,7 @@ class TaskEvents:
             return content
         parts = [Part(text=content)] if isinstance(content, str) else list(content)
         return Message(
-            message_id=str(uuid.uuid4()),
+            message_id=new_id(),
             context_id=self.context_id,
             task_id=self.task_id,
             role=Role.AGENT,
@@ -203,7 +203,7 @@ class TaskEvents:
         else:
             parts = [Part(text=content)] if isinstance(content, str) else list(content)
             artifact = Artifact(
-                artifact_id=artifact_id or str(uuid.uuid4()),
+                artifact_id=artifact_id or new_id(),
                 name=name,
                 description=description,
                 parts=parts,

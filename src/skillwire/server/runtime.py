@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +48,7 @@ from skillwire.protocol.models import (
     Task,
     TaskStatus,
     agent_text,
+    new_id,
 )
 from skillwire.protocol.states import TaskState
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
@@ -372,8 +372,8 @@ class TaskRuntime(BaseRequestHandler):
             )
         tenant = request.tenant or call.tenant
         if not message.task_id:
-            task_id = str(uuid.uuid4())
-            context_id = message.context_id or str(uuid.uuid4())
+            task_id = new_id()
+            context_id = message.context_id or new_id()
             run = TaskRun(
                 self,
                 tenant=tenant,

@@ -4,6 +4,7 @@ see :mod:`skillwire.server.http`)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import sys
 from collections.abc import Callable
@@ -29,6 +30,11 @@ class _Server(uvicorn.Server):
 
     async def startup(self, sockets: Any = None) -> None:
         await super().startup(sockets)
+        if self.started:
+            # Everything made so far (modules, the agent, its skills) lives as long as the process: moved out
+            # of the collector's generations, it no longer makes every full collection long.
+            gc.collect()
+            gc.freeze()
         if self.started and self._on_ready is not None:
             self._on_ready()
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
@@ -51,8 +50,7 @@ __all__ = [
 UNFINISHED_STATES = (TaskState.SUBMITTED, TaskState.WORKING)
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
+class Layout(msgspec.Struct, frozen=True):
     """What a store holds of one task, piece by piece: enough to write only what changes next."""
 
     #: How many history messages are stored, and their encoded size.
@@ -69,16 +67,14 @@ class Layout:
         return self.head_bytes + self.message_bytes + sum(self.artifact_bytes)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTask:
+class StoredTask(msgspec.Struct, frozen=True):
     task: Task
     version: int
     #: The stored pieces, when the whole task was read (a read limited by historyLength has none).
     layout: Layout | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ArtifactPiece:
+class ArtifactPiece(msgspec.Struct, frozen=True):
     """Artifact ``index`` from its part ``offset`` on. At offset 0 ``body`` is the whole artifact, which
     replaces any stored one; further on it is the JSON array of the parts appended from there."""
 
@@ -90,8 +86,7 @@ class ArtifactPiece:
 _encode = msgspec.json.Encoder().encode
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskWrite:
+class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     """One atomic change to a task, already encoded: build it with :func:`write_task`."""
 
     tenant: str
@@ -226,8 +221,7 @@ def history_start(count: int, history_length: int | None) -> int:
     return count - max(history_length, 0)
 
 
-@dataclass(frozen=True, slots=True)
-class TaskQuery:
+class TaskQuery(msgspec.Struct, frozen=True):
     tenant: str = ""
     context_id: str = ""
     state: TaskState | None = None
@@ -243,9 +237,8 @@ class TaskQuery:
     max_bytes: int = 4 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class TaskPage:
-    tasks: list[Task] = field(default_factory=list)
+class TaskPage(msgspec.Struct, frozen=True):
+    tasks: list[Task] = msgspec.field(default_factory=list)
     total_size: int = 0
     next_page_token: str = ""
 

@@ -4,12 +4,16 @@ Tasks are kept as their encoded pieces (see :mod:`skillwire.stores.base`), so a 
 Task never leak into the store and a write costs what it adds. It keeps at most ``max_finished`` tasks in a
 terminal state: once more have finished, the ones that finished first are forgotten (tasks still running or
 waiting for input are always kept).
+
+A row holds only bytes and tuples, in a Struct the garbage collector does not track: ten thousand stored
+tasks add nothing to the work of a full collection.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+
+import msgspec
 
 from skillwire.errors import ConcurrentUpdateError
 from skillwire.protocol.models import Task
@@ -34,16 +38,16 @@ __all__ = ["MemoryTaskStore"]
 _Key = tuple[str, str]
 
 
-@dataclass(slots=True)
-class _Row:
+class _Row(msgspec.Struct, gc=False):
     version: int
     context_id: str
     state: TaskState
     updated_us: int
     head: bytes
-    messages: list[bytes] = field(default_factory=list)
-    #: Per artifact, its pieces as (part offset, body), in offset order.
-    artifacts: list[list[tuple[int, bytes]]] = field(default_factory=list)
+    messages: tuple[bytes, ...] = ()
+    #: Per artifact, its pieces as (part offset, body), in offset order: a tuple while it has few pieces (so
+    #: the row stays untracked), a list once it has many (so a long stream appends in constant time).
+    artifacts: tuple[tuple[tuple[int, bytes], ...] | list[tuple[int, bytes]], ...] = ()
     #: Insertion order, the tie-breaker between tasks updated in the same microsecond.
     seq: int = 0
 
@@ -155,19 +159,29 @@ class MemoryTaskStore:
         return batch, str(rows[-1][0]) if len(rows) == limit else ""
 
 
+_FEW_PIECES = 16
+
+
 def _apply_pieces(row: _Row, write: TaskWrite) -> None:
-    if write.rewrite:
-        row.messages, row.artifacts = [], []
-    del row.messages[write.first_message :]
-    row.messages.extend(write.messages)
+    messages = () if write.rewrite else row.messages[: write.first_message]
+    row.messages = messages + write.messages
+    artifacts = [] if write.rewrite else list(row.artifacts)
     for piece in write.artifacts:
-        if piece.index == len(row.artifacts):
-            row.artifacts.append([])
-        pieces = row.artifacts[piece.index]
+        entry = (piece.offset, piece.body)
+        if piece.index == len(artifacts):
+            artifacts.append((entry,))
+            continue
+        pieces = artifacts[piece.index]
         if piece.offset == 0:
-            pieces.clear()
+            artifacts[piece.index] = (entry,)
+            continue
+        kept = (
+            [p for p in pieces if p[0] < piece.offset] if pieces and pieces[-1][0] >= piece.offset else pieces
+        )
+        if isinstance(kept, list) or len(kept) >= _FEW_PIECES:
+            grown = kept if isinstance(kept, list) else list(kept)
+            grown.append(entry)
+            artifacts[piece.index] = grown
         else:
-            while pieces and pieces[-1][0] >= piece.offset:
-                pieces.pop()
-        pieces.append((piece.offset, piece.body))
-    del row.artifacts[write.artifact_count :]
+            artifacts[piece.index] = (*kept, entry)
+    row.artifacts = tuple(artifacts[: write.artifact_count])

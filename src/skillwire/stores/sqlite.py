@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -39,21 +40,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, TypeVar
 
+import msgspec
+
 from skillwire.errors import ConcurrentUpdateError, StoreError
-from skillwire.protocol.models import Task
+from skillwire.protocol.models import Artifact, Message, Part, Task
 from skillwire.stores.base import (
     UNFINISHED_STATES,
+    Layout,
     StoredTask,
     TaskPage,
     TaskQuery,
     TaskWrite,
-    assemble,
     cursor_int,
     decode_cursor,
     encode_cursor,
     history_start,
     instant_us,
-    layout_of,
     write_task,
 )
 
@@ -63,6 +65,8 @@ except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
 __all__ = ["SQLiteTaskStore"]
+
+log = logging.getLogger("skillwire.sqlite")
 
 T = TypeVar("T")
 
@@ -79,6 +83,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     head        BLOB    NOT NULL,
     messages    INTEGER NOT NULL,
     size        INTEGER NOT NULL,
+    inline      BLOB    NOT NULL,
+    layout      BLOB    NOT NULL,
     UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us, seq);
@@ -101,18 +107,55 @@ CREATE TABLE IF NOT EXISTS artifacts (
 ) WITHOUT ROWID;
 """
 _INSERT = """
-INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
+INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size, inline, layout)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
 """
 _UPDATE = """
-UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?
+UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
+    layout = ?
 WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
 """
+_REWRITE = """
+UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
+    layout = ?, inline = ?
+WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
+"""
+
+
+class _Inline(msgspec.Struct):
+    """What a task's row holds of it besides its head: its history and artifacts as first written."""
+
+    history: list[Message] = []
+    artifacts: list[Artifact] = []
+
+
+_decode_inline = msgspec.json.Decoder(_Inline).decode
+_decode_message = msgspec.json.Decoder(Message).decode
+_decode_artifact = msgspec.json.Decoder(Artifact).decode
+_decode_parts = msgspec.json.Decoder(list[Part]).decode
+_decode_head = msgspec.json.Decoder(Task).decode
+_decode_layout = msgspec.json.Decoder(Layout).decode
+_encode_layout = msgspec.json.Encoder().encode
+
+
+def _inline(w: TaskWrite) -> bytes:
+    """The pieces of a whole-task write, joined into the row's ``inline`` JSON without encoding again (every
+    message is in ``w.messages`` and every artifact is one piece from part 0, in order)."""
+    return b"".join(
+        (
+            b'{"history":[',
+            b",".join(w.messages),
+            b'],"artifacts":[',
+            b",".join(p.body for p in w.artifacts),
+            b"]}",
+        )
+    )
+
 
 Outcome = None | BaseException
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: the writer keeps sets of them
 class _Queued:
     write: TaskWrite
     future: asyncio.Future[None]
@@ -129,11 +172,66 @@ def _connect(path: str, timeout: float) -> sqlite3.Connection:
 # -- the writer ---------------------------------------------------------------------------------------------
 
 
+#: Seconds between two checkpoints while the store is written to.
+CHECKPOINT_INTERVAL = 0.2
+
+
+class _Checkpointer(threading.Thread):
+    """Copies the WAL into the database file, off the writer's path.
+
+    SQLite checkpoints in the commit that fills the WAL, and with ``synchronous=NORMAL`` a checkpoint
+    fsyncs the WAL and the database: a writer that checkpoints stops for those fsyncs, and every task in its
+    batch waits (measured here: the variance of the SQLite store's throughput was the disk's). So the
+    writer's connection does not checkpoint; this thread, on a connection of its own, runs a PASSIVE
+    checkpoint (which never blocks the writer) at most every CHECKPOINT_INTERVAL seconds while there are
+    writes, and a TRUNCATE one when the store closes. Durability is the same: a commit is in the WAL, which
+    survives the process."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__(name="skillwire-sqlite-checkpoint", daemon=True)
+        self._conn = _connect(path, timeout)
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        #: Set after each checkpoint that succeeded.
+        self.checkpointed = threading.Event()
+
+    def written(self) -> None:
+        """The writer committed something."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._closed.set()
+        self._wake.set()
+
+    def run(self) -> None:
+        try:
+            while True:
+                self._wake.wait()
+                # let writes accumulate: one checkpoint, one pair of fsyncs, for all of them
+                if self._closed.wait(CHECKPOINT_INTERVAL):
+                    break
+                self._wake.clear()
+                self._checkpoint("PASSIVE")
+            self._checkpoint("TRUNCATE")
+        finally:
+            self._conn.close()
+
+    def _checkpoint(self, mode: str) -> None:
+        try:
+            self._conn.execute(f"PRAGMA wal_checkpoint({mode})")
+            self.checkpointed.set()
+        except sqlite3.Error as exc:  # the disk may be full: the WAL keeps the commits, try again later
+            log.warning("SQLite checkpoint failed (the WAL keeps growing until one succeeds): %s", exc)
+
+
 class _GroupWriter(threading.Thread):
-    def __init__(self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, loop: asyncio.AbstractEventLoop, checkpointer: _Checkpointer
+    ) -> None:
         super().__init__(name="skillwire-sqlite-writer", daemon=True)
         self._conn = conn
         self._loop = loop
+        self._checkpointer = checkpointer
         self._cond = threading.Condition()
         self._pending: list[_Queued] = []
         self._closing = False
@@ -163,72 +261,128 @@ class _GroupWriter(threading.Thread):
                     batch, self._pending = self._pending, []
                 outcomes = self._apply(batch)
                 self._loop.call_soon_threadsafe(_resolve, batch, outcomes)
+                self._checkpointer.written()
         finally:
             self._conn.close()
 
     def _apply(self, batch: list[_Queued]) -> list[Outcome]:
         conn = self._conn
-        outcomes: list[Outcome] = []
+        writes = [q.write for q in batch]
         try:
+            if _all_new(writes):
+                return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
-            for queued in batch:
-                outcomes.append(_apply_write(conn, queued.write))
+            outcomes = [_apply_write(conn, w) for w in writes]
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
             err = StoreError(f"the SQLite store could not commit: {exc}")
             return [err] * len(batch)
         return outcomes
 
 
-def _apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
-    """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned."""
+#: Rows of one multi-row INSERT (11 parameters each, under SQLite's limit of 32,766).
+_MAX_INSERT_ROWS = 1000
+_insert_sql: dict[int, str] = {}
+
+
+def _all_new(writes: list[TaskWrite]) -> bool:
+    """Whether every write creates a task, none of them twice (so their order does not matter)."""
+    return all(w.base == 0 for w in writes) and len({(w.tenant, w.task_id) for w in writes}) == len(writes)
+
+
+def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outcome]:
+    """Create these tasks with one statement per thousand, each its own transaction.
+
+    Why: Python's sqlite3 releases and re-takes the GIL around every statement it runs, and while the event
+    loop is busy each re-take waits its turn (tens of microseconds); BEGIN, INSERT, COMMIT per task made the
+    writer thread the bottleneck. The common write (SendMessage creates and finishes a task in one commit) is
+    a new task, so a batch of them is now one statement. Each row is a write of its own: a task that
+    already exists is not inserted (ON CONFLICT DO NOTHING) while the others are, and the rare short count
+    is sorted out afterwards, task by task."""
+    outcomes: list[Outcome] = []
+    for first in range(0, len(writes), _MAX_INSERT_ROWS):
+        chunk = writes[first : first + _MAX_INSERT_ROWS]
+        sql = _insert_sql.get(len(chunk))
+        if sql is None:
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            sql = _insert_sql[len(chunk)] = (
+                "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
+                f" inline, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
+            )
+        params: list[object] = []
+        for w in chunk:
+            params.extend(_insert_params(w))
+        if conn.execute(sql, params).rowcount == len(chunk):
+            outcomes.extend([None] * len(chunk))
+        else:
+            outcomes.extend(_which_conflicted(conn, chunk))
+    return outcomes
+
+
+def _which_conflicted(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outcome]:
+    """After an insert that created fewer rows than it had: each write whose row is not the one it asked
+    for found its task already there."""
+    outcomes: list[Outcome] = []
+    for w in writes:
+        found = conn.execute(
+            "SELECT version, head FROM tasks WHERE tenant = ? AND id = ?", (w.tenant, w.task_id)
+        ).fetchone()
+        mine = found is not None and found[0] == w.version and found[1] == w.head
+        outcomes.append(None if mine else ConcurrentUpdateError(f"task {w.task_id} already exists"))
+    return outcomes
+
+
+def _insert_params(w: TaskWrite) -> tuple[object, ...]:
     layout = w.layout
+    return (
+        w.tenant,
+        w.task_id,
+        w.context_id,
+        w.state.value,
+        w.updated_us,
+        w.version,
+        w.head,
+        layout.messages,
+        layout.size,
+        _inline(w),
+        _encode_layout(layout),
+    )
+
+
+def _apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
+    """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned.
+
+    A new task is one row: its history and artifacts go inline, in the ``tasks`` row (the common task is
+    written once, whole, and one statement is a third of the cost of three). Later writes add rows to
+    ``messages`` and ``artifacts`` (numbered on from the inline ones); a whole-task write over a stored task
+    replaces the inline content and drops those rows."""
+    layout = w.layout
+    head = (w.context_id, w.state.value, w.updated_us, w.version, w.head, layout.messages, layout.size)
+    whole = w.base == 0 or w.rewrite
     if w.base == 0:
-        cur = conn.execute(
-            _INSERT,
-            (
-                w.tenant,
-                w.task_id,
-                w.context_id,
-                w.state.value,
-                w.updated_us,
-                w.version,
-                w.head,
-                layout.messages,
-                layout.size,
-            ),
-        )
+        cur = conn.execute(_INSERT, (w.tenant, w.task_id, *head, _inline(w), _encode_layout(layout)))
         if cur.rowcount == 0:
             return ConcurrentUpdateError(f"task {w.task_id} already exists")
-        seq = cur.lastrowid
-    else:
+        return None
+    if w.rewrite:
         found = conn.execute(
-            _UPDATE,
-            (
-                w.context_id,
-                w.state.value,
-                w.updated_us,
-                w.version,
-                w.head,
-                layout.messages,
-                layout.size,
-                w.tenant,
-                w.task_id,
-                w.base,
-            ),
+            _REWRITE, (*head, _encode_layout(layout), _inline(w), w.tenant, w.task_id, w.base)
         ).fetchone()
-        if found is None:
-            return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
-        seq = found[0]
-        if w.rewrite:
-            conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
-            conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))
-        else:
-            for piece in w.artifacts:
-                if piece.offset == 0:
-                    conn.execute("DELETE FROM artifacts WHERE task = ? AND idx = ?", (seq, piece.index))
+    else:
+        found = conn.execute(_UPDATE, (*head, _encode_layout(layout), w.tenant, w.task_id, w.base)).fetchone()
+    if found is None:
+        return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
+    seq = found[0]
+    if whole:
+        conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
+        conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))
+        return None
+    for piece in w.artifacts:
+        if piece.offset == 0:
+            conn.execute("DELETE FROM artifacts WHERE task = ? AND idx = ?", (seq, piece.index))
     if w.messages:
         first = w.first_message
         conn.executemany(
@@ -266,37 +420,42 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-def _pieces(
-    conn: sqlite3.Connection, seq: int, first_message: int, artifacts: bool
-) -> tuple[list[bytes], list[list[bytes]] | None]:
-    messages = [
-        r[0]
-        for r in conn.execute(
-            "SELECT body FROM messages WHERE task = ? AND idx >= ? ORDER BY idx", (seq, first_message)
-        )
-    ]
-    if not artifacts:
-        return messages, None
-    grouped: list[list[bytes]] = []
-    last = -1
-    for idx, body in conn.execute(
-        "SELECT idx, body FROM artifacts WHERE task = ? ORDER BY idx, start", (seq,)
-    ):
-        if idx != last:
-            grouped.append([])
-            last = idx
-        grouped[-1].append(body)
-    return messages, grouped
+_COLUMNS = "seq, head, version, messages, inline, layout"
+
+_Row = tuple[int, bytes, int, int, bytes, bytes]
 
 
-def _read_task(
-    conn: sqlite3.Connection, seq: int, head: bytes, version: int, count: int, history_length: int | None
-) -> StoredTask:
-    messages, chunks = _pieces(conn, seq, history_start(count, history_length), True)
-    assert chunks is not None
-    task = assemble(head, messages, chunks)
-    layout = layout_of(task, head, messages, chunks) if history_length is None else None
-    return StoredTask(task, version, layout)
+def _read_row(
+    conn: sqlite3.Connection, row: _Row, history_length: int | None, artifacts: bool = True
+) -> tuple[StoredTask, int]:
+    """The task of a ``_COLUMNS`` row and the bytes read for it; its layout when read whole."""
+    seq, head, version, count, inline, layout = row
+    task = _decode_head(head)
+    content = _decode_inline(inline)
+    start = history_start(count, history_length)
+    inlined = len(content.history)
+    rows = conn.execute(
+        "SELECT body FROM messages WHERE task = ? AND idx >= ? ORDER BY idx", (seq, max(start, inlined))
+    ).fetchall()
+    task.history = [*content.history[start:], *(_decode_message(r[0]) for r in rows)]
+    cost = len(head) + len(inline) + sum(len(r[0]) for r in rows)
+    if artifacts:
+        found = content.artifacts
+        for idx, offset, body in conn.execute(
+            "SELECT idx, start, body FROM artifacts WHERE task = ? ORDER BY idx, start", (seq,)
+        ):
+            cost += len(body)
+            if offset:
+                found[idx].parts.extend(_decode_parts(body))
+            elif idx < len(found):
+                found[idx] = _decode_artifact(body)
+            else:
+                found.append(_decode_artifact(body))
+        task.artifacts = found
+    stored = StoredTask(
+        task, version, _decode_layout(layout) if history_length is None and artifacts else None
+    )
+    return stored, cost
 
 
 # -- the owner lock -------------------------------------------------------------------------------------------
@@ -367,6 +526,7 @@ class SQLiteTaskStore:
         self.timeout = timeout
         self._readers = readers
         self._writer: _GroupWriter | None = None
+        self._checkpointer: _Checkpointer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -397,12 +557,16 @@ class SQLiteTaskStore:
             return
         try:
             conn = await asyncio.to_thread(self._prepare)
+            checkpointer = _Checkpointer(self.path, self.timeout)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see _Checkpointer)
         self._pool = ThreadPoolExecutor(self._readers, thread_name_prefix="skillwire-sqlite-reader")
-        writer = _GroupWriter(conn, asyncio.get_running_loop())
+        checkpointer.start()
+        writer = _GroupWriter(conn, asyncio.get_running_loop(), checkpointer)
         writer.start()
         self._writer = writer
+        self._checkpointer = checkpointer
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
@@ -410,6 +574,10 @@ class SQLiteTaskStore:
         if writer is not None:
             writer.stop()
             await asyncio.to_thread(writer.join)
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stop()
+            await asyncio.to_thread(checkpointer.join)
         if pool is not None:
             await asyncio.to_thread(pool.shutdown)
         with self._connections_lock:
@@ -456,13 +624,9 @@ class SQLiteTaskStore:
     ) -> StoredTask | None:
         def read(conn: sqlite3.Connection) -> StoredTask | None:
             found = conn.execute(
-                "SELECT seq, head, version, messages FROM tasks WHERE tenant = ? AND id = ?",
-                (tenant, task_id),
+                f"SELECT {_COLUMNS} FROM tasks WHERE tenant = ? AND id = ?", (tenant, task_id)
             ).fetchone()
-            if found is None:
-                return None
-            seq, head, version, count = found
-            return _read_task(conn, seq, head, version, count, history_length)
+            return None if found is None else _read_row(conn, found, history_length)[0]
 
         return await self._read(read)
 
@@ -491,11 +655,10 @@ class SQLiteTaskStore:
 
         def read(conn: sqlite3.Connection) -> tuple[list[tuple[str, StoredTask]], str]:
             rows = conn.execute(
-                f"SELECT tenant, seq, head, version, messages FROM tasks WHERE state IN ({marks}) AND seq > ?"
-                " ORDER BY seq LIMIT ?",
+                f"SELECT tenant, {_COLUMNS} FROM tasks WHERE state IN ({marks}) AND seq > ? ORDER BY seq LIMIT ?",
                 [*(s.value for s in UNFINISHED_STATES), after, limit],
             ).fetchall()
-            batch = [(tenant, _read_task(conn, seq, head, v, n, None)) for tenant, seq, head, v, n in rows]
+            batch = [(row[0], _read_row(conn, row[1:], None)[0]) for row in rows]
             return batch, (str(rows[-1][1]) if len(rows) == limit else "")
 
         return await self._read(read)
@@ -516,22 +679,19 @@ def _list_page(
         clause += " AND (updated_us, seq) < (?, ?)"
         args = [*args, cursor[0], seq_after]
     rows = conn.execute(
-        f"SELECT seq, head, updated_us, messages FROM tasks WHERE {clause}"
-        " ORDER BY updated_us DESC, seq DESC LIMIT ?",
+        f"SELECT updated_us, {_COLUMNS} FROM tasks WHERE {clause} ORDER BY updated_us DESC, seq DESC LIMIT ?",
         [*args, query.page_size + 1],
     ).fetchall()
     tasks: list[Task] = []
     spent = 0
     last: tuple[int, int] | None = None
-    for seq, head, updated_us, count in rows[: query.page_size]:
-        start = history_start(count, query.history_length)
-        messages, chunks = _pieces(conn, seq, start, query.include_artifacts)
-        cost = len(head) + sum(map(len, messages)) + sum(len(c) for a in chunks or () for c in a)
+    for row in rows[: query.page_size]:
+        stored, cost = _read_row(conn, row[1:], query.history_length, query.include_artifacts)
         if tasks and spent + cost > query.max_bytes:
             break
         spent += cost
-        tasks.append(assemble(head, messages, chunks))
-        last = (updated_us, seq)
+        tasks.append(stored.task)
+        last = (row[0], row[1])
     more = len(tasks) < len(rows)
     token = encode_cursor(last[0], str(last[1]), total) if more and last is not None else ""
     return TaskPage(tasks, total, token)
