@@ -4,8 +4,10 @@ see :mod:`skillwire.server.http`)."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import logging
+import platform
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -33,7 +35,6 @@ class _Server(uvicorn.Server):
         if self.started:
             # Everything made so far (modules, the agent, its skills) lives as long as the process: moved out
             # of the collector's generations, it no longer makes every full collection long.
-            gc.collect()
             gc.freeze()
         if self.started and self._on_ready is not None:
             self._on_ready()
@@ -77,6 +78,27 @@ def build_server(
     if not any(isinstance(f, _DroppedStreams) for f in uvicorn_log.filters):
         uvicorn_log.addFilter(_DroppedStreams())
     return _Server(config, app, on_ready)
+
+
+#: Allocations from this size on are mapped and unmapped on their own, so their memory goes back to the system
+#: when they are freed.
+_MMAP_THRESHOLD = 256 * 1024
+
+
+def _return_large_buffers() -> None:
+    """Make glibc give large freed buffers back to the system at once.
+
+    glibc raises its mmap threshold each time a mapped block is freed, so after a few large requests or
+    answers (a 10 MiB body, a 25 MiB artifact) buffers of that size come from the heap and stay in the
+    process after they are freed: measured here, a 25 MiB stream left the server 129 MiB larger, all of it
+    free memory, and 29 MiB with a fixed threshold. Without glibc (musl, macOS) nothing is done."""
+    if not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, _MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # pragma: no cover - a libc without mallopt
+        log.debug("mallopt is not available: large buffers stay in the process once freed")
 
 
 class _DroppedStreams(logging.Filter):
@@ -123,4 +145,5 @@ def serve(
     """
     sys.setswitchinterval(0.001)
     raise_fd_limit()
+    _return_large_buffers()
     build_server(app, host=host, port=port, log_level=log_level, on_ready=on_ready).run()

@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     head        BLOB    NOT NULL,
     messages    INTEGER NOT NULL,
     size        INTEGER NOT NULL,
-    inline      BLOB    NOT NULL,
+    history     BLOB    NOT NULL,
+    artifacts   BLOB    NOT NULL,
     layout      BLOB    NOT NULL,
     UNIQUE (tenant, id)
 );
@@ -107,8 +108,9 @@ CREATE TABLE IF NOT EXISTS artifacts (
 ) WITHOUT ROWID;
 """
 _INSERT = """
-INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size, inline, layout)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
+INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size, history, artifacts,
+    layout)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
 """
 _UPDATE = """
 UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
@@ -117,19 +119,14 @@ WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
 """
 _REWRITE = """
 UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
-    layout = ?, inline = ?
+    layout = ?, history = ?, artifacts = ?
 WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
 """
 
-
-class _Inline(msgspec.Struct):
-    """What a task's row holds of it besides its head: its history and artifacts as first written."""
-
-    history: list[Message] = []
-    artifacts: list[Artifact] = []
-
-
-_decode_inline = msgspec.json.Decoder(_Inline).decode
+# A task's row holds, besides its head, its history and its artifacts as first written (JSON arrays), in two
+# columns, so that a listing without artifacts does not read them.
+_decode_history = msgspec.json.Decoder(list[Message]).decode
+_decode_artifacts = msgspec.json.Decoder(list[Artifact]).decode
 _decode_message = msgspec.json.Decoder(Message).decode
 _decode_artifact = msgspec.json.Decoder(Artifact).decode
 _decode_parts = msgspec.json.Decoder(list[Part]).decode
@@ -138,18 +135,10 @@ _decode_layout = msgspec.json.Decoder(Layout).decode
 _encode_layout = msgspec.json.Encoder().encode
 
 
-def _inline(w: TaskWrite) -> bytes:
-    """The pieces of a whole-task write, joined into the row's ``inline`` JSON without encoding again (every
-    message is in ``w.messages`` and every artifact is one piece from part 0, in order)."""
-    return b"".join(
-        (
-            b'{"history":[',
-            b",".join(w.messages),
-            b'],"artifacts":[',
-            b",".join(p.body for p in w.artifacts),
-            b"]}",
-        )
-    )
+def _inline(w: TaskWrite) -> tuple[bytes, bytes]:
+    """The pieces of a whole-task write, joined into the row's ``history`` and ``artifacts`` JSON arrays
+    without encoding again (every message is in ``w.messages``, every artifact is one piece from part 0)."""
+    return b"[" + b",".join(w.messages) + b"]", b"[" + b",".join(p.body for p in w.artifacts) + b"]"
 
 
 Outcome = None | BaseException
@@ -262,6 +251,8 @@ class _GroupWriter(threading.Thread):
                 outcomes = self._apply(batch)
                 self._loop.call_soon_threadsafe(_resolve, batch, outcomes)
                 self._checkpointer.written()
+                # Not kept while waiting for the next batch: a write may hold a large task's pieces.
+                del batch, outcomes
         finally:
             self._conn.close()
 
@@ -283,7 +274,7 @@ class _GroupWriter(threading.Thread):
         return outcomes
 
 
-#: Rows of one multi-row INSERT (11 parameters each, under SQLite's limit of 32,766).
+#: Rows of one multi-row INSERT (12 parameters each, under SQLite's limit of 32,766).
 _MAX_INSERT_ROWS = 1000
 _insert_sql: dict[int, str] = {}
 
@@ -307,10 +298,10 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
         chunk = writes[first : first + _MAX_INSERT_ROWS]
         sql = _insert_sql.get(len(chunk))
         if sql is None:
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             sql = _insert_sql[len(chunk)] = (
                 "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
-                f" inline, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
+                f" history, artifacts, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
             )
         params: list[object] = []
         for w in chunk:
@@ -347,7 +338,7 @@ def _insert_params(w: TaskWrite) -> tuple[object, ...]:
         w.head,
         layout.messages,
         layout.size,
-        _inline(w),
+        *_inline(w),
         _encode_layout(layout),
     )
 
@@ -363,13 +354,13 @@ def _apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
     head = (w.context_id, w.state.value, w.updated_us, w.version, w.head, layout.messages, layout.size)
     whole = w.base == 0 or w.rewrite
     if w.base == 0:
-        cur = conn.execute(_INSERT, (w.tenant, w.task_id, *head, _inline(w), _encode_layout(layout)))
+        cur = conn.execute(_INSERT, _insert_params(w))
         if cur.rowcount == 0:
             return ConcurrentUpdateError(f"task {w.task_id} already exists")
         return None
     if w.rewrite:
         found = conn.execute(
-            _REWRITE, (*head, _encode_layout(layout), _inline(w), w.tenant, w.task_id, w.base)
+            _REWRITE, (*head, _encode_layout(layout), *_inline(w), w.tenant, w.task_id, w.base)
         ).fetchone()
     else:
         found = conn.execute(_UPDATE, (*head, _encode_layout(layout), w.tenant, w.task_id, w.base)).fetchone()
@@ -420,27 +411,38 @@ def _snapshot(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
-_COLUMNS = "seq, head, version, messages, inline, layout"
+#: What a read selects of a task's row before its content: its row id, head, version, message count, stored
+#: size and layout.
+_COLUMNS = "seq, head, version, messages, size, layout"
 
-_Row = tuple[int, bytes, int, int, bytes, bytes]
+_Row = tuple[int, bytes, int, int, int, bytes]
 
 
 def _read_row(
     conn: sqlite3.Connection, row: _Row, history_length: int | None, artifacts: bool = True
 ) -> tuple[StoredTask, int]:
     """The task of a ``_COLUMNS`` row and the bytes read for it; its layout when read whole."""
-    seq, head, version, count, inline, layout = row
+    seq, head, version, count, _, layout = row
     task = _decode_head(head)
-    content = _decode_inline(inline)
-    start = history_start(count, history_length)
-    inlined = len(content.history)
-    rows = conn.execute(
-        "SELECT body FROM messages WHERE task = ? AND idx >= ? ORDER BY idx", (seq, max(start, inlined))
-    ).fetchall()
-    task.history = [*content.history[start:], *(_decode_message(r[0]) for r in rows)]
-    cost = len(head) + len(inline) + sum(len(r[0]) for r in rows)
     if artifacts:
-        found = content.artifacts
+        history_blob, artifacts_blob = conn.execute(
+            "SELECT history, artifacts FROM tasks WHERE seq = ?", (seq,)
+        ).fetchone()
+    else:
+        history_blob, artifacts_blob = (
+            conn.execute("SELECT history FROM tasks WHERE seq = ?", (seq,)).fetchone()[0],
+            b"",
+        )
+    inline = _decode_history(history_blob)
+    start = history_start(count, history_length)
+    rows = conn.execute(
+        "SELECT body FROM messages WHERE task = ? AND idx >= ? ORDER BY idx", (seq, max(start, len(inline)))
+    ).fetchall()
+    task.history = [*inline[start:], *(_decode_message(r[0]) for r in rows)]
+    cost = len(head) + len(history_blob) + sum(len(r[0]) for r in rows)
+    if artifacts:
+        found = _decode_artifacts(artifacts_blob)
+        cost += len(artifacts_blob)
         for idx, offset, body in conn.execute(
             "SELECT idx, start, body FROM artifacts WHERE task = ? ORDER BY idx, start", (seq,)
         ):
@@ -686,6 +688,9 @@ def _list_page(
     spent = 0
     last: tuple[int, int] | None = None
     for row in rows[: query.page_size]:
+        # With its artifacts a task costs about what it stores: stop before reading one that cannot fit.
+        if tasks and query.include_artifacts and spent + row[5] > query.max_bytes:
+            break
         stored, cost = _read_row(conn, row[1:], query.history_length, query.include_artifacts)
         if tasks and spent + cost > query.max_bytes:
             break
