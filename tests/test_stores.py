@@ -166,3 +166,26 @@ async def test_sqlite_keeps_nothing_of_a_write_once_it_is_committed(tmp_path: Pa
         tracemalloc.stop()
         await store.close()
     assert held < 1_000_000, f"{held} bytes still held after the commit"
+
+
+async def test_sqlite_wal_starts_over_under_continuous_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A passive checkpoint never catches up with a writer that never stops, so the WAL grew without end
+    (556 MB after 20 s of load). Past its bound it is checkpointed whole while the writer waits, and starts
+    over: the file stays near the bound however much is written."""
+    from skillwire.stores import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "WAL_LIMIT_PAGES", 64)
+    monkeypatch.setattr(sqlite_store, "CHECKPOINT_INTERVAL", 0.01)
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    await store.open()
+    wal = tmp_path / "t.db-wal"
+    largest = 0
+    try:
+        for _ in range(40):  # written without a pause: about 40 x 50 tasks of 2 KiB
+            await asyncio.gather(*(save(store, make_task(text="x" * 2000)) for _ in range(50)))
+            largest = max(largest, wal.stat().st_size)
+    finally:
+        await store.close()
+    assert largest < 4 * 1024 * 1024, f"the WAL grew to {largest} bytes"

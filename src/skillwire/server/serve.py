@@ -97,6 +97,9 @@ def _return_large_buffers() -> None:
     try:
         libc = ctypes.CDLL(None)
         libc.mallopt(-3, _MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+        # A fixed mmap threshold also fixes the trim threshold at 128 KiB, and glibc would then shrink its
+        # heap after most requests: trim only once 16 MiB at its top are free.
+        libc.mallopt(-1, 16 * 1024 * 1024)  # M_TRIM_THRESHOLD
     except (OSError, AttributeError):  # pragma: no cover - a libc without mallopt
         log.debug("mallopt is not available: large buffers stay in the process once freed")
 
