@@ -65,7 +65,7 @@ import msgspec
 try:
     import grpc  # type: ignore[import-untyped]
     from a2a.types import a2a_pb2, a2a_pb2_grpc
-    from google.protobuf import any_pb2, empty_pb2  # type: ignore[import-untyped]
+    from google.protobuf import any_pb2, duration_pb2, empty_pb2  # type: ignore[import-untyped]
     from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
@@ -158,7 +158,8 @@ def status_name(error: A2AError) -> str:
 
 
 def rich_status(error: A2AError) -> tuple[Any, bytes]:
-    """The status code and the serialized ``google.rpc.Status`` (with ErrorInfo, BadRequest) for ``error``."""
+    """The status code and the serialized ``google.rpc.Status`` (with ErrorInfo, BadRequest, and RetryInfo
+    for a busy server: gRPC's ``Retry-After``) for ``error``."""
     code = grpc.StatusCode[status_name(error)]
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)
     details = [_pack(info)]
@@ -168,6 +169,10 @@ def rich_status(error: A2AError) -> tuple[Any, bytes]:
             for field, description in error.field_violations
         ]
         details.append(_pack(error_details_pb2.BadRequest(field_violations=violations)))
+    retry_after = getattr(error, "retry_after", None)
+    if isinstance(retry_after, int | float):
+        delay = duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
+        details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
     status = status_pb2.Status(code=code.value[0], message=error.message, details=details)
     return code, status.SerializeToString()
 
