@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from skillwire import A2AApplication, Agent
+from skillwire import A2AApplication, Agent, MemoryTaskStore, SQLiteTaskStore
 from skillwire.cli.main import load_agent
 from skillwire.server.serve import build_server
+from skillwire.stores.base import TaskStore
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -167,6 +168,15 @@ def assert_rpc_error(response: dict[str, Any], code: int) -> dict[str, Any]:
     return error  # type: ignore[no-any-return]
 
 
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
+    """An open store, empty: once the memory store, once a SQLite file (for runtime semantics on both)."""
+    s: TaskStore = MemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
+    await s.open()
+    yield s
+    await s.close()
+
+
 # -- `skillwire serve` in a subprocess ---------------------------------------------------------------------
 
 PROCESS_TIMEOUT = 20.0
@@ -184,6 +194,7 @@ class ServerExited(AssertionError):
 class Served:
     def __init__(self, proc: subprocess.Popen[str], port: int, lines: list[str]) -> None:
         self.proc = proc
+        self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.lines = lines
 
@@ -192,11 +203,19 @@ class Served:
         return response.json()  # type: ignore[no-any-return]
 
 
-def start_process(target: str, store: str, cwd: Path, *extra: str, **popen: Any) -> Served:
-    """``skillwire serve TARGET --store STORE`` in a subprocess, once it printed where it serves."""
+def start_process(
+    target: str,
+    store: str,
+    cwd: Path,
+    *extra: str,
+    launcher: tuple[str, ...] = ("-m", "skillwire"),
+    **popen: Any,
+) -> Served:
+    """``skillwire serve TARGET --store STORE`` in a subprocess, once it printed where it serves.
+    ``launcher`` is what python runs (``("-c", code)`` for a script that ends by calling the CLI)."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skillwire", "serve", target, "--port", str(port), "--store", store, *extra],
+        [sys.executable, *launcher, "serve", target, "--port", str(port), "--store", store, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

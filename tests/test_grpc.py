@@ -201,7 +201,8 @@ class Failure:
 
 
 def failure_of(error: grpc.aio.AioRpcError) -> Failure:
-    """The status of a failed call, with its ErrorInfo (and BadRequest) decoded from the trailer."""
+    """The status of a failed call, with its ErrorInfo (and BadRequest) decoded from the trailer; a busy
+    answer may also carry a RetryInfo."""
     trailers = dict(error.trailing_metadata() or ())
     status = status_pb2.Status.FromString(trailers["grpc-status-details-bin"])
     assert status.code == error.code().value[0]
@@ -211,6 +212,8 @@ def failure_of(error: grpc.aio.AioRpcError) -> Failure:
     assert info.domain == "a2a-protocol.org"
     violations: list[tuple[str, str]] = []
     for detail in status.details[1:]:
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            continue
         bad = error_details_pb2.BadRequest()
         assert detail.Unpack(bad)
         violations.extend((v.field, v.description) for v in bad.field_violations)

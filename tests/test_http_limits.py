@@ -10,19 +10,23 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import EXAMPLES, RunningServer, example_agent, free_port, gated_agent, user_message
+from conftest import (
+    EXAMPLES,
+    RunningServer,
+    Served,
+    example_agent,
+    gated_agent,
+    start_process,
+    user_message,
+)
 from skillwire import A2AApplication
 from skillwire.protocol.limits import Limits
 
@@ -330,52 +334,28 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-@dataclass
-class Spawned:
-    proc: subprocess.Popen[str]
-    port: int
-    lines: list[str]
-
-
 @pytest.fixture
-def spawn(tmp_path: Path) -> Iterator[Callable[[str], Spawned]]:
+def spawn(tmp_path: Path) -> Iterator[Callable[[str], Served]]:
     """``spawn(code)`` runs ``python -c code serve examples/echo ...`` and waits until it serves."""
-    started: list[subprocess.Popen[str]] = []
+    started: list[Served] = []
 
-    def _spawn(code: str) -> Spawned:
-        port = free_port()
-        argv = ["serve", str(EXAMPLES / "echo"), "--port", str(port), "--store", "memory://"]
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, *argv],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=tmp_path,
+    def _spawn(code: str) -> Served:
+        served = start_process(
+            str(EXAMPLES / "echo"),
+            "memory://",
+            tmp_path,
+            launcher=("-c", code),
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        started.append(proc)
-        lines: queue.Queue[str | None] = queue.Queue()
-
-        def read() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.put(line)
-            lines.put(None)
-
-        threading.Thread(target=read, daemon=True).start()
-        seen: list[str] = []
-        while not any("task store:" in line for line in seen):
-            line = lines.get(timeout=WAIT)
-            assert line is not None, "server exited:\n" + "".join(seen)
-            seen.append(line)
-        return Spawned(proc, port, seen)
+        started.append(served)
+        return served
 
     yield _spawn
-    for proc in started:
-        proc.terminate()
-        proc.wait(WAIT)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    for served in started:
+        served.proc.terminate()
+        served.proc.wait(WAIT)
+        if served.proc.stdout is not None:
+            served.proc.stdout.close()
 
 
 def soft_fd_limit(pid: int) -> int:
@@ -387,7 +367,7 @@ def soft_fd_limit(pid: int) -> int:
 
 @pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads /proc/PID/limits (Linux)")
 def test_serve_lifts_the_open_file_limit_and_keeps_max_connections_below_it(
-    spawn: Callable[[str], Spawned], sockets: list[socket.socket]
+    spawn: Callable[[str], Served], sockets: list[socket.socket]
 ) -> None:
     served = spawn(LOW_FD_LIMIT)  # soft limit 100, hard 128
     assert soft_fd_limit(served.proc.pid) == 128  # lifted to the hard limit
@@ -403,7 +383,7 @@ def test_serve_lifts_the_open_file_limit_and_keeps_max_connections_below_it(
 
 
 def test_without_httptools_serve_falls_back_to_h11_with_its_header_limit(
-    spawn: Callable[[str], Spawned],
+    spawn: Callable[[str], Served],
 ) -> None:
     served = spawn(WITHOUT_HTTPTOOLS)
     assert any("httptools is not installed" in line for line in served.lines), served.lines

@@ -20,7 +20,6 @@ from skillwire import (
     InvalidAgentResponseError,
     InvalidParamsError,
     ListTasksRequest,
-    MemoryTaskStore,
     Message,
     MethodNotFoundError,
     Operation,
@@ -109,14 +108,6 @@ def follow_up(task_id: str, text: str, context_id: str = "") -> SendMessageReque
             context_id=context_id,
         )
     )
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    s: TaskStore = MemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
-    await s.open()
-    yield s
-    await s.close()
 
 
 @pytest.fixture

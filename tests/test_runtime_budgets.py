@@ -46,14 +46,6 @@ CALL = CallContext()
 WAIT = 10.0
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    s: TaskStore = MemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
-    await s.open()
-    yield s
-    await s.close()
-
-
 def send(text: str, task_id: str = "", **config: Any) -> SendMessageRequest:
     return SendMessageRequest(
         message=Message(
