@@ -174,7 +174,7 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
     """A passive checkpoint never catches up with a writer that never stops, so the WAL grew without end
     (556 MB after 20 s of load). Past its bound it is checkpointed whole while the writer waits, and starts
     over: the file stays near the bound however much is written."""
-    from skillwire.stores import sqlite as sqlite_store
+    from skillwire.stores import sqlite_writer as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "WAL_LIMIT_PAGES", 64)
     monkeypatch.setattr(sqlite_store, "CHECKPOINT_INTERVAL", 0.01)

@@ -5,11 +5,7 @@ columns the listings filter on; ``messages`` holds one row per history message a
 artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
 adds. Schema 1 files (one blob per task) are migrated when opened.
 
-Writes go to one writer thread. Every write queued since the writer's last commit is applied in one
-transaction, then each waiting caller is answered. A write applies only if the stored version is the one it
-was made from (``UPDATE ... WHERE version = base``), else that write alone fails with ConcurrentUpdateError;
-a transaction that cannot commit (disk full, I/O error, read-only file, a lock held past ``timeout``) fails
-every write in it with StoreError, and none of them is stored.
+Writes go to one writer thread with group commit, checkpoints to another (:mod:`skillwire.stores.sqlite_writer`).
 
 Reads run on a small pool of threads, each with its own connection, inside a read transaction so the pieces
 of a task are read from one snapshot; WAL readers never wait for the writer, and the event loop waits for
@@ -37,12 +33,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import IO, TypeVar
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError, StoreError
+from skillwire.errors import StoreError
 from skillwire.protocol.models import Artifact, Message, Part, Task
 from skillwire.stores.base import (
     UNFINISHED_STATES,
@@ -58,6 +53,7 @@ from skillwire.stores.base import (
     instant_us,
     write_task,
 )
+from skillwire.stores.sqlite_writer import Checkpointer, GroupWriter, apply_write, connect
 
 try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
     import fcntl
@@ -107,22 +103,6 @@ CREATE TABLE IF NOT EXISTS artifacts (
     PRIMARY KEY (task, idx, start)
 ) WITHOUT ROWID;
 """
-_INSERT = """
-INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size, history, artifacts,
-    layout)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
-"""
-_UPDATE = """
-UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
-    layout = ?
-WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
-"""
-_REWRITE = """
-UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
-    layout = ?, history = ?, artifacts = ?
-WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
-"""
-
 # A task's row holds, besides its head, its history and its artifacts as first written (JSON arrays), in two
 # columns, so that a listing without artifacts does not read them.
 _decode_history = msgspec.json.Decoder(list[Message]).decode
@@ -132,292 +112,6 @@ _decode_artifact = msgspec.json.Decoder(Artifact).decode
 _decode_parts = msgspec.json.Decoder(list[Part]).decode
 _decode_head = msgspec.json.Decoder(Task).decode
 _decode_layout = msgspec.json.Decoder(Layout).decode
-_encode_layout = msgspec.json.Encoder().encode
-
-
-def _inline(w: TaskWrite) -> tuple[bytes, bytes]:
-    """The pieces of a whole-task write, joined into the row's ``history`` and ``artifacts`` JSON arrays
-    without encoding again (every message is in ``w.messages``, every artifact is one piece from part 0)."""
-    return b"[" + b",".join(w.messages) + b"]", b"[" + b",".join(p.body for p in w.artifacts) + b"]"
-
-
-Outcome = None | BaseException
-
-
-@dataclass(slots=True, eq=False)  # compared by identity: the writer keeps sets of them
-class _Queued:
-    write: TaskWrite
-    future: asyncio.Future[None]
-
-
-def _connect(path: str, timeout: float) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-    return conn
-
-
-# -- the writer ---------------------------------------------------------------------------------------------
-
-
-#: Seconds between two checkpoints while the store is written to.
-CHECKPOINT_INTERVAL = 0.2
-#: A WAL holding more pages than this (about 64 MiB) is checkpointed whole while the writer waits, so that it
-#: starts over (see _Checkpointer).
-WAL_LIMIT_PAGES = 16384
-
-
-class _Checkpointer(threading.Thread):
-    """Copies the WAL into the database file, off the writer's path.
-
-    SQLite checkpoints in the commit that fills the WAL, and with ``synchronous=NORMAL`` a checkpoint
-    fsyncs the WAL and the database: a writer that checkpoints stops for those fsyncs, and every task in its
-    batch waits (measured here: the variance of the SQLite store's throughput was the disk's). So the
-    writer's connection does not checkpoint; this thread, on a connection of its own, runs a PASSIVE
-    checkpoint (which never blocks the writer) at most every CHECKPOINT_INTERVAL seconds while there are
-    writes, and a TRUNCATE one when the store closes. Durability is the same: a commit is in the WAL, which
-    survives the process.
-
-    A passive checkpoint never catches up with a writer that writes all the time, and the WAL only starts
-    over once a checkpoint has caught up (measured: 556 MB of WAL after 20 s of load). So once the WAL holds
-    more than WAL_LIMIT_PAGES pages, this thread takes ``gate``, which the writer holds while it applies a batch: it waits
-    for the batch under way, then checkpoints all of the WAL (what the passive checkpoints left: little)
-    while nothing writes, so that the writer's next transaction starts the WAL file over from its start
-    (a RESTART checkpoint; cutting the file back as well would make the pause longer). Left to SQLite's own locking, the writer would instead wait in
-    its busy handler, which sleeps in steps of 1, 2, 5, 10 ms and more (measured: p99 of 35-41 ms)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__(name="skillwire-sqlite-checkpoint", daemon=True)
-        #: Held by the writer for each batch, and by this thread while it cuts the WAL back.
-        self.gate = threading.Lock()
-        self._conn = _connect(path, timeout)
-        self._wake = threading.Event()
-        self._closed = threading.Event()
-        #: Set after each checkpoint that succeeded.
-        self.checkpointed = threading.Event()
-
-    def written(self) -> None:
-        """The writer committed something."""
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._closed.set()
-        self._wake.set()
-
-    def run(self) -> None:
-        try:
-            while True:
-                self._wake.wait()
-                # let writes accumulate: one checkpoint, one pair of fsyncs, for all of them
-                if self._closed.wait(CHECKPOINT_INTERVAL):
-                    break
-                self._wake.clear()
-                if self._checkpoint("PASSIVE") > WAL_LIMIT_PAGES:
-                    with self.gate:
-                        self._checkpoint("RESTART")
-            self._checkpoint("TRUNCATE")
-        finally:
-            self._conn.close()
-
-    def _checkpoint(self, mode: str) -> int:
-        """Checkpoint; the pages the WAL holds (0 if the checkpoint failed)."""
-        try:
-            _, pages, _ = self._conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
-            self.checkpointed.set()
-            return int(pages)
-        except sqlite3.Error as exc:  # the disk may be full: the WAL keeps the commits, try again later
-            log.warning("SQLite checkpoint failed (the WAL keeps growing until one succeeds): %s", exc)
-            return 0
-
-
-class _GroupWriter(threading.Thread):
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        loop: asyncio.AbstractEventLoop,
-        checkpointer: _Checkpointer,
-    ) -> None:
-        super().__init__(name="skillwire-sqlite-writer", daemon=True)
-        self._conn = conn
-        self._loop = loop
-        self._checkpointer = checkpointer
-        self._cond = threading.Condition()
-        self._pending: list[_Queued] = []
-        self._closing = False
-
-    def submit(self, write: TaskWrite) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = self._loop.create_future()
-        with self._cond:
-            if self._closing:
-                raise StoreError("the SQLite store is closed")
-            self._pending.append(_Queued(write, fut))
-            self._cond.notify()
-        return fut
-
-    def stop(self) -> None:
-        with self._cond:
-            self._closing = True
-            self._cond.notify()
-
-    def run(self) -> None:
-        try:
-            while True:
-                with self._cond:
-                    while not self._pending and not self._closing:
-                        self._cond.wait()
-                    if not self._pending:
-                        return
-                    batch, self._pending = self._pending, []
-                with self._checkpointer.gate:
-                    outcomes = self._apply(batch)
-                self._loop.call_soon_threadsafe(_resolve, batch, outcomes)
-                self._checkpointer.written()
-                # Not kept while waiting for the next batch: a write may hold a large task's pieces.
-                del batch, outcomes
-        finally:
-            self._conn.close()
-
-    def _apply(self, batch: list[_Queued]) -> list[Outcome]:
-        conn = self._conn
-        writes = [q.write for q in batch]
-        try:
-            if _all_new(writes):
-                return _insert_new(conn, writes)
-            conn.execute("BEGIN IMMEDIATE")
-            outcomes = [_apply_write(conn, w) for w in writes]
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            with contextlib.suppress(sqlite3.Error):
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-            err = StoreError(f"the SQLite store could not commit: {exc}")
-            return [err] * len(batch)
-        return outcomes
-
-
-#: Rows of one multi-row INSERT (12 parameters each, under SQLite's limit of 32,766).
-_MAX_INSERT_ROWS = 1000
-_insert_sql: dict[int, str] = {}
-
-
-def _all_new(writes: list[TaskWrite]) -> bool:
-    """Whether every write creates a task, none of them twice (so their order does not matter)."""
-    return all(w.base == 0 for w in writes) and len({(w.tenant, w.task_id) for w in writes}) == len(writes)
-
-
-def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outcome]:
-    """Create these tasks with one statement per thousand, each its own transaction.
-
-    Why: Python's sqlite3 releases and re-takes the GIL around every statement it runs, and while the event
-    loop is busy each re-take waits its turn (tens of microseconds); BEGIN, INSERT, COMMIT per task made the
-    writer thread the bottleneck. The common write (SendMessage creates and finishes a task in one commit) is
-    a new task, so a batch of them is now one statement. Each row is a write of its own: a task that
-    already exists is not inserted (ON CONFLICT DO NOTHING) while the others are, and the rare short count
-    is sorted out afterwards, task by task."""
-    outcomes: list[Outcome] = []
-    for first in range(0, len(writes), _MAX_INSERT_ROWS):
-        chunk = writes[first : first + _MAX_INSERT_ROWS]
-        sql = _insert_sql.get(len(chunk))
-        if sql is None:
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
-            sql = _insert_sql[len(chunk)] = (
-                "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
-                f" history, artifacts, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
-            )
-        params: list[object] = []
-        for w in chunk:
-            params.extend(_insert_params(w))
-        if conn.execute(sql, params).rowcount == len(chunk):
-            outcomes.extend([None] * len(chunk))
-        else:
-            outcomes.extend(_which_conflicted(conn, chunk))
-    return outcomes
-
-
-def _which_conflicted(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outcome]:
-    """After an insert that created fewer rows than it had: each write whose row is not the one it asked
-    for found its task already there."""
-    outcomes: list[Outcome] = []
-    for w in writes:
-        found = conn.execute(
-            "SELECT version, head FROM tasks WHERE tenant = ? AND id = ?", (w.tenant, w.task_id)
-        ).fetchone()
-        mine = found is not None and found[0] == w.version and found[1] == w.head
-        outcomes.append(None if mine else ConcurrentUpdateError(f"task {w.task_id} already exists"))
-    return outcomes
-
-
-def _insert_params(w: TaskWrite) -> tuple[object, ...]:
-    layout = w.layout
-    return (
-        w.tenant,
-        w.task_id,
-        w.context_id,
-        w.state.value,
-        w.updated_us,
-        w.version,
-        w.head,
-        layout.messages,
-        layout.size,
-        *_inline(w),
-        _encode_layout(layout),
-    )
-
-
-def _apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
-    """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned.
-
-    A new task is one row: its history and artifacts go inline, in the ``tasks`` row (the common task is
-    written once, whole, and one statement is a third of the cost of three). Later writes add rows to
-    ``messages`` and ``artifacts`` (numbered on from the inline ones); a whole-task write over a stored task
-    replaces the inline content and drops those rows."""
-    layout = w.layout
-    head = (w.context_id, w.state.value, w.updated_us, w.version, w.head, layout.messages, layout.size)
-    whole = w.base == 0 or w.rewrite
-    if w.base == 0:
-        cur = conn.execute(_INSERT, _insert_params(w))
-        if cur.rowcount == 0:
-            return ConcurrentUpdateError(f"task {w.task_id} already exists")
-        return None
-    if w.rewrite:
-        found = conn.execute(
-            _REWRITE, (*head, _encode_layout(layout), *_inline(w), w.tenant, w.task_id, w.base)
-        ).fetchone()
-    else:
-        found = conn.execute(_UPDATE, (*head, _encode_layout(layout), w.tenant, w.task_id, w.base)).fetchone()
-    if found is None:
-        return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
-    seq = found[0]
-    if whole:
-        conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
-        conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))
-        return None
-    for piece in w.artifacts:
-        if piece.offset == 0:
-            conn.execute("DELETE FROM artifacts WHERE task = ? AND idx = ?", (seq, piece.index))
-    if w.messages:
-        first = w.first_message
-        conn.executemany(
-            "INSERT OR REPLACE INTO messages (task, idx, body) VALUES (?, ?, ?)",
-            [(seq, first + i, body) for i, body in enumerate(w.messages)],
-        )
-    if w.artifacts:
-        conn.executemany(
-            "INSERT OR REPLACE INTO artifacts (task, idx, start, body) VALUES (?, ?, ?, ?)",
-            [(seq, p.index, p.offset, p.body) for p in w.artifacts],
-        )
-    return None
-
-
-def _resolve(batch: list[_Queued], outcomes: list[Outcome]) -> None:
-    for queued, outcome in zip(batch, outcomes, strict=True):
-        if queued.future.done():
-            continue
-        if outcome is None:
-            queued.future.set_result(None)
-        else:
-            queued.future.set_exception(outcome)
 
 
 # -- reading ------------------------------------------------------------------------------------------------
@@ -549,8 +243,8 @@ class SQLiteTaskStore:
         self.url = f"sqlite:///{self.path}"
         self.timeout = timeout
         self._readers = readers
-        self._writer: _GroupWriter | None = None
-        self._checkpointer: _Checkpointer | None = None
+        self._writer: GroupWriter | None = None
+        self._checkpointer: Checkpointer | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
@@ -565,7 +259,7 @@ class SQLiteTaskStore:
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
         self._lock.acquire(self.path)
         try:
-            conn = _connect(self.path, self.timeout)
+            conn = connect(self.path, self.timeout)
             try:
                 _migrate(conn, self.path)
             except BaseException:
@@ -581,13 +275,13 @@ class SQLiteTaskStore:
             return
         try:
             conn = await asyncio.to_thread(self._prepare)
-            checkpointer = _Checkpointer(self.path, self.timeout)
+            checkpointer = Checkpointer(self.path, self.timeout)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
-        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see _Checkpointer)
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see Checkpointer)
         self._pool = ThreadPoolExecutor(self._readers, thread_name_prefix="skillwire-sqlite-reader")
         checkpointer.start()
-        writer = _GroupWriter(conn, asyncio.get_running_loop(), checkpointer)
+        writer = GroupWriter(conn, asyncio.get_running_loop(), checkpointer)
         writer.start()
         self._writer = writer
         self._checkpointer = checkpointer
@@ -616,7 +310,7 @@ class SQLiteTaskStore:
     def _reader(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _connect(self.path, self.timeout)
+            conn = connect(self.path, self.timeout)
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)
@@ -764,6 +458,6 @@ def _copy_v1(conn: sqlite3.Connection) -> None:
     decode = msgspec.json.Decoder(Task).decode
     rows = conn.execute("SELECT tenant, body, version, seq FROM tasks_v1 ORDER BY seq").fetchall()
     for tenant, body, version, _ in rows:
-        outcome = _apply_write(conn, write_task(decode(body), version=version, tenant=tenant))
+        outcome = apply_write(conn, write_task(decode(body), version=version, tenant=tenant))
         if outcome is not None:  # pragma: no cover - a v1 file has one row per (tenant, id)
             raise outcome
