@@ -25,7 +25,6 @@ does, and would make filling 100,000 tasks take minutes on two cores.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import json
@@ -49,10 +48,11 @@ from stall import (
     load_note,
     log,
     message,
+    parse_sizes,
     raise_own_fd_limit,
     rpc,
     serve_argv,
-    sizes_help,
+    server_parser,
     status_kib,
 )
 
@@ -371,31 +371,15 @@ async def run_all(settings: Settings) -> dict[str, Figures]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Settings:
-    parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog=sizes_help(SIZES),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--serve", default=DEFAULT_SERVE, help="server command; {port} {tmp} {agent} {python}"
-    )
-    parser.add_argument("--python", default=sys.executable, help="interpreter (venv) of the server")
-    parser.add_argument("--server-nofile", type=int, default=1024, help="server's RLIMIT_NOFILE (0: inherit)")
+    parser = server_parser(__doc__, SIZES, DEFAULT_SERVE)
     parser.add_argument("--only", default="", help="comma-separated benchmarks: " + ",".join(BENCHMARKS))
     parser.add_argument("--repeat", type=int, default=1, help="runs per benchmark (median reported)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a size")
-    parser.add_argument("--json", type=Path, default=None, help="also write every raw figure as JSON")
     args = parser.parse_args(argv)
     only = [n for n in args.only.split(",") if n]
     if set(only) - set(BENCHMARKS):
         parser.error(f"unknown benchmark(s): {', '.join(sorted(set(only) - set(BENCHMARKS)))}")
-    sizes = {name: quick if args.quick else full for name, (full, quick, _) in SIZES.items()}
-    for item in args.set:
-        name, _, raw = item.partition("=")
-        if name not in SIZES or not raw:
-            parser.error(f"--set wants NAME=VALUE with NAME one of: {', '.join(SIZES)}")
-        sizes[name] = float(raw)
+    sizes = parse_sizes(args.set, args.quick, SIZES)
     return Settings(
         serve=args.serve,
         python=args.python,

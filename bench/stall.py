@@ -862,26 +862,38 @@ def sizes_help(sizes: dict[str, tuple[float, float, str]]) -> str:
     return "sizes (--set NAME=VALUE):\n  NAME                       full    quick\n" + "\n".join(rows)
 
 
-def parse_sizes(overrides: Sequence[str], quick: bool) -> Sizes:
-    values = {name: quick_value if quick else full for name, (full, quick_value, _) in SIZES.items()}
+def parse_sizes(overrides: Sequence[str], quick: bool, table: dict[str, Any] | None = None) -> Sizes:
+    """The sizes of ``table`` (this tool's by default), full or quick, with ``--set NAME=VALUE`` applied."""
+    table = SIZES if table is None else table
+    values = {name: quick_value if quick else full for name, (full, quick_value, _) in table.items()}
     for item in overrides:
         name, _, raw = item.partition("=")
-        if name not in SIZES or not raw:
-            raise SystemExit(f"--set wants NAME=VALUE with NAME one of: {', '.join(SIZES)}")
+        if name not in table or not raw:
+            raise SystemExit(f"--set wants NAME=VALUE with NAME one of: {', '.join(table)}")
         values[name] = float(raw)
     return values
 
 
-def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Namespace]:
+def server_parser(doc: str | None, table: dict[str, Any], default_serve: str) -> argparse.ArgumentParser:
+    """The options every bench tool that serves a target has: the server, its interpreter and file limit,
+    sizes (``--quick``, ``--set``) and ``--json``."""
     parser = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        epilog=sizes_help(SIZES),
+        description=(doc or "").split("\n\n")[0],
+        epilog=sizes_help(table),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--serve", default=DEFAULT_SERVE, help="server command; {port} {tmp} {agent} {python}"
+        "--serve", default=default_serve, help="server command; {port} {tmp} {agent} {python}"
     )
     parser.add_argument("--python", default=sys.executable, help="interpreter (venv) of the server")
+    parser.add_argument("--server-nofile", type=int, default=1024, help="server's RLIMIT_NOFILE (0: inherit)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a size")
+    parser.add_argument("--json", type=Path, default=None, help="also write every raw figure as JSON")
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Namespace]:
+    parser = server_parser(__doc__, SIZES, DEFAULT_SERVE)
     parser.add_argument(
         "--grpc-port",
         type=int,
@@ -890,17 +902,14 @@ def parse_args(argv: Sequence[str] | None = None) -> tuple[Settings, argparse.Na
         default=None,
         help="also serve gRPC (on this port; none or 0: a free one) and run grpc-6mb",
     )
-    parser.add_argument("--server-nofile", type=int, default=1024, help="server's RLIMIT_NOFILE (0: inherit)")
     parser.add_argument(
         "--only", default="", help="comma-separated scenarios: " + ",".join(s.name for s in SCENARIOS)
     )
     parser.add_argument("--repeat", type=int, default=None, help="runs per scenario (default 3, --quick 1)")
     parser.add_argument("--quick", action="store_true", help="small sizes and one run: a smoke run")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a size")
     parser.add_argument("--interval-ms", type=float, default=10.0)
     parser.add_argument("--probe-timeout", type=float, default=2.0)
     parser.add_argument("--probe-keepalive", action="store_true", help="probe over one kept-alive connection")
-    parser.add_argument("--json", type=Path, default=None, help="also write every raw figure as JSON")
     args = parser.parse_args(argv)
     only = [n for n in args.only.split(",") if n]
     unknown = set(only) - {s.name for s in SCENARIOS}

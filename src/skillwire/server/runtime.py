@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -81,6 +81,7 @@ _replace = msgspec.structs.replace
 _encode = msgspec.json.Encoder().encode
 
 Key = tuple[str, str]
+T = TypeVar("T")
 
 
 class EventStream:
@@ -477,7 +478,7 @@ class TaskRuntime(BaseRequestHandler):
             raise
 
     @staticmethod
-    async def _read(read: Any) -> Any:
+    async def _read(read: Awaitable[T]) -> T:
         """Await a store read; a failing store is an internal error for the caller."""
         try:
             return await read
@@ -524,7 +525,7 @@ class TaskRuntime(BaseRequestHandler):
         )
         if stored is None:
             raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
-        return stored.task  # type: ignore[no-any-return]
+        return stored.task
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
         page_size = request.page_size or DEFAULT_PAGE_SIZE

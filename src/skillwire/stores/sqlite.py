@@ -188,6 +188,7 @@ class _OwnerLock:
 
     def acquire(self, store_path: str) -> None:
         if fcntl is None:  # pragma: no cover - not POSIX
+            log.warning("no flock on this system: %s is not protected from a second process", store_path)
             return
         file = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
         try:
