@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-__all__ = ["ANONYMOUS", "CallContext", "Caller"]
+__all__ = ["ANONYMOUS", "CallContext", "Caller", "requested_extensions"]
 
 
 class Caller(msgspec.Struct, frozen=True):
@@ -41,3 +41,10 @@ class CallContext(msgspec.Struct, frozen=True):
     #: Size of the request as received (body bytes, or the gRPC message), so work that grows with the input
     #: (schema validation) can move off the event loop for large requests.
     request_bytes: int = 0
+
+
+def requested_extensions(headers: Mapping[str, str]) -> frozenset[str]:
+    """The extension URIs a client asks for, on any binding: the ``A2A-Extensions`` header or gRPC metadata
+    (v1.0) and ``X-A2A-Extensions`` (v0.3), comma-separated; ``headers`` has lower-cased names."""
+    value = ",".join(v for v in (headers.get("a2a-extensions"), headers.get("x-a2a-extensions")) if v)
+    return frozenset(part.strip() for part in value.split(",") if part.strip())

@@ -38,26 +38,11 @@ class RequestHandler(Protocol):
     async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any: ...
 
 
-_METHOD_NAMES: dict[Operation, str] = {
-    Operation.SEND_MESSAGE: "on_send_message",
-    Operation.SEND_STREAMING_MESSAGE: "on_send_streaming_message",
-    Operation.GET_TASK: "on_get_task",
-    Operation.LIST_TASKS: "on_list_tasks",
-    Operation.CANCEL_TASK: "on_cancel_task",
-    Operation.SUBSCRIBE_TO_TASK: "on_subscribe_to_task",
-    Operation.CREATE_PUSH_CONFIG: "on_create_task_push_notification_config",
-    Operation.GET_PUSH_CONFIG: "on_get_task_push_notification_config",
-    Operation.LIST_PUSH_CONFIGS: "on_list_task_push_notification_configs",
-    Operation.DELETE_PUSH_CONFIG: "on_delete_task_push_notification_config",
-    Operation.GET_EXTENDED_AGENT_CARD: "on_get_extended_agent_card",
-}
-
-
 class BaseRequestHandler:
     """Dispatches to ``on_<operation>`` methods; missing ones answer -32601."""
 
     async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
-        method = getattr(self, _METHOD_NAMES[operation], None)
+        method = getattr(self, spec_of(operation).handler, None)
         if method is None:
             raise MethodNotFoundError(f"{operation.value} is not implemented by this agent")
         return await method(params, context)
