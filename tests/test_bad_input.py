@@ -832,7 +832,7 @@ def test_parts_and_metadata_keys_over_the_limit(api: Api) -> None:
 def test_default_body_limit_is_10_mib(tmp_path: Path) -> None:
     """In process (no second server): the default limit answers 413 one byte over 10 MiB, not at it."""
     app = example_agent("echo").asgi(store=f"sqlite:///{tmp_path}/d.db")
-    assert app.jsonrpc.max_body_bytes == DEFAULT_MAX_BODY
+    assert app.jsonrpc.limits.max_body_bytes == DEFAULT_MAX_BODY
 
     async def exchange(body: bytes) -> tuple[int, bytes]:
         chunks = [body[i : i + 65536] for i in range(0, len(body), 65536)]

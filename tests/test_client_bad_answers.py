@@ -17,12 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skillwire.client import Client, ClientError, JsonRpcTransport, RestTransport, RetryPolicy
-from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
 from skillwire.errors import A2AError
 from skillwire.protocol import models as m
 from skillwire.testing import StreamingASGITransport
 
-TRANSPORTS = [JsonRpcTransport, RestTransport, V03JsonRpcTransport, V03RestTransport]
+TRANSPORTS = [(t, version) for version in ("1.0", "0.3") for t in (JsonRpcTransport, RestTransport)]
 NO_RETRY = RetryPolicy(retries=0)
 
 json_values = st.recursive(
@@ -75,16 +74,17 @@ class Answer:
         await send({"type": "http.response.body", "body": self.body})
 
 
-async def call_everything(answer: Answer, transport_type: type[Any]) -> None:
+async def call_everything(answer: Answer, transport: tuple[type[Any], str]) -> None:
+    transport_type, version = transport
     async with httpx.AsyncClient(transport=StreamingASGITransport(answer), base_url="http://agent") as http:
-        client = Client(transport_type("http://agent/", http), retry=NO_RETRY)
+        client = Client(transport_type("http://agent/", http, version=version), retry=NO_RETRY)
         calls = [
             lambda: client.send("hi"),
             lambda: client.get_task("t1"),
             lambda: client.cancel_task("t1"),
             lambda: client.get_extended_card(),
         ]
-        if transport_type in (JsonRpcTransport, RestTransport):
+        if version == "1.0":
             calls.append(lambda: client.list_tasks())
         for call in calls:
             try:
@@ -112,12 +112,12 @@ async def call_everything(answer: Answer, transport_type: type[Any]) -> None:
     body=bodies,
 )
 def test_nonsense_unary_answers_are_typed_errors(
-    transport: type[Any], status: int, content_type: bytes, body: bytes
+    transport: tuple[type[Any], str], status: int, content_type: bytes, body: bytes
 ) -> None:
     asyncio.run(call_everything(Answer(status, content_type, body), transport))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(transport=st.sampled_from(TRANSPORTS), stream=sse_streams)
-def test_nonsense_event_streams_are_typed_errors(transport: type[Any], stream: bytes) -> None:
+def test_nonsense_event_streams_are_typed_errors(transport: tuple[type[Any], str], stream: bytes) -> None:
     asyncio.run(call_everything(Answer(200, b"text/event-stream", stream), transport))

@@ -21,7 +21,9 @@ from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
 from skillwire.client import (
     Client,
     Credentials,
+    JsonRpcTransport,
     NoCompatibleInterfaceError,
+    RestTransport,
     RetryPolicy,
     SyncClient,
     TaskFailedError,
@@ -417,8 +419,6 @@ def test_interfaces_are_chosen_by_version_then_binding() -> None:
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_versions_picks_the_v03_endpoints_of_a_card_serving_both(serve: Any, binding: str) -> None:
-    from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
-
     greeter = serve(example_agent("greeter").asgi(store="memory://"))  # its card carries the v0.3 fields
 
     async with await Client.connect(greeter.url, bindings=(binding,), timeout=WAIT) as client:
@@ -427,8 +427,8 @@ async def test_versions_picks_the_v03_endpoints_of_a_card_serving_both(serve: An
         greeter.url, bindings=(binding,), versions=("0.3",), timeout=WAIT
     ) as client:
         assert client.interface is not None and client.interface.protocol_version.startswith("0.3")
-        expected = V03JsonRpcTransport if binding == "JSONRPC" else V03RestTransport
-        assert type(client.transport) is expected
+        expected = JsonRpcTransport if binding == "JSONRPC" else RestTransport
+        assert type(client.transport) is expected and client.transport.version == "0.3"
         task = await client.send("Ada")
         assert isinstance(task, m.Task) and task.status.state is TaskState.COMPLETED
         assert (await client.get_task(task.id)).status.state is TaskState.COMPLETED

@@ -29,8 +29,14 @@ import pytest
 from conftest import RunningServer, assert_proto, collect, example_agent
 from sdk03 import client_env, tail
 from skillwire import Agent
-from skillwire.client import AgentConnectionError, Client, RetryPolicy, select_interface
-from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
+from skillwire.client import (
+    AgentConnectionError,
+    Client,
+    JsonRpcTransport,
+    RestTransport,
+    RetryPolicy,
+    select_interface,
+)
 from skillwire.errors import (
     InternalError,
     MethodNotFoundError,
@@ -46,7 +52,7 @@ from test_interop_v03 import tck_agent
 
 S = TaskState
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
-TRANSPORTS = {"JSONRPC": V03JsonRpcTransport, "HTTP+JSON": V03RestTransport}
+TRANSPORTS = {"JSONRPC": JsonRpcTransport, "HTTP+JSON": RestTransport}
 WAIT = 15.0  # the cap on every wait in this module, in seconds
 FAST = RetryPolicy(retries=2, base=0.0, cap=0.01)
 NON_BLOCKING = m.SendMessageConfiguration(return_immediately=True)
@@ -88,7 +94,7 @@ async def v03_client(base_url: str, binding: str, http: httpx.AsyncClient) -> Cl
     assert v03.is_v03_card(raw)
     card = v03.card_from_v03(raw)
     interface = select_interface(card, [binding], ["0.3"])
-    transport = TRANSPORTS[binding](interface.url, http, timeout=httpx.Timeout(WAIT))
+    transport = TRANSPORTS[binding](interface.url, http, version="0.3", timeout=httpx.Timeout(WAIT))
     return Client(transport, card=card, interface=interface, retry=FAST)
 
 

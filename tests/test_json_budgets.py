@@ -515,13 +515,13 @@ def sized() -> Iterator[tuple[RunningServer, Recorder, list[str]]]:
     app = example_agent("echo").asgi(store="memory://", limits=limits, handler=wrap, grpc_port=0)
     decoded_on: list[str] = []
     for endpoint in (app.jsonrpc, app.rest):
-        decode = endpoint._decode
+        decode = endpoint.decode
 
         def spy(*args: Any, _decode: Callable[..., Any] = decode) -> Any:
             decoded_on.append(threading.current_thread().name)
             return _decode(*args)
 
-        endpoint._decode = spy  # type: ignore[method-assign]
+        endpoint.decode = spy  # type: ignore[method-assign]
     srv = start_server(app)
     try:
         yield srv, recorders[0], decoded_on

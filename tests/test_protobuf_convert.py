@@ -792,3 +792,12 @@ def test_a_reply_that_does_not_decode_is_an_invalid_response() -> None:
         client_to_struct(pb.Task(id="t", status=pb.TaskStatus()), m.Task).status.state
         is TaskState.UNSPECIFIED
     )
+
+
+def test_a_non_finite_number_where_a_message_goes_is_null_as_on_protojson() -> None:
+    """Found by the property above: msgspec writes inf as null, so ProtoJSON leaves the field unset, and the
+    direct route took it for a second member of the oneof."""
+    task = m.Task(id="t1", context_id="c1", status=m.TaskStatus(state=TaskState.WORKING))
+    bad = m.SendMessageResponse(task=task, message=math.inf)  # type: ignore[arg-type]
+    got = assert_same_message(bad, pb.SendMessageResponse)
+    assert got.WhichOneof("payload") == "task"

@@ -130,13 +130,8 @@ async def _transport(
             headers = {**headers, **await credential_headers(card, credentials)}
         return GrpcTransport(interface.url, timeout=timeout.read, headers=headers)
     auth = CardAuth(card, credentials) if credentials is not None else None
-    if version == "0.3":
-        from skillwire.client import v03
-
-        v03_type = v03.V03JsonRpcTransport if binding == "JSONRPC" else v03.V03RestTransport
-        return v03_type(interface.url, http, timeout=timeout, headers=headers, auth=auth)
     http_type = JsonRpcTransport if binding == "JSONRPC" else RestTransport
-    return http_type(interface.url, http, timeout=timeout, headers=headers, auth=auth)
+    return http_type(interface.url, http, version=version, timeout=timeout, headers=headers, auth=auth)
 
 
 def _message(text_or_message: m.Message | str, context_id: str, task_id: str) -> m.Message:

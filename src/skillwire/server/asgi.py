@@ -266,15 +266,20 @@ async def stream_sse(
     finally:
         deadline.close()
         watcher.cancel()
-        if pump is not None:
-            await pump.close()
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
-        if gone:  # nobody reads it: the server answers at once for a client that went away
-            with contextlib.suppress(Exception):
-                await send(_END)
+        await _close(send, events, pump, gone)
+
+
+async def _close(send: Send, events: AsyncIterator[Any], pump: _Pump | None, gone: bool) -> None:
+    """Stop reading a stream's events (the work behind them goes on) and end a response nobody reads."""
+    if pump is not None:
+        await pump.close()
+    aclose = getattr(events, "aclose", None)  # optional on an AsyncIterator
+    if aclose is not None:
+        with contextlib.suppress(Exception):
+            await aclose()
+    if gone:  # nobody reads it: the server answers at once for a client that went away
+        with contextlib.suppress(Exception):
+            await send(_END)
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "JsonRpcFailure",
     "JsonRpcRequest",
     "ResultFramer",
+    "decode_method_params",
     "decode_params",
     "encode_error",
     "encode_plain_error",
@@ -44,6 +45,7 @@ __all__ = [
     "field_error",
     "parse_envelope",
     "parse_request",
+    "read_response",
 ]
 
 RequestId = str | int | None
@@ -177,30 +179,33 @@ def parse_envelope(body: bytes, limits: Limits = _DEFAULT_LIMITS) -> Envelope:
     return Envelope(rid, env.method, env.params, has_id, shape_may_exceed(body, limits))
 
 
-def decode_params(env: Envelope, limits: Limits = _DEFAULT_LIMITS) -> JsonRpcRequest:
-    """Look the method up and decode its params; raises JsonRpcFailure (-32601 / -32602, also for params
-    past a shape budget of ``limits``)."""
+def decode_method_params(env: Envelope, limits: Limits | None = _DEFAULT_LIMITS) -> tuple[OperationSpec, Any]:
+    """The v1.0 operation of ``env.method`` and its decoded params; raises MethodNotFoundError or
+    InvalidParamsError (also for params past a shape budget of ``limits``; None skips that check)."""
     spec = OPERATIONS_BY_METHOD.get(env.method)
     if spec is None:
-        raise JsonRpcFailure(
-            MethodNotFoundError(f"Method not found: {env.method[:100]}"), env.id, env.expects_response
-        )
+        raise MethodNotFoundError(f"Method not found: {env.method[:100]}")
     try:
         params = _decoder_for(spec).decode(b"{}" if env.params is UNSET else env.params)
     except msgspec.ValidationError as exc:
         field, reason = field_error(exc)
-        raise JsonRpcFailure(
-            InvalidParamsError(f"Invalid params: {field}: {reason}", field_violations=[(field, reason)]),
-            env.id,
-            env.expects_response,
+        raise InvalidParamsError(
+            f"Invalid params: {field}: {reason}", field_violations=[(field, reason)]
         ) from None
     except (msgspec.DecodeError, RecursionError):  # pragma: no cover - the envelope already parsed
-        raise JsonRpcFailure(JSONParseError(), env.id, env.expects_response) from None
-    if env.may_exceed_shape:
-        try:
-            check_shape(params, limits, "params")
-        except InvalidParamsError as error:
-            raise JsonRpcFailure(error, env.id, env.expects_response) from None
+        raise JSONParseError() from None
+    if env.may_exceed_shape and limits is not None:
+        check_shape(params, limits, "params")
+    return spec, params
+
+
+def decode_params(env: Envelope, limits: Limits = _DEFAULT_LIMITS) -> JsonRpcRequest:
+    """Look the method up and decode its params; raises JsonRpcFailure (-32601 / -32602, also for params
+    past a shape budget of ``limits``)."""
+    try:
+        spec, params = decode_method_params(env, limits)
+    except A2AError as error:
+        raise JsonRpcFailure(error, env.id, env.expects_response) from None
     return JsonRpcRequest(env.id, spec, params, env.expects_response)
 
 
@@ -272,3 +277,24 @@ class _PlainErrorResponse(Struct):
 def encode_plain_error(request_id: RequestId, code: int, message: str, data: Any) -> bytes:
     """An error response with a free-form ``data`` member (the v0.3 shape)."""
     return _encoder.encode(_PlainErrorResponse("2.0", request_id, _PlainErrorObj(code, message, data)))
+
+
+class _Response(Struct):
+    jsonrpc: Any = None
+    id: Any = None
+    result: msgspec.Raw = msgspec.Raw(b"")
+    error: Any = None
+
+
+_response_decoder = msgspec.json.Decoder(_Response)
+
+
+def read_response(body: bytes) -> tuple[bytes | None, Any]:
+    """(raw ``result`` or None when it is absent or null, decoded ``error`` or None) of a response; ValueError
+    for a body that is not a JSON-RPC response."""
+    try:
+        envelope = _response_decoder.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise ValueError(f"not a JSON-RPC response: {body[:200]!r}") from None
+    result = bytes(envelope.result)
+    return (None if result in (b"", b"null") else result), envelope.error

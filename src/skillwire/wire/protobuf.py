@@ -443,7 +443,9 @@ def _write(plan: _Plan, data: dict[str, Any], message: Any, depth: int) -> None:
         if row is None:  # a key of a dict given for a Struct: Parse refuses it
             _parse({key: value}, message, depth)
             continue
-        if value is None:  # null: Parse leaves the field unset, but sets a Value to null_value
+        if value is None or (type(value) is float and not math.isfinite(value)):
+            # null (msgspec writes NaN and infinities as null): Parse leaves the field unset, but sets a
+            # Value to null_value
             if row.kind is _Kind.VALUE:
                 getattr(message, row.name).null_value = 0
             continue

@@ -1,18 +1,11 @@
 """The HTTP+JSON (REST) binding's mapping, sans-IO: (method, path, query, body) -> (operation, params).
 
-v1.0 routes (each also under an optional ``/{tenant}`` prefix)::
+The routes are the operation table's (:data:`~skillwire.protocol.operations.OPERATIONS`), each also under
+an optional ``/{tenant}`` prefix, for instance::
 
     POST   /message:send                          SendMessage            body: SendMessageRequest
-    POST   /message:stream                        SendStreamingMessage   body: SendMessageRequest (SSE)
-    GET    /tasks                                 ListTasks              query: contextId, status, pageSize, ...
     GET    /tasks/{id}                            GetTask                query: historyLength
-    POST   /tasks/{id}:cancel                     CancelTask             body: {metadata} or empty
-    GET    /tasks/{id}:subscribe  (POST too)      SubscribeToTask        (SSE)
-    POST   /tasks/{taskId}/pushNotificationConfigs        CreateTaskPushNotificationConfig
-    GET    /tasks/{taskId}/pushNotificationConfigs        ListTaskPushNotificationConfigs
-    GET    /tasks/{taskId}/pushNotificationConfigs/{id}   GetTaskPushNotificationConfig
-    DELETE /tasks/{taskId}/pushNotificationConfigs/{id}   DeleteTaskPushNotificationConfig
-    GET    /extendedAgentCard                     GetExtendedAgentCard
+    GET    /tasks                                 ListTasks              query: contextId, status, pageSize, ...
 
 Path parameters fill ``id``/``taskId``/``tenant``; query parameters are camelCase (proto names accepted
 too), repeated or comma-separated for lists; bodies are the ProtoJSON request message. The decoded-JSON
@@ -32,7 +25,7 @@ import msgspec
 
 from skillwire.errors import A2AError, InvalidParamsError, JSONParseError, MethodNotFoundError
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.operations import Operation, spec_of
+from skillwire.protocol.operations import OPERATIONS, Operation, spec_of
 from skillwire.wire.budget import check_json, check_shape, check_strings, exceeded, shape_may_exceed
 from skillwire.wire.jsonrpc import field_error
 from skillwire.wire.protojson import rename
@@ -41,38 +34,27 @@ __all__ = ["RestCall", "check_query", "encode_status", "match_route", "parse_cal
 
 _DEFAULT_LIMITS = Limits()
 
-_O = Operation
-
 
 @dataclass(frozen=True, slots=True)
 class _Route:
     method: str
     pattern: re.Pattern[str]
     operation: Operation
-    #: Where the body goes: "all" (the body is the request), "none" (no body), or a field name.
+    #: Where the body goes: "all" (the body is the request) or "none" (no body).
     body: str = "all"
 
 
-def _route(method: str, template: str, operation: Operation, body: str = "all") -> _Route:
-    regex = (
-        re.escape(template).replace(r"\{id\}", "(?P<id>[^/:]+)").replace(r"\{taskId\}", "(?P<taskId>[^/:]+)")
-    )
-    return _Route(method, re.compile(f"^{regex}$"), operation, body)
+def _pattern(template: str) -> re.Pattern[str]:
+    """A path template's regex: each ``{field}`` one path segment (no ``/`` or ``:``), named after it."""
+    regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/:]+)", re.escape(template))
+    return re.compile(f"^{regex}$")
 
 
-_ROUTES = (
-    _route("POST", "/message:send", _O.SEND_MESSAGE),
-    _route("POST", "/message:stream", _O.SEND_STREAMING_MESSAGE),
-    _route("GET", "/tasks", _O.LIST_TASKS, "none"),
-    _route("GET", "/tasks/{id}", _O.GET_TASK, "none"),
-    _route("POST", "/tasks/{id}:cancel", _O.CANCEL_TASK),
-    _route("GET", "/tasks/{id}:subscribe", _O.SUBSCRIBE_TO_TASK, "none"),
-    _route("POST", "/tasks/{id}:subscribe", _O.SUBSCRIBE_TO_TASK),
-    _route("POST", "/tasks/{taskId}/pushNotificationConfigs", _O.CREATE_PUSH_CONFIG),
-    _route("GET", "/tasks/{taskId}/pushNotificationConfigs", _O.LIST_PUSH_CONFIGS, "none"),
-    _route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", _O.GET_PUSH_CONFIG, "none"),
-    _route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", _O.DELETE_PUSH_CONFIG, "none"),
-    _route("GET", "/extendedAgentCard", _O.GET_EXTENDED_AGENT_CARD, "none"),
+#: Every route of the operation table, in its order.
+_ROUTES = tuple(
+    _Route(route.method, _pattern(route.path), spec.operation, route.body)
+    for spec in OPERATIONS
+    for route in spec.routes
 )
 
 

@@ -1,0 +1,308 @@
+"""The one HTTP prologue and epilogue that the JSON-RPC and HTTP+JSON bindings share.
+
+A request goes through the same steps on both bindings; only what each step answers with differs, and that
+is the binding's (:class:`HttpEndpoint`'s abstract methods), while what the bytes mean is the negotiated
+version's codec (:mod:`skillwire.wire.codec`)::
+
+    accept      method and path: is this call ours?     JSON-RPC: POST only (405);  REST: a route (404, 405)
+    receive     Content-Type, then the body             JSON (JSON-RPC: an error; REST: 415), max_body_bytes (413)
+    decode      version, codec, operation, params       off the event loop past offload_decode_bytes
+    context     extensions activated, CallContext       the same on every binding, gRPC included
+    dispatch    Dispatcher.call, a stream's first event  errors raised up front answer as plain errors
+    answer      one body, or an SSE stream               framed by the call's :class:`Frames`
+
+Every early answer is an :class:`Answer` raised by a step, so a step never sends anything itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from skillwire.errors import A2AError, ContentTypeNotSupportedError, InternalError, InvalidRequestError
+from skillwire.protocol.limits import Limits
+from skillwire.protocol.models import StreamResponse
+from skillwire.protocol.operations import Operation, spec_of
+from skillwire.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Receive,
+    Scope,
+    Send,
+    error_headers,
+    header_map,
+    read_body,
+    send_bytes,
+    stream_sse,
+)
+from skillwire.server.context import CallContext, requested_extensions
+from skillwire.server.handler import Dispatcher
+from skillwire.wire.sse import encode_event
+
+__all__ = ["Answer", "Call", "Frames", "HttpEndpoint", "is_json_content_type"]
+
+log = logging.getLogger("skillwire.http")
+
+Headers = list[tuple[bytes, bytes]]
+
+_JSON_TYPES = ("application/json", "application/a2a+json")
+
+
+def is_json_content_type(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
+
+
+class Answer(Exception):
+    """An answer sent instead of (or before) a call: an HTTP status, a body, extra headers."""
+
+    def __init__(
+        self,
+        status: int,
+        body: bytes,
+        headers: Headers | None = None,
+        *,
+        content_type: bytes = b"application/json",
+    ) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = headers
+        self.content_type = content_type
+
+    async def send(self, send: Send, echo: Headers | None = None) -> None:
+        """Send it, after the ``echo`` headers (the activated extensions) when there are any."""
+        headers = [*echo, *(self.headers or ())] if echo else self.headers
+        await send_bytes(send, self.status, self.body, self.content_type, headers)
+
+
+class Frames(Protocol):
+    """How one call's answers are framed: the binding's envelope around the codec's encoding."""
+
+    #: False for a JSON-RPC notification: nothing is sent back but a status.
+    expects_response: bool
+
+    def result(self, operation: Operation, result: Any) -> Answer:
+        """The answer to a unary call."""
+        ...
+
+    def event(self, event: StreamResponse) -> bytes:
+        """The ``data`` of one SSE event."""
+        ...
+
+    def error(self, error: A2AError, streaming: bool) -> Answer:
+        """The answer to a call that failed before anything was sent."""
+        ...
+
+    def stream_error(self, error: A2AError) -> bytes:
+        """The ``data`` of a stream's last event, for an error after its first event."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A decoded call: what to run, at which version, and how to frame its answers."""
+
+    operation: Operation
+    params: Any
+    version: str
+    frames: Frames
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the prologue read: the ASGI scope, its headers, the route the binding accepted, the body."""
+
+    scope: Scope
+    headers: dict[str, str]
+    route: Any
+    body: bytes
+
+
+class HttpEndpoint:
+    """An ASGI endpoint over the Dispatcher; a binding implements the four steps that differ."""
+
+    #: The binding's name on the CallContext (``JSONRPC``, ``HTTP+JSON``).
+    binding = ""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        *,
+        limits: Limits,
+        keepalive: float,
+        activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
+        base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.limits = limits
+        self.keepalive = keepalive
+        #: requested extension URIs -> the ones this agent activates (declared on its card)
+        self._activate = activate
+        #: the base URL of a request (the app's public URL, or where the client reached it)
+        self._base_url = base_url
+
+    # -- the steps a binding implements --------------------------------------------------------------------
+
+    def accept(self, scope: Scope, headers: Mapping[str, str]) -> Any:
+        """The route of a request this binding serves, or None (nothing sent: not ours); raises Answer."""
+        raise NotImplementedError
+
+    def refuse(self, route: Any, error: A2AError, status: int) -> Answer:
+        """The answer to a request refused before decoding (content type, body size)."""
+        raise NotImplementedError
+
+    def checks_content_type(self, route: Any) -> bool:
+        """Whether the request's Content-Type must be JSON."""
+        raise NotImplementedError
+
+    def decode(self, request: Request) -> Call | None:
+        """The call in a request (None: not ours after all); raises Answer. Runs on a worker thread for a
+        large body."""
+        raise NotImplementedError
+
+    # -- the shared flow -------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Serve the request; False (nothing sent) when it is not this binding's."""
+        headers = header_map(scope)
+        echo: Headers | None = None
+        try:
+            route = self.accept(scope, headers)
+            if route is None:
+                return False
+            request = Request(scope, headers, route, await self._receive(route, receive, headers))
+            activated = self._activate(requested_extensions(headers))
+            echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
+            call = await self._decode(request)
+        except Answer as answer:
+            await answer.send(send, echo)
+            return True
+        except ClientGone:
+            return True
+        if call is None:
+            return False
+        await self._serve(call, request, activated, echo, receive, send)
+        return True
+
+    async def _decode(self, request: Request) -> Call | None:
+        try:
+            if len(request.body) > self.limits.offload_decode_bytes:  # off the loop: its cost grows with it
+                return await asyncio.to_thread(self.decode, request)
+            return self.decode(request)
+        except Answer:
+            raise
+        except Exception as exc:  # a codec's bug: answered like any other failure
+            raise self.refuse(request.route, _as_a2a(exc, "decoding a request"), 500) from None
+
+    async def _receive(self, route: Any, receive: Receive, headers: Mapping[str, str]) -> bytes:
+        content_type = headers.get("content-type")
+        if (
+            content_type is not None
+            and self.checks_content_type(route)
+            and not is_json_content_type(content_type)
+        ):
+            refused = ContentTypeNotSupportedError(
+                f"Content-Type {content_type[:100]!r} is not supported: send application/json",
+                metadata={"contentType": content_type[:100]},
+            )
+            raise self.refuse(route, refused, 415)
+        try:
+            return await read_body(receive, self.limits.max_body_bytes, headers.get("content-length"))
+        except BodyTooLarge:
+            error = InvalidRequestError(
+                f"Request body exceeds the limit of {self.limits.max_body_bytes} bytes"
+            )
+            raise self.refuse(route, error, 413) from None
+
+    def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
+        base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
+        return CallContext(
+            protocol_version=call.version,
+            tenant=getattr(call.params, "tenant", "") or "",
+            extensions=activated,
+            binding=self.binding,
+            headers=request.headers,
+            base_url=base_url,
+            request_bytes=len(request.body),
+        )
+
+    async def _serve(
+        self,
+        call: Call,
+        request: Request,
+        activated: frozenset[str],
+        echo: Headers | None,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        streaming = spec_of(call.operation).streaming
+        try:
+            result = await self.dispatcher.call(
+                call.operation, call.params, self.context(call, request, activated)
+            )
+            first = await _first(result) if streaming else None
+        except Exception as exc:
+            await call.frames.error(_as_a2a(exc, call.operation.value), streaming).send(send, echo)
+            return
+        if not streaming:
+            await call.frames.result(call.operation, result).send(send, echo)
+        elif not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
+            aclose = getattr(result, "aclose", None)  # optional on an AsyncIterator
+            if aclose is not None:
+                await aclose()
+            await send_bytes(send, 204, b"")
+        else:
+            await self._stream(call.frames, result, first, receive, send, echo)
+
+    async def _stream(
+        self,
+        frames: Frames,
+        events: AsyncIterator[StreamResponse],
+        first: StreamResponse | None,
+        receive: Receive,
+        send: Send,
+        echo: Headers | None,
+    ) -> None:
+        def frame(event: StreamResponse) -> bytes:
+            return encode_event(frames.event(event))
+
+        def frame_error(exc: Exception) -> bytes:
+            return encode_event(frames.stream_error(_as_a2a(exc, "stream")))
+
+        await stream_sse(
+            receive,
+            send,
+            events,
+            frame=frame,
+            frame_error=frame_error,
+            keepalive=self.keepalive,
+            write_timeout=self.limits.write_timeout,
+            first=None if first is None else frame(first),
+            extra_headers=echo,
+        )
+
+
+async def _first(stream: AsyncIterator[StreamResponse]) -> StreamResponse | None:
+    """A stream's first event, pulled before the response starts so that an error raised up front is a plain
+    error response rather than a one-event stream."""
+    try:
+        return await anext(stream)
+    except StopAsyncIteration:
+        return None
+
+
+def _as_a2a(exc: Exception, what: str) -> A2AError:
+    """``exc`` as the error to answer with: itself if it is a protocol error, else a generic one (logged)."""
+    if isinstance(exc, A2AError):
+        return exc
+    log.error("%s failed", what, exc_info=exc)
+    return InternalError()
+
+
+def answer_headers(error: A2AError) -> Headers | None:
+    """The extra headers an error answer carries (``Retry-After`` when busy), or None."""
+    return error_headers(error) or None
