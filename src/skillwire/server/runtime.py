@@ -394,7 +394,7 @@ class TaskRuntime(BaseRequestHandler):
         self._refuse_busy(key)
         stored = await self._read(self.store.get(message.task_id, tenant=tenant))
         if stored is None:
-            raise TaskNotFoundError(f"Task {message.task_id} not found", metadata={"taskId": message.task_id})
+            raise TaskNotFoundError.for_task(message.task_id)
         self._refuse_busy(key)
         task = stored.task
         state = task.status.state
@@ -524,7 +524,7 @@ class TaskRuntime(BaseRequestHandler):
             self.store.get(request.id, tenant=tenant, history_length=request.history_length)
         )
         if stored is None:
-            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+            raise TaskNotFoundError.for_task(request.id)
         return stored.task
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
@@ -561,7 +561,7 @@ class TaskRuntime(BaseRequestHandler):
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
         stored = await self._read(self.store.get(request.id, tenant=key[0]))
         if stored is None:
-            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+            raise TaskNotFoundError.for_task(request.id)
         task = stored.task
         if task.status.state.is_terminal:
             raise TaskNotCancelableError(
@@ -584,7 +584,7 @@ class TaskRuntime(BaseRequestHandler):
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
             if stored is None:
-                raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+                raise TaskNotFoundError.for_task(request.id)
             state = stored.task.status.state
             if state.is_terminal:
                 raise UnsupportedOperationError(

@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, InvalidParamsError, SkillError, ValidationError
+from skillwire.errors import A2AError, InvalidParamsError, SkillError, SkillRejectedError, ValidationError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
@@ -294,7 +294,7 @@ class SkillExecutor:
             await events.status(TaskState.INPUT_REQUIRED, need.prompt)
         except SkillError as exc:
             error = exc
-            state = TaskState.REJECTED if exc.kind == SkillError.REJECTED else TaskState.FAILED
+            state = TaskState.REJECTED if isinstance(exc, SkillRejectedError) else TaskState.FAILED
             await events.status(state, exc.message)
         except asyncio.CancelledError as exc:
             if self.hooks:
