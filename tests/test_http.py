@@ -27,6 +27,7 @@ from skillwire import (
     AgentCard,
     BaseRequestHandler,
     CallContext,
+    Executor,
     GetTaskRequest,
     Limits,
     RequestContext,
@@ -59,7 +60,7 @@ class Gate:
         self._loop.call_soon_threadsafe(self._event.set)
 
 
-class GatedExecutor:
+class GatedExecutor(Executor):
     def __init__(self) -> None:
         self.gate = Gate()
         self.canceled = threading.Event()

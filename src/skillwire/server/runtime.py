@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -175,8 +176,8 @@ class TaskRuntime(BaseRequestHandler):
         background while the server serves. ``await runtime.recovered()`` waits for all of it and returns the
         ids marked failed.
 
-        An executor with a ``resume(task)`` method may take a task back (work delegated elsewhere that can be
-        followed again): ``resume`` returns the work to run for it, or None. Every other such task is failed
+        The executor's ``resume(task)`` may take a task back (work delegated elsewhere that can be followed
+        again): it returns the work to run for it, or None. Every other such task is failed
         with a reason, since the work it stood for died with the process.
         """
         if self._recovery is not None:
@@ -216,9 +217,8 @@ class TaskRuntime(BaseRequestHandler):
     async def _recover_one(self, tenant: str, stored: StoredTask) -> str | None:
         """Resume a task the executor takes back, or fail it; the id if it was failed."""
         task = stored.task
-        resume: Callable[[Task], Work | None] | None = getattr(self.executor, "resume", None)
         try:
-            work = resume(task) if resume is not None else None
+            work = self.executor.resume(task)
         except Exception:
             log.exception("resume() failed for task %s", task.id)
             work = None
@@ -462,17 +462,15 @@ class TaskRuntime(BaseRequestHandler):
             raise _busy(key)
 
     async def _admit_and_start(self, run: TaskRun, *, eager: bool) -> None:
-        """The executor's ``admit`` check (if any), before anything is written; then start the run."""
+        """The executor's ``admit`` check, before anything is written; then start the run with the work
+        ``admit`` returned, or else the executor's ``execute``."""
         context = run.request_context()
+        executor = self.executor
         try:
-            admit = getattr(self.executor, "admit", None)
-            if admit is not None:
-                await admit(context)
-            timeout = getattr(self.executor, "timeout", None)
-            deadline = timeout(context) if timeout is not None else None
+            work = await executor.admit(context)
+            deadline = executor.timeout(context)
             run.deadline = deadline if deadline is not None else self.limits.task_timeout
-            executor = self.executor
-            await run.start(lambda events: executor.execute(context, events), eager=eager)
+            await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)
             raise
