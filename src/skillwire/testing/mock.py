@@ -501,7 +501,7 @@ class MockAgent:
         # once: a test should not wait for them.
         return agent.asgi(
             store=MemoryTaskStore(),
-            handler=lambda runtime: _Recorder(runtime, self.requests),
+            wrap=lambda runtime: _Recorder(runtime, self.requests),
             shutdown_grace=0.0,
         )
 
