@@ -109,7 +109,9 @@ def as_executor(obj: Executor | ExecutorFunction) -> Executor:
         return obj
     if callable(obj):
         return _FunctionExecutor(obj)
-    raise TypeError(f"{obj!r} is neither an Executor (a subclass of skillwire.Executor) nor an async function")
+    raise TypeError(
+        f"{obj!r} is neither an Executor (a subclass of skillwire.Executor) nor an async function"
+    )
 
 
 MessageLike = Message | str | None

@@ -184,8 +184,12 @@ class SkillExecutor(Executor):
                 metadata={"skillId": skill.id, "instancePath": where, "schemaPath": exc.schema_path or "/"},
             ) from None
 
-    async def _first_turn(self, skill: Skill, context: RequestContext, params: Any, events: TaskEvents) -> None:
-        ctx = SkillContext(skill, events, message=context.message, call=context.call, task=None, params=params)
+    async def _first_turn(
+        self, skill: Skill, context: RequestContext, params: Any, events: TaskEvents
+    ) -> None:
+        ctx = SkillContext(
+            skill, events, message=context.message, call=context.call, task=None, params=params
+        )
         await self._run(skill, ctx, skill.handler, params)
 
     async def _next_turn(self, skill: Skill, context: RequestContext, events: TaskEvents) -> None:
