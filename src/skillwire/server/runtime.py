@@ -41,13 +41,13 @@ from skillwire.protocol.models import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     Role,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
-    TaskStatus,
     agent_text,
     new_id,
 )
@@ -60,11 +60,11 @@ from skillwire.server.run import (
     CANCELED_MESSAGE,
     STORE_FAILED,
     TaskRun,
-    now,
     settles,
     snapshot,
     status_event,
     view,
+    with_status,
 )
 from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
 
@@ -239,22 +239,10 @@ class TaskRuntime(BaseRequestHandler):
         first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
-        run = TaskRun(
-            self,
-            tenant=tenant,
-            task_id=task.id,
-            context_id=task.context_id,
-            message=first,
-            request=SendMessageRequest(message=first),
-            call=CallContext(tenant=tenant),
-            task=task,
-            version=stored.version,
-            stored=stored.layout,
-            committed=stored.version,
-            previous=task,
+        run = self._new_run(
+            SendMessageRequest(message=first), CallContext(tenant=tenant), first, tenant, stored, resumed=True
         )
         run.deadline = self.limits.task_timeout
-        self._runs[run.key] = run
         await run.start(work, eager=False)
         log.info("resumed task %s", task.id)
 
@@ -300,13 +288,10 @@ class TaskRuntime(BaseRequestHandler):
     async def _end_stored(
         self, tenant: str, stored: StoredTask, state: TaskState, text: str
     ) -> tuple[Task, int]:
+        """Commit ``stored``, which no run owns, as ended in ``state`` with ``text``, then publish it; raises
+        what the store raises."""
         task = stored.task
-        note = agent_text(text, context_id=task.context_id, task_id=task.id)
-        ended = _replace(
-            task,
-            status=TaskStatus(state=state, message=note, timestamp=now()),
-            history=[*task.history, note],
-        )
+        ended = with_status(task, state, agent_text(text, context_id=task.context_id, task_id=task.id))
         version = stored.version + 1
         await self.store.commit(
             write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
@@ -375,17 +360,9 @@ class TaskRuntime(BaseRequestHandler):
         if not message.task_id:
             task_id = new_id()
             context_id = message.context_id or new_id()
-            run = TaskRun(
-                self,
-                tenant=tenant,
-                task_id=task_id,
-                context_id=context_id,
-                message=_replace(message, task_id=task_id, context_id=context_id),
-                request=request,
-                call=call,
+            return self._new_run(
+                request, call, _replace(message, task_id=task_id, context_id=context_id), tenant
             )
-            self._runs[run.key] = run
-            return run
         return await self._continue(request, call, tenant)
 
     async def _continue(self, request: SendMessageRequest, call: CallContext, tenant: str) -> TaskRun:
@@ -413,21 +390,24 @@ class TaskRuntime(BaseRequestHandler):
             )
         user = _replace(message, context_id=task.context_id)
         self._check_room(task, stored, user)
+        return self._new_run(request, call, user, tenant, stored)
+
+    def _new_run(
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        message: Message,
+        tenant: str,
+        origin: StoredTask | None = None,
+        *,
+        resumed: bool = False,
+    ) -> TaskRun:
+        """A run, owning its task from now on: of a new task (no ``origin``), of a message continuing the
+        stored task ``origin``, or of ``origin`` taken back at start-up (``resumed``)."""
         run = TaskRun(
-            self,
-            tenant=tenant,
-            task_id=task.id,
-            context_id=task.context_id,
-            message=user,
-            request=request,
-            call=call,
-            task=_replace(task, history=[*task.history, user]),
-            version=stored.version + 1,
-            stored=stored.layout,
-            committed=stored.version,
-            previous=task,
+            self, tenant=tenant, message=message, request=request, call=call, origin=origin, resumed=resumed
         )
-        self._runs[key] = run
+        self._runs[run.key] = run
         return run
 
     def _check_room(self, task: Task, stored: StoredTask, message: Any) -> None:
