@@ -177,8 +177,8 @@ class TaskRuntime(BaseRequestHandler):
         ids marked failed.
 
         The executor's ``resume(task)`` may take a task back (work delegated elsewhere that can be followed
-        again): it returns the work to run for it, or None. Every other such task is failed
-        with a reason, since the work it stood for died with the process.
+        again): it returns the work to run for it, or None. Every other such task is failed with a reason,
+        since the work it stood for died with the process.
         """
         if self._recovery is not None:
             return
