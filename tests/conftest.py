@@ -322,7 +322,7 @@ def gated_agent(gate: threading.Event, wait: float = STREAM_WAIT) -> Agent:
 
 
 class RecordingHandler:
-    """Wraps a request handler (``asgi(handler=RecordingHandler)``) and records each call's headers."""
+    """Wraps a request handler (``asgi(wrap=RecordingHandler)``) and records each call's headers."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner

@@ -819,7 +819,7 @@ def test_credentials_go_where_the_card_says(
         made.append(RecordingHandler(runtime))
         return made[-1]
 
-    app = Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", handler=recording)
+    app = Agent.from_folder(EXAMPLES / "greeter").asgi(store="memory://", wrap=recording)
     schemes = {
         "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}},
         "oidc": {"openIdConnectSecurityScheme": {"openIdConnectUrl": "https://id.example/"}},

@@ -410,7 +410,7 @@ async def test_client_resumes_a_broken_stream_without_repeats(
         watches.append(Watch(runtime))
         return watches[-1]
 
-    srv = serve(gated_agent(gate).asgi(store="memory://", grpc_port=0, handler=watched))
+    srv = serve(gated_agent(gate).asgi(store="memory://", grpc_port=0, wrap=watched))
     cutter = await cutter_for(srv)
 
     async def open_gate_once_resubscribed() -> None:
@@ -441,7 +441,7 @@ async def test_consumer_stopping_early_cancels_the_call_not_the_task(serve: Any)
         watches.append(Watch(runtime))
         return watches[-1]
 
-    srv = serve(example_agent("tck").asgi(store="memory://", grpc_port=0, handler=watched))
+    srv = serve(example_agent("tck").asgi(store="memory://", grpc_port=0, wrap=watched))
     async with GrpcTransport(srv.app.grpc_address, timeout=WAIT) as transport:
         stream = transport.stream(_O.SEND_STREAMING_MESSAGE, send_request("tck-long-running"))
         async with aclosing(stream), asyncio.timeout(WAIT):

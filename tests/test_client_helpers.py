@@ -243,7 +243,7 @@ def secured_app(requirements: list[m.SecurityRequirement]) -> tuple[Any, list[Re
         made.append(RecordingHandler(runtime))
         return made[-1]
 
-    app = example_agent("tck").asgi(store="memory://", handler=wrap)
+    app = example_agent("tck").asgi(store="memory://", wrap=wrap)
     app.card = msgspec.structs.replace(app.card, security_schemes=SCHEMES, security_requirements=requirements)
     return app, made
 

@@ -27,6 +27,7 @@ from skillwire import (
     AgentCard,
     BaseRequestHandler,
     CallContext,
+    Executor,
     GetTaskRequest,
     Limits,
     RequestContext,
@@ -59,7 +60,7 @@ class Gate:
         self._loop.call_soon_threadsafe(self._event.set)
 
 
-class GatedExecutor:
+class GatedExecutor(Executor):
     def __init__(self) -> None:
         self.gate = Gate()
         self.canceled = threading.Event()
@@ -293,7 +294,7 @@ async def test_wrapping_the_default_handler(serve: Any, client: httpx.AsyncClien
             return await self.inner.handle(operation, params, context)
 
     agent, _ = gated_agent()
-    srv = serve(agent.asgi(store="memory://", handler=Recording))
+    srv = serve(agent.asgi(store="memory://", wrap=Recording))
     result = (await post(client, srv, rpc("SendMessage", {"message": user_message("hi")}))).json()
     assert assert_rpc_result(result, "SendMessage")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert seen == ["SendMessage@1.0"]

@@ -512,7 +512,7 @@ def sized() -> Iterator[tuple[RunningServer, Recorder, list[str]]]:
         return recorders[-1]
 
     limits = Limits(offload_decode_bytes=2048)
-    app = example_agent("echo").asgi(store="memory://", limits=limits, handler=wrap, grpc_port=0)
+    app = example_agent("echo").asgi(store="memory://", limits=limits, wrap=wrap, grpc_port=0)
     decoded_on: list[str] = []
     for endpoint in (app.jsonrpc, app.rest):
         decode = endpoint.decode

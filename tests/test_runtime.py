@@ -15,6 +15,7 @@ from skillwire import (
     BaseRequestHandler,
     CallContext,
     CancelTaskRequest,
+    Executor,
     ExtendedAgentCardNotConfiguredError,
     GetTaskRequest,
     InvalidAgentResponseError,
@@ -40,6 +41,7 @@ from skillwire import (
     UnsupportedOperationError,
 )
 from skillwire.protocol.models import GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest
+from skillwire.server.executor import Work, as_executor
 from skillwire.server.handler import Dispatcher
 from skillwire.stores.base import TaskStore
 
@@ -47,7 +49,7 @@ CALL = CallContext()
 WAIT = 10.0
 
 
-class Scripted:
+class Scripted(Executor):
     """An executor whose behaviour is chosen by the message text."""
 
     def __init__(self) -> None:
@@ -456,7 +458,7 @@ async def test_push_config_in_a_send_needs_the_capability(runtime: tuple[TaskRun
 # -- seams the skills layer builds on -----------------------------------------------------------------------
 
 
-class Seams:
+class Seams(Executor):
     """An executor using admit, release, metadata, watchers and resume."""
 
     def __init__(self) -> None:
@@ -494,6 +496,57 @@ async def test_admit_refuses_before_any_task_exists(store: TaskStore) -> None:
         await rt.on_send_streaming_message(send("refuse"), CALL)
     assert (await rt.on_list_tasks(ListTasksRequest(), CALL)).total_size == 0
     assert rt.running == 0
+
+
+class Parsing(Executor):
+    """An executor whose ``admit`` parses the message and hands the number to the work it returns."""
+
+    def __init__(self) -> None:
+        self.executed = 0
+
+    async def admit(self, context: RequestContext) -> Work | None:
+        if context.text == "plain":
+            return None  # the runtime runs execute()
+        try:
+            number = int(context.text)
+        except ValueError:
+            raise InvalidParamsError("send a number") from None
+
+        async def double(events: TaskEvents) -> None:
+            await events.artifact(str(number * 2))
+
+        return double
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        self.executed += 1
+        await events.artifact("executed")
+
+
+async def test_admit_hands_its_work_to_the_run_or_lets_execute_run(store: TaskStore) -> None:
+    executor = Parsing()
+    rt = TaskRuntime(executor, store)
+    doubled = (await rt.on_send_message(send("21"), CALL)).task
+    assert doubled is not None and doubled.artifacts[0].parts[0].text == "42"
+    assert executor.executed == 0
+    plain = (await rt.on_send_message(send("plain"), CALL)).task
+    assert plain is not None and plain.artifacts[0].parts[0].text == "executed"
+    assert executor.executed == 1
+    with pytest.raises(InvalidParamsError, match="send a number"):
+        await rt.on_send_message(send("many"), CALL)
+
+
+def test_an_executor_is_an_executor_subclass_or_an_async_function() -> None:
+    class Structural:  # has execute, but does not declare the hooks by subclassing Executor
+        async def execute(self, context: RequestContext, events: TaskEvents) -> None: ...
+
+    async def function(context: RequestContext, events: TaskEvents) -> None: ...
+
+    with pytest.raises(TypeError, match=r"subclass of skillwire\.Executor"):
+        as_executor(Structural())  # type: ignore[arg-type]
+    wrapped = as_executor(function)
+    assert isinstance(wrapped, Executor)
+    parsing = Parsing()
+    assert as_executor(parsing) is parsing
 
 
 async def test_release_answers_the_caller_while_work_goes_on(store: TaskStore) -> None:

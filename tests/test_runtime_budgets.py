@@ -16,6 +16,7 @@ import pytest
 
 from skillwire import (
     CallContext,
+    Executor,
     GetTaskRequest,
     InvalidParamsError,
     Limits,
@@ -64,7 +65,7 @@ def status_text(task: Any) -> str:
     return str(task.status.message.parts[0].text) if task.status.message is not None else ""
 
 
-class Agent:
+class Agent(Executor):
     """Behaviour by message text; ``hold`` waits until the test lets it go."""
 
     def __init__(self) -> None:
@@ -328,7 +329,7 @@ async def test_a_subscriber_that_stops_reading_is_dropped_and_the_others_get_eve
 async def test_a_dropped_stream_can_resubscribe_and_catches_up_from_the_store(store: TaskStore) -> None:
     go, emitted, finish = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
-    class Chunks:
+    class Chunks(Executor):
         async def execute(self, context: RequestContext, events: TaskEvents) -> None:
             await events.working()
             await go.wait()

@@ -502,7 +502,7 @@ async def test_hooks_see_every_outcome_in_order_and_cannot_change_it(store: Task
         ("first", "work", TaskState.COMPLETED, "ok"),
         ("last", "work", TaskState.COMPLETED, "NoneType"),
         ("first", "work", TaskState.FAILED, None),
-        ("last", "work", TaskState.FAILED, "SkillError"),
+        ("last", "work", TaskState.FAILED, "SkillInvalidRequestError"),
     ]
 
 

@@ -42,11 +42,12 @@ from skillwire.skills.registry import (
 )
 from skillwire.stores.base import TaskStore, open_store
 
-__all__ = ["DEFAULT_STORE", "Agent"]
+__all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper"]
 
 DEFAULT_STORE = "sqlite:///.skillwire/tasks.db"
 
-HandlerFactory = Callable[[TaskRuntime], RequestHandler]
+#: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
+RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]
 
 
 class Agent:
@@ -213,7 +214,8 @@ class Agent:
         *,
         store: str | TaskStore = DEFAULT_STORE,
         bus: EventBus | None = None,
-        handler: RequestHandler | HandlerFactory | None = None,
+        handler: RequestHandler | None = None,
+        wrap: RuntimeWrapper | None = None,
         public_url: str | None = None,
         keepalive: float = 15.0,
         shutdown_grace: float = 5.0,
@@ -223,29 +225,23 @@ class Agent:
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
-        ``handler`` replaces the default request handler (the task runtime) with your own, or, given a
-        callable, wraps it: ``handler=lambda runtime: MyLoggingHandler(runtime)``. ``grpc_port`` also serves
-        the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free port).
+        ``handler`` replaces the default request handler (the task runtime) with your own; ``wrap`` puts your
+        own in front of it: ``wrap=lambda runtime: MyLoggingHandler(runtime)`` (at most one of the two).
+        ``grpc_port`` also serves the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free
+        port).
         """
         limits = limits or Limits()
+        _check_handler(handler, wrap)
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
-        custom = handler if isinstance(handler, RequestHandler) and not isinstance(handler, type) else None
         runtime: TaskRuntime | None = None
-        if custom is None:
+        if handler is None:
             runtime = TaskRuntime(
                 self._executor(limits), task_store, bus, extended_card=self.extended_card, limits=limits
             )
-        if custom is not None:
-            chosen: RequestHandler = custom
-        elif handler is None:
-            assert runtime is not None
-            chosen = runtime
-        else:
-            assert runtime is not None and callable(handler)
-            chosen = handler(runtime)
+            handler = runtime if wrap is None else wrap(runtime)
         return A2AApplication(
             card=self.card(),
-            handler=chosen,
+            handler=handler,
             runtime=runtime,
             store=task_store if runtime is not None else None,
             public_url=public_url,
@@ -278,6 +274,16 @@ class Agent:
                 raise
         if app.startup_error is not None:
             raise SkillwireError(f"cannot start: {app.startup_error}") from app.startup_error
+
+
+def _check_handler(handler: RequestHandler | None, wrap: RuntimeWrapper | None) -> None:
+    if handler is not None and wrap is not None:
+        raise TypeError("pass handler= (replaces the task runtime) or wrap= (wraps it), not both")
+    if handler is not None and (isinstance(handler, type) or not isinstance(handler, RequestHandler)):
+        raise TypeError(
+            f"handler= takes a request handler (an object with async handle(operation, params, context)),"
+            f" not {handler!r}: to wrap the task runtime, pass wrap={handler!r}"
+        )
 
 
 def _card_entry(skill: Skill) -> AgentSkill:

@@ -1,39 +1,46 @@
 """The one error tree of skillwire.
 
-Every protocol error is a subclass of :class:`A2AError` and declares, once, what it means on each wire::
+Every error skillwire raises derives from :class:`SkillwireError`, so ``except SkillwireError`` catches them
+all. Protocol errors are its :class:`A2AError` branch, and each declares, once, what it means on each wire:
+its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
 
-    A2AError
-    +-- JSONParseError                       -32700  400  INVALID_ARGUMENT
-    +-- InvalidRequestError                  -32600  400  INVALID_ARGUMENT
-    +-- MethodNotFoundError                  -32601  404  NOT_FOUND          (also "not implemented")
-    +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT
-    +-- InternalError                        -32603  500  INTERNAL
-    |   +-- ServerBusyError                  -32603  503  UNAVAILABLE        (with Retry-After)
-    |       +-- StreamDroppedError           -32603  503  UNAVAILABLE        (a stream that fell behind)
-    +-- ResponseTooLargeError                -32602  400  FAILED_PRECONDITION (ask for less)
-    +-- TaskNotFoundError                    -32001  404  NOT_FOUND
-    +-- TaskNotCancelableError               -32002  400  FAILED_PRECONDITION
-    +-- PushNotificationNotSupportedError    -32003  400  FAILED_PRECONDITION
-    +-- UnsupportedOperationError            -32004  400  FAILED_PRECONDITION
-    +-- ContentTypeNotSupportedError         -32005  400  INVALID_ARGUMENT
-    +-- InvalidAgentResponseError            -32006  500  INTERNAL
-    +-- ExtendedAgentCardNotConfiguredError  -32007  400  FAILED_PRECONDITION
-    +-- ExtensionSupportRequiredError        -32008  400  FAILED_PRECONDITION
-    +-- VersionNotSupportedError             -32009  400  FAILED_PRECONDITION
+    A2AError                                 code    HTTP gRPC                reason
+    +-- JSONParseError                       -32700  400  INVALID_ARGUMENT    PARSE_ERROR
+    +-- InvalidRequestError                  -32600  400  INVALID_ARGUMENT    INVALID_REQUEST
+    +-- MethodNotFoundError                  -32601  404  UNIMPLEMENTED       METHOD_NOT_FOUND
+    +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT    INVALID_PARAMS
+    +-- InternalError                        -32603  500  INTERNAL            INTERNAL_ERROR
+    |   +-- ServerBusyError                  -32603  503  UNAVAILABLE         SERVER_BUSY
+    |       +-- StreamDroppedError           -32603  503  UNAVAILABLE         STREAM_DROPPED
+    +-- ResponseTooLargeError                -32602  400  FAILED_PRECONDITION RESPONSE_TOO_LARGE
+    +-- TaskNotFoundError                    -32001  404  NOT_FOUND           TASK_NOT_FOUND
+    +-- TaskNotCancelableError               -32002  400  FAILED_PRECONDITION TASK_NOT_CANCELABLE
+    +-- PushNotificationNotSupportedError    -32003  400  FAILED_PRECONDITION PUSH_NOTIFICATION_NOT_SUPPORTED
+    +-- UnsupportedOperationError            -32004  400  FAILED_PRECONDITION UNSUPPORTED_OPERATION
+    +-- ContentTypeNotSupportedError         -32005  400  INVALID_ARGUMENT    CONTENT_TYPE_NOT_SUPPORTED
+    +-- InvalidAgentResponseError            -32006  500  INTERNAL            INVALID_AGENT_RESPONSE
+    +-- ExtendedAgentCardNotConfiguredError  -32007  400  FAILED_PRECONDITION EXTENDED_AGENT_CARD_NOT_CONFIGURED
+    +-- ExtensionSupportRequiredError        -32008  400  FAILED_PRECONDITION EXTENSION_SUPPORT_REQUIRED
+    +-- VersionNotSupportedError             -32009  400  FAILED_PRECONDITION VERSION_NOT_SUPPORTED
 
-The HTTP and gRPC columns follow the v1.0.1 table of the A2A specification. Bindings never keep a code table
-of their own: they read these class attributes.
+MethodNotFoundError also answers "not implemented"; ServerBusyError carries Retry-After; StreamDroppedError is
+a stream that fell behind its task; ResponseTooLargeError asks for less. The HTTP and gRPC columns follow the
+v1.0.1 table of the A2A specification. Bindings never keep a code table of their own: they read these class
+attributes (tests/test_errors.py checks that the table above says what the classes say).
 
-Errors that are not protocol errors derive from :class:`SkillwireError`::
+The framework's own errors, which are not protocol errors, are the rest of the tree::
 
     SkillwireError
-    +-- ConcurrentUpdateError   a store refused a stale write
-    +-- StoreError              a store could not commit or read (disk full, I/O error, locked, read-only)
-    +-- ManifestError           a SKILL.md that is not valid (key path, line, reason)
-    +-- SchemaError             a JSON Schema that does not compile (schema location, reason)
-    +-- ValidationError         a JSON value that fails a schema (instance location, schema location, reason)
-    +-- RenderError             a template that cannot be rendered (location, reason)
-    +-- SkillError              raised by a skill handler to end its task: invalid request or rejected
+    +-- A2AError                  the protocol errors above
+    +-- ConcurrentUpdateError     a store refused a stale write
+    +-- StoreError                a store could not commit or read (disk full, I/O error, locked, read-only)
+    +-- ManifestError             a SKILL.md that is not valid (key path, line, reason)
+    +-- SchemaError               a JSON Schema that does not compile (schema location, reason)
+    +-- ValidationError           a JSON value that fails a schema (instance location, schema location, reason)
+    +-- RenderError               a template that cannot be rendered (location, reason)
+    +-- SkillError                raised by a skill handler to end its task: FAILED, with its message
+        +-- SkillInvalidRequestError  the input cannot be served as asked: FAILED (``SkillError.invalid_request``)
+        +-- SkillRejectedError        a contract or policy refusal: REJECTED (``SkillError.rejected``)
 """
 
 from __future__ import annotations
@@ -59,6 +66,8 @@ __all__ = [
     "SchemaError",
     "ServerBusyError",
     "SkillError",
+    "SkillInvalidRequestError",
+    "SkillRejectedError",
     "SkillwireError",
     "StoreError",
     "StreamDroppedError",
@@ -75,7 +84,8 @@ BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 
 
 class SkillwireError(Exception):
-    """An error of the framework itself, not of the protocol (configuration, storage, loading)."""
+    """The root of every skillwire error: the protocol errors (:class:`A2AError`) and the framework's own
+    (configuration, storage, loading, skills)."""
 
 
 class ConcurrentUpdateError(SkillwireError):
@@ -130,32 +140,36 @@ class RenderError(SkillwireError):
 
 
 class SkillError(SkillwireError):
-    """Raised by a skill handler to end its task with a stated reason the client may see.
+    """Raised by a skill handler to end its task with a stated reason the client may see: the task ends
+    FAILED (:class:`SkillInvalidRequestError`, or this class itself) or REJECTED (:class:`SkillRejectedError`)
+    with ``message`` as its status message::
 
-    ``SkillError.invalid_request(msg)`` fails the task with ``msg`` as its status message;
-    ``SkillError.rejected(msg)`` puts it in REJECTED (a contract or policy refusal).
+        raise SkillError.invalid_request("The date must be in the future.")   # FAILED
+        raise SkillError.rejected("Orders over 100 need approval.")           # REJECTED
     """
 
-    INVALID_REQUEST = "invalid_request"
-    REJECTED = "rejected"
-
-    def __init__(self, message: str, *, kind: str = INVALID_REQUEST) -> None:
-        if kind not in (self.INVALID_REQUEST, self.REJECTED):
-            raise ValueError(f"unknown SkillError kind {kind!r}")
+    def __init__(self, message: str) -> None:
         self.message = message
-        self.kind = kind
         super().__init__(message)
 
     @classmethod
-    def invalid_request(cls, message: str) -> SkillError:
-        return cls(message, kind=cls.INVALID_REQUEST)
+    def invalid_request(cls, message: str) -> SkillInvalidRequestError:
+        return SkillInvalidRequestError(message)
 
     @classmethod
-    def rejected(cls, message: str) -> SkillError:
-        return cls(message, kind=cls.REJECTED)
+    def rejected(cls, message: str) -> SkillRejectedError:
+        return SkillRejectedError(message)
 
 
-class A2AError(Exception):
+class SkillInvalidRequestError(SkillError):
+    """The skill cannot serve the request as asked: its task FAILS with the message."""
+
+
+class SkillRejectedError(SkillError):
+    """The skill refuses the request (a contract or policy refusal): its task is REJECTED with the message."""
+
+
+class A2AError(SkillwireError):
     """A protocol error. Subclasses set the class attributes below; instances carry a message."""
 
     code: ClassVar[int] = -32603
@@ -293,6 +307,11 @@ class TaskNotFoundError(A2AError):
     reason = "TASK_NOT_FOUND"
     default_message = "Task not found"
     a2a_specific = True
+
+    @classmethod
+    def for_task(cls, task_id: str) -> TaskNotFoundError:
+        """The error for a task id that names no task (of the caller's tenant)."""
+        return cls(f"Task {task_id} not found", metadata={"taskId": task_id})
 
 
 class TaskNotCancelableError(A2AError):

@@ -1,16 +1,17 @@
 """The executor seam: where agent logic plugs into the task runtime.
 
-An executor is any object with ``async execute(context, events)`` (or a plain ``async def f(context,
-events)``). ``context`` says what was asked; ``events`` is how the executor reports back: a direct reply, or
-task states and artifacts. When ``execute`` returns, a task still in SUBMITTED or WORKING is completed for
-it; an exception fails the task with a generic message (the traceback goes to the log, never to the client).
-Cancellation arrives as ``asyncio.CancelledError`` inside ``execute``.
+An executor is a subclass of :class:`Executor` with ``async execute(context, events)``, or a plain ``async def
+f(context, events)``. ``context`` says what was asked; ``events`` is how the executor reports back: a direct
+reply, or task states and artifacts. When ``execute`` returns, a task still in SUBMITTED or WORKING is
+completed for it; an exception fails the task with a generic message (the traceback goes to the log, never to
+the client). Cancellation arrives as ``asyncio.CancelledError`` inside ``execute``.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -43,8 +44,6 @@ class RequestContext(msgspec.Struct, frozen=True):
     task: Task | None = None
     configuration: SendMessageConfiguration | None = None
     metadata: dict[str, Any] | None = None
-    #: Scratch space the executor may use between ``admit`` and ``execute`` of the same message.
-    extras: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -56,26 +55,47 @@ class RequestContext(msgspec.Struct, frozen=True):
         return self.call.tenant
 
 
-@runtime_checkable
-class Executor(Protocol):
-    """Runs the agent's logic for one message.
+Work = Callable[["TaskEvents"], Awaitable[None]]
 
-    Two optional methods extend it: ``async admit(context)`` runs before any task exists and may raise an
-    A2AError to refuse the message (nothing is written then); ``resume(task)`` is asked at start-up about
-    each task a previous process left SUBMITTED or WORKING and may return the ``Work`` that carries it on
-    (``async work(events)``), or None to let it be failed.
+
+class Executor(ABC):
+    """Runs the agent's logic for one message: subclass it and write ``execute``.
+
+    The other methods are optional hooks; the runtime calls each of them, and their defaults change nothing:
+
+    * ``async admit(context)`` runs before any task exists. It may raise an A2AError to refuse the message
+      (nothing is written then). It may return the ``Work`` (``async work(events)``) that answers this
+      message, carrying what it learnt (a parsed input, a route) to the run in its own types; None (the
+      default) runs ``execute(context, events)``.
+    * ``timeout(context)``: the seconds the run for ``context`` may take; None (the default) for the agent's
+      ``Limits.task_timeout``.
+    * ``resume(task)`` is asked at start-up about each task a previous process left SUBMITTED or WORKING and
+      may return the ``Work`` that carries it on, or None (the default) to let it be failed.
+
+    ::
+
+        class Echo(Executor):
+            async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+                await events.reply(context.text)
     """
 
+    async def admit(self, context: RequestContext) -> Work | None:
+        return None
+
+    def timeout(self, context: RequestContext) -> float | None:
+        return None
+
+    def resume(self, task: Task) -> Work | None:
+        return None
+
+    @abstractmethod
     async def execute(self, context: RequestContext, events: TaskEvents) -> None: ...
-
-
-Work = Callable[["TaskEvents"], Awaitable[None]]
 
 
 ExecutorFunction = Callable[[RequestContext, "TaskEvents"], Awaitable[None]]
 
 
-class _FunctionExecutor:
+class _FunctionExecutor(Executor):
     def __init__(self, fn: ExecutorFunction) -> None:
         self._fn = fn
 
@@ -84,11 +104,14 @@ class _FunctionExecutor:
 
 
 def as_executor(obj: Executor | ExecutorFunction) -> Executor:
+    """``obj`` as an Executor: an Executor as it is, an ``async def f(context, events)`` wrapped."""
     if isinstance(obj, Executor):
         return obj
     if callable(obj):
         return _FunctionExecutor(obj)
-    raise TypeError(f"{obj!r} is neither an executor nor an async function")
+    raise TypeError(
+        f"{obj!r} is neither an Executor (a subclass of skillwire.Executor) nor an async function"
+    )
 
 
 MessageLike = Message | str | None

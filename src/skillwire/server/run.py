@@ -49,12 +49,12 @@ from skillwire.protocol.models import (
 from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
-from skillwire.stores.base import Layout, write_task
+from skillwire.stores.base import StoredTask, write_task
 
 if TYPE_CHECKING:
     from skillwire.server.runtime import TaskRuntime
 
-__all__ = ["TaskRun", "snapshot", "status_event", "view"]
+__all__ = ["TaskRun", "snapshot", "status_event", "view", "with_status"]
 
 log = logging.getLogger("skillwire.runtime")
 
@@ -94,6 +94,18 @@ def status_event(task: Task) -> StreamResponse:
     )
 
 
+def with_status(task: Task, state: TaskState, message: Message | None) -> Task:
+    """``task`` moved to ``state``, with ``message`` as its status message, appended to its history: the one
+    place a status is applied (a run's events, a cancel or a failure of a task no run owns). The state table
+    must allow the move (InvalidAgentResponseError if not)."""
+    current = task.status.state
+    if not can_transition(current, state):
+        raise InvalidAgentResponseError(f"task {task.id} cannot move from {current.value} to {state.value}")
+    status = TaskStatus(state=state, message=message, timestamp=now())
+    history = [*task.history, message] if message is not None else task.history
+    return _replace(task, status=status, history=history)
+
+
 def settles(state: TaskState) -> bool:
     return state.is_terminal or state.is_interrupted
 
@@ -106,42 +118,38 @@ class TaskRun:
         runtime: TaskRuntime,
         *,
         tenant: str,
-        task_id: str,
-        context_id: str,
         message: Message,
         request: SendMessageRequest,
         call: CallContext,
-        task: Task | None = None,
-        version: int = 0,
-        stored: Layout | None = None,
-        committed: int = 0,
-        previous: Task | None = None,
+        origin: StoredTask | None = None,
+        resumed: bool = False,
     ) -> None:
+        """A run of a new task (no ``origin``: ``message`` carries its ids), of a message that continues the
+        stored task ``origin`` (appended to its history), or of ``origin`` taken back at start-up
+        (``resumed``: ``message`` is its first message, already in its history)."""
         self.runtime = runtime
-        self.tenant = tenant
-        self.task_id = task_id
-        self.context_id = context_id
-        self.key = (tenant, task_id)
-        self.message = message
-        self.request = request
-        self.call = call
-        #: The live task and its version; ``committed`` and ``stored`` say what the store holds of it.
-        self.task = task
-        self.version = version
-        self.committed = committed
-        self.stored = stored
-        self.previous = previous
+        self.tenant, self.message, self.request, self.call = tenant, message, request, call
+        #: The task before this run (None for a new task); the live task and its version; what the store
+        #: holds of it (``committed``, ``stored``).
+        self.previous = origin.task if origin is not None else None
+        self.task = self.previous
+        if origin is not None and not resumed:
+            self.task = _replace(origin.task, history=[*origin.task.history, message])
+        self.committed = origin.version if origin is not None else 0
+        self.version = self.committed + (1 if origin is not None and not resumed else 0)
+        self.stored = origin.layout if origin is not None else None
+        self.task_id = origin.task.id if origin is not None else message.task_id
+        self.context_id = origin.task.context_id if origin is not None else message.context_id
+        self.key = (tenant, self.task_id)
         #: Seconds the executor may take (None: no deadline).
         self.deadline: float | None = None
-        self.lock = asyncio.Lock()
-        self._commit_lock = asyncio.Lock()
+        self.lock, self._commit_lock = asyncio.Lock(), asyncio.Lock()
         #: Events made but not yet committed: published once a commit covers their version.
         self._pending: list[tuple[int, StreamResponse]] = []
         #: artifact index -> the version at which it was last replaced whole (rather than appended to)
         self._replaced: dict[int, int] = {}
-        loop = asyncio.get_running_loop()
         #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
-        self.settled: asyncio.Future[Task | Message] = loop.create_future()
+        self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
         self.runner: asyncio.Task[None] | None = None
         #: Blocking SendMessage calls waiting for this run to settle.
         self.waiters = 0
@@ -290,24 +298,10 @@ class TaskRun:
     async def _apply_status(self, state: TaskState, message: Message | None) -> Task:
         if self.task is None:
             await self._materialize()
-        task = self.task
-        assert task is not None
-        current = task.status.state
-        if not can_transition(current, state):
-            raise InvalidAgentResponseError(
-                f"task {self.task_id} cannot move from {current.value} to {state.value}"
-            )
-        status = TaskStatus(state=state, message=message, timestamp=now())
-        history = [*task.history, message] if message is not None else task.history
-        self.task = task = _replace(task, status=status, history=history)
+        assert self.task is not None
+        self.task = task = with_status(self.task, state, message)
         self.version += 1
-        self._emit(
-            StreamResponse(
-                status_update=TaskStatusUpdateEvent(
-                    task_id=self.task_id, context_id=self.context_id, status=status
-                )
-            )
-        )
+        self._emit(status_event(task))
         if settles(state):
             await self._commit()
             if not self.settled.done():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -40,13 +41,13 @@ from skillwire.protocol.models import (
     GetTaskRequest,
     ListTasksRequest,
     ListTasksResponse,
+    Message,
     Role,
     SendMessageRequest,
     SendMessageResponse,
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
-    TaskStatus,
     agent_text,
     new_id,
 )
@@ -59,11 +60,11 @@ from skillwire.server.run import (
     CANCELED_MESSAGE,
     STORE_FAILED,
     TaskRun,
-    now,
     settles,
     snapshot,
     status_event,
     view,
+    with_status,
 )
 from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
 
@@ -175,9 +176,9 @@ class TaskRuntime(BaseRequestHandler):
         background while the server serves. ``await runtime.recovered()`` waits for all of it and returns the
         ids marked failed.
 
-        An executor with a ``resume(task)`` method may take a task back (work delegated elsewhere that can be
-        followed again): ``resume`` returns the work to run for it, or None. Every other such task is failed
-        with a reason, since the work it stood for died with the process.
+        The executor's ``resume(task)`` may take a task back (work delegated elsewhere that can be followed
+        again): it returns the work to run for it, or None. Every other such task is failed with a reason,
+        since the work it stood for died with the process.
         """
         if self._recovery is not None:
             return
@@ -216,9 +217,8 @@ class TaskRuntime(BaseRequestHandler):
     async def _recover_one(self, tenant: str, stored: StoredTask) -> str | None:
         """Resume a task the executor takes back, or fail it; the id if it was failed."""
         task = stored.task
-        resume: Callable[[Task], Work | None] | None = getattr(self.executor, "resume", None)
         try:
-            work = resume(task) if resume is not None else None
+            work = self.executor.resume(task)
         except Exception:
             log.exception("resume() failed for task %s", task.id)
             work = None
@@ -239,22 +239,10 @@ class TaskRuntime(BaseRequestHandler):
         first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
-        run = TaskRun(
-            self,
-            tenant=tenant,
-            task_id=task.id,
-            context_id=task.context_id,
-            message=first,
-            request=SendMessageRequest(message=first),
-            call=CallContext(tenant=tenant),
-            task=task,
-            version=stored.version,
-            stored=stored.layout,
-            committed=stored.version,
-            previous=task,
+        run = self._new_run(
+            SendMessageRequest(message=first), CallContext(tenant=tenant), first, tenant, stored, resumed=True
         )
         run.deadline = self.limits.task_timeout
-        self._runs[run.key] = run
         await run.start(work, eager=False)
         log.info("resumed task %s", task.id)
 
@@ -300,13 +288,10 @@ class TaskRuntime(BaseRequestHandler):
     async def _end_stored(
         self, tenant: str, stored: StoredTask, state: TaskState, text: str
     ) -> tuple[Task, int]:
+        """Commit ``stored``, which no run owns, as ended in ``state`` with ``text``, then publish it; raises
+        what the store raises."""
         task = stored.task
-        note = agent_text(text, context_id=task.context_id, task_id=task.id)
-        ended = _replace(
-            task,
-            status=TaskStatus(state=state, message=note, timestamp=now()),
-            history=[*task.history, note],
-        )
+        ended = with_status(task, state, agent_text(text, context_id=task.context_id, task_id=task.id))
         version = stored.version + 1
         await self.store.commit(
             write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
@@ -375,17 +360,9 @@ class TaskRuntime(BaseRequestHandler):
         if not message.task_id:
             task_id = new_id()
             context_id = message.context_id or new_id()
-            run = TaskRun(
-                self,
-                tenant=tenant,
-                task_id=task_id,
-                context_id=context_id,
-                message=_replace(message, task_id=task_id, context_id=context_id),
-                request=request,
-                call=call,
+            return self._new_run(
+                request, call, _replace(message, task_id=task_id, context_id=context_id), tenant
             )
-            self._runs[run.key] = run
-            return run
         return await self._continue(request, call, tenant)
 
     async def _continue(self, request: SendMessageRequest, call: CallContext, tenant: str) -> TaskRun:
@@ -394,7 +371,7 @@ class TaskRuntime(BaseRequestHandler):
         self._refuse_busy(key)
         stored = await self._read(self.store.get(message.task_id, tenant=tenant))
         if stored is None:
-            raise TaskNotFoundError(f"Task {message.task_id} not found", metadata={"taskId": message.task_id})
+            raise TaskNotFoundError.for_task(message.task_id)
         self._refuse_busy(key)
         task = stored.task
         state = task.status.state
@@ -413,21 +390,24 @@ class TaskRuntime(BaseRequestHandler):
             )
         user = _replace(message, context_id=task.context_id)
         self._check_room(task, stored, user)
+        return self._new_run(request, call, user, tenant, stored)
+
+    def _new_run(
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        message: Message,
+        tenant: str,
+        origin: StoredTask | None = None,
+        *,
+        resumed: bool = False,
+    ) -> TaskRun:
+        """A run, owning its task from now on: of a new task (no ``origin``), of a message continuing the
+        stored task ``origin``, or of ``origin`` taken back at start-up (``resumed``)."""
         run = TaskRun(
-            self,
-            tenant=tenant,
-            task_id=task.id,
-            context_id=task.context_id,
-            message=user,
-            request=request,
-            call=call,
-            task=_replace(task, history=[*task.history, user]),
-            version=stored.version + 1,
-            stored=stored.layout,
-            committed=stored.version,
-            previous=task,
+            self, tenant=tenant, message=message, request=request, call=call, origin=origin, resumed=resumed
         )
-        self._runs[key] = run
+        self._runs[run.key] = run
         return run
 
     def _check_room(self, task: Task, stored: StoredTask, message: Any) -> None:
@@ -462,17 +442,15 @@ class TaskRuntime(BaseRequestHandler):
             raise _busy(key)
 
     async def _admit_and_start(self, run: TaskRun, *, eager: bool) -> None:
-        """The executor's ``admit`` check (if any), before anything is written; then start the run."""
+        """The executor's ``admit`` check, before anything is written; then start the run with the work
+        ``admit`` returned, or else the executor's ``execute``."""
         context = run.request_context()
+        executor = self.executor
         try:
-            admit = getattr(self.executor, "admit", None)
-            if admit is not None:
-                await admit(context)
-            timeout = getattr(self.executor, "timeout", None)
-            deadline = timeout(context) if timeout is not None else None
+            work = await executor.admit(context)
+            deadline = executor.timeout(context)
             run.deadline = deadline if deadline is not None else self.limits.task_timeout
-            executor = self.executor
-            await run.start(lambda events: executor.execute(context, events), eager=eager)
+            await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)
             raise
@@ -524,7 +502,7 @@ class TaskRuntime(BaseRequestHandler):
             self.store.get(request.id, tenant=tenant, history_length=request.history_length)
         )
         if stored is None:
-            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+            raise TaskNotFoundError.for_task(request.id)
         return stored.task
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
@@ -561,7 +539,7 @@ class TaskRuntime(BaseRequestHandler):
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
         stored = await self._read(self.store.get(request.id, tenant=key[0]))
         if stored is None:
-            raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+            raise TaskNotFoundError.for_task(request.id)
         task = stored.task
         if task.status.state.is_terminal:
             raise TaskNotCancelableError(
@@ -584,7 +562,7 @@ class TaskRuntime(BaseRequestHandler):
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
             if stored is None:
-                raise TaskNotFoundError(f"Task {request.id} not found", metadata={"taskId": request.id})
+                raise TaskNotFoundError.for_task(request.id)
             state = stored.task.status.state
             if state.is_terminal:
                 raise UnsupportedOperationError(

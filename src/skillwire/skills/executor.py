@@ -26,6 +26,7 @@ and changes nothing.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -34,12 +35,12 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, InvalidParamsError, SkillError, ValidationError
+from skillwire.errors import A2AError, InvalidParamsError, SkillError, SkillRejectedError, ValidationError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
-from skillwire.server.executor import RequestContext, TaskEvents, Work
+from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.skills.context import InputNeeded, NotJson, SkillContext, json_problem, recorded_answers
 from skillwire.skills.registry import Skill, SkillRegistry
 
@@ -86,7 +87,7 @@ def params_of(message: Message) -> Any:
     return {"text": message.text()}
 
 
-class SkillExecutor:
+class SkillExecutor(Executor):
     """Runs the skills of ``registry`` for the task runtime.
 
     ``schema_steps`` bounds each validation of a skill's input or output (``Limits.schema_steps``; None: the
@@ -149,27 +150,32 @@ class SkillExecutor:
     def timeout(self, context: RequestContext) -> float | None:
         """Seconds the run for ``context`` may take: its skill's ``executionHints.timeoutSeconds``, or None
         (no hint, or no skill to route to) for the runtime's agent-wide default."""
-        skill: Skill | None = context.extras.get("skill")
-        if skill is None:
-            try:
-                skill = self._skill_for(context)
-            except A2AError:
-                return None
-        return skill.timeout_seconds
+        try:
+            return self._skill_for(context).timeout_seconds
+        except A2AError:
+            return None
 
     # -- the executor seam --------------------------------------------------------------------------------
 
-    async def admit(self, context: RequestContext) -> None:
+    async def admit(self, context: RequestContext) -> Work:
+        """Route the message and check its input before any task exists; the work that runs the skill."""
         skill = self._skill_for(context)
-        context.extras["skill"] = skill
         if context.task is not None:
-            return  # an answer to a question: the skill reads it through ctx.ask
+            return functools.partial(self._next_turn, skill, context)
+        params = await self._checked_input(skill, context)
+        return functools.partial(self._first_turn, skill, context, params)
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        work = await self.admit(context)
+        await work(events)
+
+    async def _checked_input(self, skill: Skill, context: RequestContext) -> Any:
+        """The message's params, validated against the skill's input schema (InvalidParamsError if not)."""
         raw = params_of(context.message)
         try:
             if self.offload_bytes is not None and context.call.request_bytes > self.offload_bytes:
-                params = await asyncio.to_thread(skill.validate_input, raw, max_steps=self.schema_steps)
-            else:
-                params = skill.validate_input(raw, max_steps=self.schema_steps)
+                return await asyncio.to_thread(skill.validate_input, raw, max_steps=self.schema_steps)
+            return skill.validate_input(raw, max_steps=self.schema_steps)
         except ValidationError as exc:
             where = exc.instance_path or "/"
             raise InvalidParamsError(
@@ -177,32 +183,31 @@ class SkillExecutor:
                 field_violations=[(f"params.message.input{exc.instance_path}", exc.reason)],
                 metadata={"skillId": skill.id, "instancePath": where, "schemaPath": exc.schema_path or "/"},
             ) from None
-        context.extras["params"] = params
 
-    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
-        skill: Skill = context.extras.get("skill") or self._skill_for(context)
-        if context.task is None:
-            params = (
-                context.extras["params"]
-                if "params" in context.extras
-                else skill.validate_input(params_of(context.message), max_steps=self.schema_steps)
-            )
-            answers: list[Message] = []
-        else:
-            # A new turn: the task works again, and the handler runs from the first message with every
-            # recorded answer.
-            await events.working()
-            first = context.task.history[0] if context.task.history else context.message
-            params = skill.validate_input(params_of(first), max_steps=self.schema_steps)
-            answers = recorded_answers([*context.task.history, context.message])
+    async def _first_turn(
+        self, skill: Skill, context: RequestContext, params: Any, events: TaskEvents
+    ) -> None:
+        ctx = SkillContext(
+            skill, events, message=context.message, call=context.call, task=None, params=params
+        )
+        await self._run(skill, ctx, skill.handler, params)
+
+    async def _next_turn(self, skill: Skill, context: RequestContext, events: TaskEvents) -> None:
+        """An answer to a question: the task works again, and the handler runs from the first message with
+        every recorded answer (it reads them through ``ctx.ask``)."""
+        task = context.task
+        assert task is not None
+        await events.working()
+        first = task.history[0] if task.history else context.message
+        params = skill.validate_input(params_of(first), max_steps=self.schema_steps)
         ctx = SkillContext(
             skill,
             events,
             message=context.message,
             call=context.call,
-            task=context.task,
+            task=task,
             params=params,
-            answers=answers,
+            answers=recorded_answers([*task.history, context.message]),
         )
         await self._run(skill, ctx, skill.handler, params)
 
@@ -294,7 +299,7 @@ class SkillExecutor:
             await events.status(TaskState.INPUT_REQUIRED, need.prompt)
         except SkillError as exc:
             error = exc
-            state = TaskState.REJECTED if exc.kind == SkillError.REJECTED else TaskState.FAILED
+            state = TaskState.REJECTED if isinstance(exc, SkillRejectedError) else TaskState.FAILED
             await events.status(state, exc.message)
         except asyncio.CancelledError as exc:
             if self.hooks:

@@ -1,29 +1,15 @@
-"""Task stores: where tasks live. ``open_store(url)`` picks one from a URL."""
+"""Task stores: where tasks live. ``open_store(url)`` picks one from a URL.
+
+The store protocol and its values are :mod:`skillwire.stores.base`'s (its ``__all__`` lists them, once); the
+stores are :class:`MemoryTaskStore` and :class:`SQLiteTaskStore`.
+"""
 
 from __future__ import annotations
 
-from skillwire.stores.base import (
-    Layout,
-    StoredTask,
-    TaskPage,
-    TaskQuery,
-    TaskStore,
-    TaskWrite,
-    open_store,
-    write_task,
-)
+from skillwire.stores import base
+from skillwire.stores.base import *  # noqa: F403 - the protocol's names, listed once in base.__all__
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.stores.sqlite import SQLiteTaskStore
 
-__all__ = [
-    "Layout",
-    "MemoryTaskStore",
-    "SQLiteTaskStore",
-    "StoredTask",
-    "TaskPage",
-    "TaskQuery",
-    "TaskStore",
-    "TaskWrite",
-    "open_store",
-    "write_task",
-]
+__all__ = ["MemoryTaskStore", "SQLiteTaskStore"]
+__all__ += base.__all__

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import socket
 import threading
@@ -42,7 +43,7 @@ from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import TaskState
 from skillwire.server.app import A2AApplication
 from skillwire.server.context import CallContext
-from skillwire.server.executor import RequestContext, TaskEvents
+from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.server.handler import RequestHandler
 from skillwire.server.serve import build_server
 from skillwire.stores.memory import MemoryTaskStore
@@ -62,7 +63,6 @@ __all__ = [
 
 Content = str | Message | Sequence[Part]
 Script = Callable[[RequestContext, TaskEvents], Awaitable[None]]
-_RESPONSE = "skillwire.testing.response"
 
 
 # -- stream steps -------------------------------------------------------------------------------------------
@@ -388,24 +388,25 @@ class _Recorder:
         return await self._inner.handle(operation, params, context)
 
 
-class _ScriptedExecutor:
-    """Picks the rule in ``admit`` (so an error rule refuses the message before any task exists), then
-    plays it in ``execute``."""
+class _ScriptedExecutor(Executor):
+    """Picks the rule in ``admit`` (so an error rule refuses the message before any task exists) and
+    returns the work that plays it."""
 
     def __init__(self, mock: MockAgent) -> None:
         self._mock = mock
 
-    async def admit(self, context: RequestContext) -> None:
+    async def admit(self, context: RequestContext) -> Work:
         rule = self._mock._rule_for(context)
         rule.hits += 1
         answer = rule._answer
         if isinstance(answer, _Refusal):
             raise answer.error
-        context.extras[_RESPONSE] = answer
+        assert answer is not None  # a rule without an answer matches nothing
+        return functools.partial(answer, context)
 
     async def execute(self, context: RequestContext, events: TaskEvents) -> None:
-        script: Script = context.extras[_RESPONSE]
-        await script(context, events)
+        play = await self.admit(context)
+        await play(events)
 
 
 # -- the mock ---------------------------------------------------------------------------------------------
@@ -500,7 +501,7 @@ class MockAgent:
         # once: a test should not wait for them.
         return agent.asgi(
             store=MemoryTaskStore(),
-            handler=lambda runtime: _Recorder(runtime, self.requests),
+            wrap=lambda runtime: _Recorder(runtime, self.requests),
             shutdown_grace=0.0,
         )
 
