@@ -138,6 +138,12 @@ class _HttpTransport:
         self._headers = {**(headers or {}), "A2A-Version": version}
         #: Per-request credentials (:class:`skillwire.client.auth.CardAuth`); else the httpx client's own.
         self._auth: Any = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
+        #: What the bytes mean at ``version`` (ValueError for a version without a codec).
+        self.codec = self._codec_of(version)
+        self._ids = itertools.count(1)
+
+    #: The binding's codec for a protocol version.
+    _codec_of: Callable[[str], Any]
 
     def _url(self, path: str, query: dict[str, str]) -> httpx.URL:
         """``path`` (and its query) under the interface URL."""
@@ -195,19 +201,8 @@ class _HttpTransport:
 class JsonRpcTransport(_HttpTransport):
     """The JSON-RPC 2.0 binding: every call POSTs an envelope to ``url``; streams come back as SSE."""
 
-    def __init__(
-        self,
-        url: str,
-        http: httpx.AsyncClient,
-        *,
-        version: str = A2A_VERSION,
-        timeout: httpx.Timeout | None = None,
-        headers: dict[str, str] | None = None,
-        auth: httpx.Auth | None = None,
-    ) -> None:
-        super().__init__(url, http, version=version, timeout=timeout, headers=headers, auth=auth)
-        self.codec: JsonRpcCodec = jsonrpc_codec(version)
-        self._ids = itertools.count(1)
+    codec: JsonRpcCodec
+    _codec_of = staticmethod(jsonrpc_codec)
 
     def _error(self, operation: Operation, status: int, decoded: Any) -> A2AError | None:
         return (
@@ -252,18 +247,8 @@ class JsonRpcTransport(_HttpTransport):
 class RestTransport(_HttpTransport):
     """The HTTP+JSON binding: the operation's route under ``url`` (v0.3: under ``url/v1``), AIP-193 errors."""
 
-    def __init__(
-        self,
-        url: str,
-        http: httpx.AsyncClient,
-        *,
-        version: str = A2A_VERSION,
-        timeout: httpx.Timeout | None = None,
-        headers: dict[str, str] | None = None,
-        auth: httpx.Auth | None = None,
-    ) -> None:
-        super().__init__(url, http, version=version, timeout=timeout, headers=headers, auth=auth)
-        self.codec: RestCodec = rest_codec(version)
+    codec: RestCodec
+    _codec_of = staticmethod(rest_codec)
 
     def _error(self, operation: Operation, status: int, decoded: Any) -> A2AError | None:
         return self.codec.decode_error(operation, status, decoded)

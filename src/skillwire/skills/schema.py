@@ -320,6 +320,11 @@ class _Failure:
     def text(self) -> str:
         return self.reason if isinstance(self.reason, str) else self.reason()
 
+    def under(self, part: str | int) -> _Failure:
+        """This failure, one container further up (``part`` is its key or index there)."""
+        self.reversed_path.append(part)
+        return self
+
     def error(self) -> ValidationError:
         pointer = "".join("/" + _escape(str(part)) for part in reversed(self.reversed_path))
         return ValidationError(self.text(), instance_path=pointer, schema_path=self.schema_path)
@@ -740,8 +745,7 @@ def _properties(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Ch
                 if sub is not None:
                     failure = sub(value)
                     if failure is not None:
-                        failure.reversed_path.append(name)
-                        return failure
+                        return failure.under(name)
         return None
 
     return check
@@ -758,8 +762,7 @@ def _pattern_properties(c: _Compiler, schema: dict[str, Any], kw: str, path: str
                 for index in matching(name):
                     failure = checks[index](value)
                     if failure is not None:
-                        failure.reversed_path.append(name)
-                        return failure
+                        return failure.under(name)
         return None
 
     return check
@@ -794,8 +797,7 @@ def _additional_properties(c: _Compiler, schema: dict[str, Any], kw: str, path: 
                 if additional(name):
                     failure = sub(value)
                     if failure is not None:
-                        failure.reversed_path.append(name)
-                        return failure
+                        return failure.under(name)
         return None
 
     return check
@@ -873,8 +875,7 @@ def _prefix_items(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _
             for i, (sub, item) in enumerate(zip(checks, instance)):  # noqa: B905 - arrays may be shorter
                 failure = sub(item)
                 if failure is not None:
-                    failure.reversed_path.append(i)
-                    return failure
+                    return failure.under(i)
         return None
 
     return check
@@ -908,8 +909,7 @@ def _items(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check |
             for i in range(start, len(instance)):
                 failure = sub(instance[i])
                 if failure is not None:
-                    failure.reversed_path.append(i)
-                    return failure
+                    return failure.under(i)
         return None
 
     return check

@@ -37,7 +37,12 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.wire.jsonrpc import Envelope, RequestId
 
-__all__ = ["JsonRpcCodec", "RestCodec", "jsonrpc_codec", "rest_codec"]
+__all__ = ["Decoded", "JsonRpcCodec", "Query", "RestCodec", "jsonrpc_codec", "rest_codec"]
+
+#: Query parameters as the binding parsed them: name -> every value given.
+Query = Mapping[str, list[str]]
+#: A decoded call: its operation and v1.0 request Struct, or None for a request no route serves.
+Decoded = tuple[Operation, Any] | None
 
 
 class JsonRpcCodec(Protocol):
@@ -89,14 +94,8 @@ class RestCodec(Protocol):
         ...
 
     def decode_call(
-        self,
-        route: Any,
-        method: str,
-        path: str,
-        query: Mapping[str, list[str]],
-        body: bytes,
-        limits: Limits,
-    ) -> tuple[Operation, Any] | None:
+        self, route: Any, method: str, path: str, query: Query, body: bytes, limits: Limits
+    ) -> Decoded:
         """The operation and v1.0 request Struct of a request, or None when no route matches after all."""
         ...
 

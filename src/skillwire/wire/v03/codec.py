@@ -12,7 +12,7 @@ Beyond the conversions, two things are the codec's:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,6 +24,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.wire import codec_v10
+from skillwire.wire.codec import Decoded, Query
 from skillwire.wire.errors import error_from_status
 from skillwire.wire.jsonrpc import Envelope, RequestId, encode_plain_error
 from skillwire.wire.rest import encode_status
@@ -98,14 +99,8 @@ class Rest03:
         return True  # every v0.3 route is under /v1, which the binding chose this codec for
 
     def decode_call(
-        self,
-        route: Any,
-        method: str,
-        path: str,
-        query: Mapping[str, list[str]],
-        body: bytes,
-        limits: Limits,
-    ) -> tuple[Operation, Any] | None:
+        self, route: Any, method: str, path: str, query: Query, body: bytes, limits: Limits
+    ) -> Decoded:
         return rest.match_rest(method, path, query, body, limits=limits)
 
     def encode_result(self, operation: Operation, result: Any) -> bytes:
