@@ -1126,7 +1126,7 @@ def test_the_rpc_table_agrees_with_the_proto_service() -> None:
     assert {method.name for method in service.methods} == {spec.method for spec in OPERATIONS}
     for spec in OPERATIONS:
         method, rpc = service.methods_by_name[spec.method], RPCS[spec.operation]
-        assert rpc.path == f"/lf.a2a.v1.A2AService/{spec.method}"
+        assert rpc.spec is spec
         assert rpc.request.DESCRIPTOR is method.input_type
         assert rpc.response.DESCRIPTOR is method.output_type
         assert rpc.request.DESCRIPTOR.name == spec.request_type.__name__

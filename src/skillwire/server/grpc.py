@@ -65,18 +65,7 @@ from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-try:
-    import grpc  # type: ignore[import-untyped]
-except ImportError as exc:  # pragma: no cover - depends on what is installed
-    raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
-
-from skillwire.errors import A2AError, InternalError, InvalidParamsError, JSONParseError, MethodNotFoundError
-from skillwire.protocol.limits import Limits
-from skillwire.protocol.versions import V1_ONLY, negotiate_version
-from skillwire.server.context import CallContext, requested_extensions
-from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
-from skillwire.server.handler import Dispatcher
-from skillwire.wire.budget import check_shape
+# First: without the grpc extra, this ImportError says what to install.
 from skillwire.wire.grpc_service import (
     GRPC_STATUSES_V1_0_0,
     RPCS,
@@ -86,6 +75,17 @@ from skillwire.wire.grpc_service import (
     check_overrides,
     rich_status,
 )
+
+# isort: split
+import grpc  # type: ignore[import-untyped]
+
+from skillwire.errors import A2AError, InternalError, InvalidParamsError, JSONParseError, MethodNotFoundError
+from skillwire.protocol.limits import Limits
+from skillwire.protocol.versions import V1_ONLY, negotiate_version
+from skillwire.server.context import CallContext, requested_extensions
+from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
+from skillwire.server.handler import Dispatcher
+from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
 __all__ = ["GRPC_STATUSES_V1_0_0", "GrpcServer"]

@@ -1,15 +1,15 @@
 """What both ends of ``lf.a2a.v1.A2AService`` share: its rpcs, and the status that carries an error (sans-IO).
 
 Needs the ``skillwire[grpc]`` extra (grpcio, protobuf, googleapis-common-protos and a2a-sdk, whose generated
-``a2a_pb2`` defines the service); only the gRPC server and client import it.
+``a2a_pb2`` defines the service). The gRPC server and client import it before grpc itself, so that without
+the extra the ImportError says what to install.
 
-**Rpcs**: :data:`RPCS` gives each row of :data:`~skillwire.protocol.operations.OPERATIONS` its rpc: the path
-``/lf.a2a.v1.A2AService/{spec.method}`` and the protobuf request and answer message classes, read from the
+**Rpcs**: :data:`RPCS` gives each row of :data:`~skillwire.protocol.operations.OPERATIONS` its rpc (named
+``/lf.a2a.v1.A2AService/{spec.method}``): the protobuf request and answer message classes, read from the
 service descriptor of ``a2a_pb2`` (the table's ``grpc_response`` and request Struct names agree with it: a
 test says so)::
 
-    rpc = RPCS[Operation.GET_TASK]
-    rpc.path, rpc.request, rpc.response  # "/lf.a2a.v1.A2AService/GetTask", GetTaskRequest, Task
+    spec, request, response = RPCS[Operation.GET_TASK]  # GetTask's row, GetTaskRequest, Task
 
 **Errors**: an :class:`~skillwire.errors.A2AError` travels as a status code and a ``google.rpc.Status`` in the
 ``grpc-status-details-bin`` trailer, whose details hold an ``ErrorInfo`` (reason, domain ``a2a-protocol.org``,
@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 try:
     import grpc  # type: ignore[import-untyped]
@@ -67,20 +67,15 @@ STATUS_DETAILS_KEY = "grpc-status-details-bin"
 # -- rpcs ---------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Rpc:
-    """One operation's rpc: its row of the operation table and its protobuf message classes."""
+class Rpc(NamedTuple):
+    """One operation's rpc, ``/lf.a2a.v1.A2AService/{spec.method}``: its row of the operation table and its
+    protobuf message classes."""
 
     spec: OperationSpec
     #: The protobuf message the rpc takes.
     request: Any
     #: The protobuf message it answers (each event's, for a stream; ``google.protobuf.Empty`` for none).
     response: Any
-
-    @property
-    def path(self) -> str:
-        """The method path a call names: ``/lf.a2a.v1.A2AService/GetTask``."""
-        return f"/{SERVICE}/{self.spec.method}"
 
 
 def _rpcs() -> Mapping[Operation, Rpc]:
