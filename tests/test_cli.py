@@ -120,3 +120,21 @@ def test_folder_without_agent_py(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_bad_store_url(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", str(EXAMPLES / "echo"), "--store", "redis://x"]) == 2
     assert "Unknown store URL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("statuses", "code"), [((), "FAILED_PRECONDITION"), (("--grpc-statuses", "v1.0.0"), "UNIMPLEMENTED")]
+)
+def test_serve_grpc_statuses_picks_the_status_table(
+    tmp_path: Path, processes: list[Served], statuses: tuple[str, ...], code: str
+) -> None:
+    import grpc
+
+    served = start(str(EXAMPLES / "tck"), "memory://", tmp_path, "--grpc-port", "0", *statuses)
+    processes.append(served)
+    address = next(line.split("gRPC: ")[1].strip() for line in served.lines if "gRPC: " in line)
+    with grpc.insecure_channel(address) as channel:
+        get_task = channel.unary_unary("/lf.a2a.v1.A2AService/GetTask")
+        with pytest.raises(grpc.RpcError) as caught:
+            get_task(b"", timeout=TIMEOUT)  # no a2a-version: VersionNotSupportedError
+    assert caught.value.code().name == code

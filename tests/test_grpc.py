@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -38,14 +38,14 @@ from skillwire import (
     TaskRuntime,
 )
 from skillwire.cli.main import load_agent
-from skillwire.errors import A2AError, UnsupportedOperationError
+from skillwire.errors import A2AError, UnsupportedOperationError, VersionNotSupportedError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentInterface, GetTaskRequest, Task
-from skillwire.protocol.operations import spec_of
-from skillwire.server import grpc as grpc_binding
-from skillwire.server.grpc import GrpcServer
+from skillwire.protocol.operations import OPERATIONS, OperationSpec, spec_of
+from skillwire.server.grpc import GRPC_STATUSES_V1_0_0, GrpcServer
 from skillwire.server.grpc_limits import server_options
 from skillwire.server.handler import BaseRequestHandler, Dispatcher, RequestHandler
+from skillwire.wire.grpc_service import RPCS, STATUS_DETAILS_KEY, read_status, rich_status
 
 WAIT = 10.0
 V1 = (("a2a-version", "1.0"),)
@@ -122,6 +122,7 @@ async def start() -> AsyncIterator[Start]:
         agent_name: str = "tck",
         limits: Limits | None = None,
         channel_options: list[tuple[str, Any]] | None = None,
+        status_overrides: Mapping[type[A2AError], str] = {},
     ) -> Running:
         agent = load_agent(str(EXAMPLES / agent_name))
         agent.extended_card_enabled = extended_card_enabled
@@ -131,7 +132,9 @@ async def start() -> AsyncIterator[Start]:
         runtime = TaskRuntime(agent._executor(), store, extended_card=extended_card)
         await runtime.start()
         spy = Spy(handler or runtime)
-        server = GrpcServer(Dispatcher(spy, lambda: card.capabilities), limits=limits)
+        server = GrpcServer(
+            Dispatcher(spy, lambda: card.capabilities), limits=limits, status_overrides=status_overrides
+        )
         await server.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}", options=channel_options)
 
@@ -581,8 +584,8 @@ async def test_version_with_a_patch_part_is_served(srv: Running) -> None:
     assert response.task.status.state == COMPLETED
 
 
-async def test_v1_0_0_status_overrides(srv: Running, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grpc_binding, "GRPC_STATUS_OVERRIDES", dict(grpc_binding.GRPC_STATUSES_V1_0_0))
+async def test_v1_0_0_status_overrides(start: Start) -> None:
+    srv = await start(status_overrides=GRPC_STATUSES_V1_0_0)
 
     version = await fails(srv.stub.GetTask(pb.GetTaskRequest(id="x")))
     assert (version.code, version.reason) == (grpc.StatusCode.UNIMPLEMENTED, "VERSION_NOT_SUPPORTED")
@@ -597,12 +600,23 @@ async def test_v1_0_0_status_overrides(srv: Running, monkeypatch: pytest.MonkeyP
     assert missing.code == grpc.StatusCode.NOT_FOUND  # the same in both tables
 
 
-async def test_an_override_that_is_no_status_is_refused_at_start(
-    srv: Running, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(grpc_binding, "GRPC_STATUS_OVERRIDES", {UnsupportedOperationError: "NOPE"})
-    with pytest.raises(ValueError, match="NOPE"):
-        await GrpcServer(srv.server.dispatcher).start()
+async def test_status_overrides_belong_to_their_server_alone(start: Start) -> None:
+    overrides = dict(GRPC_STATUSES_V1_0_0)
+    v1_0_0 = await start(status_overrides=overrides)
+    overrides[VersionNotSupportedError] = "ABORTED"  # the server took a copy
+    v1_0_1 = await start()  # in the same process, after the other one
+
+    for _ in range(2):  # in turns: neither server's table leaks into the other's answers
+        old = await fails(v1_0_0.stub.GetTask(pb.GetTaskRequest(id="x")))
+        new = await fails(v1_0_1.stub.GetTask(pb.GetTaskRequest(id="x")))
+        assert (old.code, old.reason) == (grpc.StatusCode.UNIMPLEMENTED, "VERSION_NOT_SUPPORTED")
+        assert (new.code, new.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "VERSION_NOT_SUPPORTED")
+
+
+@pytest.mark.parametrize("name", ["NOPE", "OK"])
+async def test_an_override_that_is_no_error_status_is_refused(srv: Running, name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        GrpcServer(srv.server.dispatcher, status_overrides={UnsupportedOperationError: name})
 
 
 def _without_parts() -> pb.SendMessageRequest:
@@ -1107,11 +1121,33 @@ async def test_sdk_extended_card(start: Start) -> None:
 # -- the conversion, directly ------------------------------------------------------------------------------
 
 
-def test_every_rpc_of_the_service_is_served() -> None:
+def test_the_rpc_table_agrees_with_the_proto_service() -> None:
     service = pb.DESCRIPTOR.services_by_name["A2AService"]
-    rpcs = {method.name for method in service.methods}
-    assert rpcs == {op.value for op in Operation}
-    assert all(callable(getattr(grpc_binding._Servicer, name)) for name in rpcs)
+    assert {method.name for method in service.methods} == {spec.method for spec in OPERATIONS}
+    for spec in OPERATIONS:
+        method, rpc = service.methods_by_name[spec.method], RPCS[spec.operation]
+        assert rpc.spec is spec
+        assert rpc.request.DESCRIPTOR is method.input_type
+        assert rpc.response.DESCRIPTOR is method.output_type
+        assert rpc.request.DESCRIPTOR.name == spec.request_type.__name__
+        assert rpc.response.DESCRIPTOR.name == spec.grpc_response
+        assert (method.server_streaming, method.client_streaming) == (spec.streaming, False)
+
+
+@pytest.mark.parametrize("spec", OPERATIONS, ids=[spec.method for spec in OPERATIONS])
+async def test_every_operation_of_the_table_is_served(srv: Running, spec: OperationSpec) -> None:
+    path = f"/lf.a2a.v1.A2AService/{spec.method}"
+    call = srv.channel.unary_stream(path) if spec.streaming else srv.channel.unary_unary(path)
+    # Reaching the servicer: the request is parsed as the row's message first, then the version negotiated.
+    refuse = stream_fails if spec.streaming else fails
+    corrupt = await refuse(call(b"\xff\xff", metadata=V1))
+    assert (corrupt.code, corrupt.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "PARSE_ERROR")
+    assert f"lf.a2a.v1.{spec.request_type.__name__}" in corrupt.message
+    version = await refuse(call(b"", metadata=()))
+    assert (version.code, version.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "VERSION_NOT_SUPPORTED")
+    assert srv.spy.calls == []
+    unknown = await fails(srv.channel.unary_unary(path + "s")(b"", metadata=V1))
+    assert (unknown.code, unknown.reason) == (grpc.StatusCode.UNIMPLEMENTED, "METHOD_NOT_FOUND")
 
 
 def test_rich_status_of_every_error_round_trips() -> None:
@@ -1119,13 +1155,19 @@ def test_rich_status_of_every_error_round_trips() -> None:
 
     for cls in ERRORS_BY_CODE.values():
         error: A2AError = cls(metadata={"n": 1}, field_violations=[("a.b", "bad")])
-        code, raw = grpc_binding.rich_status(error)
+        code, raw = rich_status(error, {})
         assert code.name == cls.grpc_status
         status = status_pb2.Status.FromString(raw)
         info = error_details_pb2.ErrorInfo()
         assert status.details[0].Unpack(info)
         assert (info.reason, dict(info.metadata)) == (cls.reason, {"n": "1"})
         assert json_format.MessageToDict(status)["message"] == error.message
+        read = read_status(((STATUS_DETAILS_KEY, raw),))
+        assert read is not None
+        assert (read.message, read.reason, read.metadata) == (error.message, cls.reason, {"n": "1"})
+        assert (read.violations, read.retry_after) == ([("a.b", "bad")], None)
+        overridden, _ = rich_status(error, {A2AError: "ABORTED"})  # a base class's override applies
+        assert overridden == grpc.StatusCode.ABORTED
 
 
 def test_the_app_serves_grpc_beside_http_and_lists_it_on_the_card(serve: Any) -> None:

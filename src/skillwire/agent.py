@@ -17,13 +17,13 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.server.app import A2AApplication
@@ -222,13 +222,15 @@ class Agent:
         limits: Limits | None = None,
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
+        grpc_status_overrides: Mapping[type[A2AError], str] = {},
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
         ``handler`` replaces the default request handler (the task runtime) with your own; ``wrap`` puts your
         own in front of it: ``wrap=lambda runtime: MyLoggingHandler(runtime)`` (at most one of the two).
         ``grpc_port`` also serves the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free
-        port).
+        port), whose status codes ``grpc_status_overrides`` may change (``GRPC_STATUSES_V1_0_0`` of
+        :mod:`skillwire.server.grpc`).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -250,6 +252,7 @@ class Agent:
             limits=limits,
             grpc_port=grpc_port,
             grpc_host=grpc_host,
+            grpc_status_overrides=grpc_status_overrides,
             card_v03_fields=self.card_v03_fields,
         )
 

@@ -15,12 +15,12 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from skillwire.agent import DEFAULT_STORE, Agent
 from skillwire.cli import calls
-from skillwire.errors import SkillwireError
+from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.stores.base import open_store
 
@@ -139,13 +139,14 @@ def _serve(args: argparse.Namespace) -> int:
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     if args.v03_card is not None:
         agent.card_v03_fields = args.v03_card
+    status_overrides: Mapping[type[A2AError], str] = {}
     if args.grpc_port is not None:
         try:
-            from skillwire.server import grpc as grpc_binding
+            from skillwire.server.grpc import GRPC_STATUSES_V1_0_0
         except ImportError as exc:
             raise SkillwireError(str(exc)) from None
         if args.grpc_statuses == "v1.0.0":
-            grpc_binding.GRPC_STATUS_OVERRIDES.update(grpc_binding.GRPC_STATUSES_V1_0_0)
+            status_overrides = GRPC_STATUSES_V1_0_0
     limits = Limits()
     for text in args.limit:
         try:
@@ -154,7 +155,12 @@ def _serve(args: argparse.Namespace) -> int:
             raise SkillwireError(str(exc)) from None
     store = open_store(args.store, limits=limits)
     app = agent.asgi(
-        store=store, public_url=args.public_url, grpc_port=args.grpc_port, grpc_host=args.host, limits=limits
+        store=store,
+        public_url=args.public_url,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
+        grpc_status_overrides=status_overrides,
+        limits=limits,
     )
     shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
     base = args.public_url.rstrip("/") if args.public_url else f"http://{shown_host}:{args.port}"

@@ -24,7 +24,8 @@ is sent as its UTF-8 bytes.
 Messages are converted by :mod:`skillwire.wire.protobuf`, directly but with the results of ProtoJSON, so the
 msgspec Structs stay the one source of truth: a request Struct becomes its protobuf message as
 ``json_format.Parse`` would make it from msgspec's JSON (one it cannot hold is :class:`InvalidParamsError`,
-raised before anything is sent); a reply becomes :data:`RESPONSE_TYPES` or :class:`StreamResponse` as if
+raised before anything is sent); a reply becomes the operation's ``response_type`` (its row of
+:data:`~skillwire.protocol.operations.OPERATIONS`, which also gives the rpc name and whether it streams) as if
 printed with ``json_format`` (fields without presence printed even when empty) and decoded by msgspec (one that
 does not decode is :class:`InvalidResponseError`). Numbers in ``data`` and
 ``metadata`` are doubles in protobuf (``google.protobuf.Value``): an integral one comes back as an int (42, not
@@ -67,15 +68,15 @@ from typing import Any
 
 import msgspec
 
-try:
-    import grpc  # type: ignore[import-untyped]
-    from a2a.types import a2a_pb2, a2a_pb2_grpc
-    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
-except ImportError as exc:  # pragma: no cover - depends on what is installed
-    raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
+# First: without the grpc extra, this ImportError says what to install.
+from skillwire.wire.grpc_service import RPCS, StatusDetails, read_status
+
+# isort: split
+import grpc  # type: ignore[import-untyped]
+from a2a.types import a2a_pb2_grpc
 
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
-from skillwire.client.transport import A2A_VERSION, RESPONSE_TYPES, STREAMING_OPERATIONS
+from skillwire.client.transport import A2A_VERSION
 from skillwire.errors import (
     ERRORS_BY_CODE,
     A2AError,
@@ -85,28 +86,10 @@ from skillwire.errors import (
     TaskNotFoundError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.operations import Operation
+from skillwire.protocol.operations import Operation, spec_of
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
 __all__ = ["GrpcTransport", "error_from_rpc", "grpc_target"]
-
-_O = Operation
-STATUS_DETAILS_KEY = "grpc-status-details-bin"
-
-#: The protobuf request message of each operation (the rpc of the same name takes it).
-_REQUESTS: dict[Operation, Any] = {
-    _O.SEND_MESSAGE: a2a_pb2.SendMessageRequest,
-    _O.SEND_STREAMING_MESSAGE: a2a_pb2.SendMessageRequest,
-    _O.GET_TASK: a2a_pb2.GetTaskRequest,
-    _O.LIST_TASKS: a2a_pb2.ListTasksRequest,
-    _O.CANCEL_TASK: a2a_pb2.CancelTaskRequest,
-    _O.SUBSCRIBE_TO_TASK: a2a_pb2.SubscribeToTaskRequest,
-    _O.CREATE_PUSH_CONFIG: a2a_pb2.TaskPushNotificationConfig,
-    _O.GET_PUSH_CONFIG: a2a_pb2.GetTaskPushNotificationConfigRequest,
-    _O.LIST_PUSH_CONFIGS: a2a_pb2.ListTaskPushNotificationConfigsRequest,
-    _O.DELETE_PUSH_CONFIG: a2a_pb2.DeleteTaskPushNotificationConfigRequest,
-    _O.GET_EXTENDED_AGENT_CARD: a2a_pb2.GetExtendedAgentCardRequest,
-}
 
 #: Headers that are not gRPC metadata: HTTP/1.1 connection management, and what HTTP/2 and grpc set.
 _NOT_METADATA = frozenset(
@@ -193,56 +176,23 @@ _ERRORS_BY_STATUS: dict[str, type[A2AError]] = {
 }
 
 
-def _status(error: Any) -> Any:
-    """The ``google.rpc.Status`` in the trailers of ``error``, or None."""
-    for key, value in error.trailing_metadata() or ():
-        if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
-            try:
-                return status_pb2.Status.FromString(value)
-            except Exception:  # protobuf's DecodeError: a trailer that is not a Status counts as none
-                return None
-    return None
-
-
-def _retry_delay(details: Any) -> float | None:
-    for detail in details:
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
-            return max(float(info.retry_delay.ToTimedelta().total_seconds()), 0.0)
-    return None
-
-
 def error_from_rpc(error: Any) -> Exception:
     """The exception to raise for a failed call (a ``grpc.aio.AioRpcError``), as the module docstring says."""
     code = error.code().name
-    status = _status(error)
-    details = list(status.details) if status is not None else []
-    message = (status.message if status is not None else "") or error.details() or ""
-    reason = ""
-    metadata: dict[str, str] = {}
-    violations: list[tuple[str, str]] = []
-    for detail in details:
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason = reason or info.reason
-            metadata.update(info.metadata)
-        elif detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad = error_details_pb2.BadRequest()
-            detail.Unpack(bad)
-            violations.extend((v.field, v.description) for v in bad.field_violations)
-    cls = _ERRORS_BY_REASON.get(reason)
+    status = read_status(error.trailing_metadata()) or StatusDetails("")
+    message = status.message or error.details() or ""
+    cls = _ERRORS_BY_REASON.get(status.reason)
     if cls is None:
         if code in _CONNECTION_CODES:
             return AgentConnectionError(f"gRPC {code}: {message}" if message else f"gRPC {code}")
         if code in _HTTP_STATUSES:
-            retry_after = _retry_delay(details)
-            return HTTPStatusError(_HTTP_STATUSES[code], f"gRPC {code}: {message}", retry_after=retry_after)
+            return HTTPStatusError(
+                _HTTP_STATUSES[code], f"gRPC {code}: {message}", retry_after=status.retry_after
+            )
         cls = _ERRORS_BY_STATUS.get(code)
         if cls is None:
             cls, message = InternalError, f"gRPC {code}: {message}" if message else f"gRPC {code}"
-    return cls(message or None, metadata=metadata, field_violations=violations)
+    return cls(message or None, metadata=status.metadata, field_violations=status.violations)
 
 
 # -- the transport ----------------------------------------------------------------------------------------
@@ -289,25 +239,26 @@ class GrpcTransport:
         return self._stub
 
     async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
-        if operation in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} streams: use stream()")
-        message = _to_message(request, _REQUESTS[operation])
-        rpc = getattr(self._open(), operation.value)
+        spec = spec_of(operation)
+        if spec.streaming:
+            raise ValueError(f"{spec.method} streams: use stream()")
+        message = _to_message(request, RPCS[operation].request)
+        rpc = getattr(self._open(), spec.method)
         try:
             reply = await rpc(message, metadata=self.metadata, timeout=self.timeout)
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc) from exc
-        type_ = RESPONSE_TYPES[operation]
-        return None if type_ is None else _to_struct(reply, type_)
+        return None if spec.response_type is None else _to_struct(reply, spec.response_type)
 
     async def stream(self, operation: Operation, request: msgspec.Struct) -> AsyncIterator[m.StreamResponse]:
-        if operation not in STREAMING_OPERATIONS:
-            raise ValueError(f"{operation.value} does not stream: use send()")
-        message = _to_message(request, _REQUESTS[operation])
-        call = getattr(self._open(), operation.value)(message, metadata=self.metadata)
+        spec = spec_of(operation)
+        if not spec.streaming or spec.response_type is None:
+            raise ValueError(f"{spec.method} does not stream: use send()")
+        message = _to_message(request, RPCS[operation].request)
+        call = getattr(self._open(), spec.method)(message, metadata=self.metadata)
         try:
             async for reply in call:
-                yield _to_struct(reply, m.StreamResponse)
+                yield _to_struct(reply, spec.response_type)
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc) from exc
         finally:

@@ -59,8 +59,6 @@ RESPONSE_TYPES: dict[Operation, type[msgspec.Struct] | None] = {
     s.operation: s.response_type for s in OPERATIONS if not s.streaming
 }
 
-STREAMING_OPERATIONS = frozenset(s.operation for s in OPERATIONS if s.streaming)
-
 #: The AIP-193 ``error`` object of an HTTP+JSON answer as its A2AError (None if it holds none).
 error_from_details = error_from_status
 

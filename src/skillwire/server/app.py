@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
 
-from skillwire.errors import MethodNotFoundError, SkillwireError
+from skillwire.errors import A2AError, MethodNotFoundError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
@@ -50,6 +51,7 @@ class A2AApplication:
         shutdown_grace: float = 5.0,
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
+        grpc_status_overrides: Mapping[type[A2AError], str] = {},
         card_v03_fields: bool = True,
     ) -> None:
         self.card = card
@@ -79,8 +81,10 @@ class A2AApplication:
         )
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
+        #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.
         self.grpc_port = grpc_port
         self.grpc_host = grpc_host
+        self.grpc_status_overrides = grpc_status_overrides
         self.grpc_address: str | None = None
         self._grpc: Any = None
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
@@ -142,6 +146,7 @@ class A2AApplication:
                 self.grpc_port,
                 limits=self.limits,
                 activate=self._activate,
+                status_overrides=self.grpc_status_overrides,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url

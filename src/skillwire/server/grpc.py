@@ -34,12 +34,15 @@ domain ``a2a-protocol.org``, metadata) and, for invalid arguments, a ``BadReques
 
 Status codes follow the v1.0.1 table in :mod:`skillwire.errors` (FAILED_PRECONDITION for
 UnsupportedOperation, PushNotificationNotSupported and VersionNotSupported). The TCK's gRPC status tests
-still expect the v1.0.0 values (UNIMPLEMENTED for those three); ``GRPC_STATUS_OVERRIDES`` switches codes
-per error class (subclasses included) without touching the error tree::
+still expect the v1.0.0 values (UNIMPLEMENTED for those three); a server's ``status_overrides`` switches
+codes per error class (subclasses included) without touching the error tree, for that server only::
 
-    from skillwire.server import grpc as grpc_binding
+    GrpcServer(app.dispatcher, status_overrides=GRPC_STATUSES_V1_0_0)  # what the TCK expects
 
-    grpc_binding.GRPC_STATUS_OVERRIDES.update(grpc_binding.GRPC_STATUSES_V1_0_0)  # what the TCK expects
+The rpcs are generated from :data:`~skillwire.protocol.operations.OPERATIONS` (by way of
+:data:`skillwire.wire.grpc_service.RPCS`): each row's ``method`` is served with its request message, its
+answer message and, for a streaming row, as a server stream. The status and its details are written by
+:func:`skillwire.wire.grpc_service.rich_status`, which the client reads back.
 
 Streams: each event is written as it comes. A client that cancels a stream (or goes away) ends the call and
 closes the event iterator (``aclose()``); the task behind it goes on. Where this differs from JSON-RPC: a
@@ -62,50 +65,32 @@ from typing import Any, NoReturn, TypeVar
 
 import msgspec
 
-try:
-    import grpc  # type: ignore[import-untyped]
-    from a2a.types import a2a_pb2, a2a_pb2_grpc
-    from google.protobuf import any_pb2, duration_pb2, empty_pb2  # type: ignore[import-untyped]
-    from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
-except ImportError as exc:  # pragma: no cover - depends on what is installed
-    raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
-
-from skillwire.errors import (
-    ERROR_DOMAIN,
-    A2AError,
-    InternalError,
-    InvalidParamsError,
-    JSONParseError,
-    MethodNotFoundError,
-    PushNotificationNotSupportedError,
-    UnsupportedOperationError,
-    VersionNotSupportedError,
+# First: without the grpc extra, this ImportError says what to install.
+from skillwire.wire.grpc_service import (
+    GRPC_STATUSES_V1_0_0,
+    RPCS,
+    SERVICE,
+    STATUS_DETAILS_KEY,
+    Rpc,
+    check_overrides,
+    rich_status,
 )
+
+# isort: split
+import grpc  # type: ignore[import-untyped]
+
+from skillwire.errors import A2AError, InternalError, InvalidParamsError, JSONParseError, MethodNotFoundError
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.operations import Operation, spec_of
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
-from skillwire.server.context import CallContext
+from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
-__all__ = ["GRPC_STATUSES_V1_0_0", "GRPC_STATUS_OVERRIDES", "GrpcServer"]
+__all__ = ["GRPC_STATUSES_V1_0_0", "GrpcServer"]
 
 log = logging.getLogger("skillwire.grpc")
-
-#: gRPC status code names that replace an error class's ``grpc_status`` (looked up along the class's MRO).
-#: Empty: follow the v1.0.1 table.
-GRPC_STATUS_OVERRIDES: dict[type[A2AError], str] = {}
-
-#: The v1.0.0 gRPC codes that differ from v1.0.1, which the TCK 1.0-dev snapshot asserts.
-GRPC_STATUSES_V1_0_0: dict[type[A2AError], str] = {
-    UnsupportedOperationError: "UNIMPLEMENTED",
-    PushNotificationNotSupportedError: "UNIMPLEMENTED",
-    VersionNotSupportedError: "UNIMPLEMENTED",
-}
-
-STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 S = TypeVar("S", bound=msgspec.Struct)
 
@@ -147,44 +132,12 @@ def to_message(result: Any, message_type: Any) -> Any:
 
 # -- errors -------------------------------------------------------------------------------------------------
 
-
-def status_name(error: A2AError) -> str:
-    """The gRPC status code name for ``error``: an override if one matches its class, else its own."""
-    for cls in type(error).__mro__:
-        override = GRPC_STATUS_OVERRIDES.get(cls)
-        if override is not None:
-            return override
-    return error.grpc_status
+#: Which gRPC status code names replace an error class's own (``GrpcServer(status_overrides=...)``).
+StatusOverrides = Mapping[type[A2AError], str]
 
 
-def rich_status(error: A2AError) -> tuple[Any, bytes]:
-    """The status code and the serialized ``google.rpc.Status`` (with ErrorInfo, BadRequest, and RetryInfo
-    for a busy server: gRPC's ``Retry-After``) for ``error``."""
-    code = grpc.StatusCode[status_name(error)]
-    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.metadata)
-    details = [_pack(info)]
-    if error.field_violations:
-        violations = [
-            error_details_pb2.BadRequest.FieldViolation(field=field, description=description)
-            for field, description in error.field_violations
-        ]
-        details.append(_pack(error_details_pb2.BadRequest(field_violations=violations)))
-    retry_after = getattr(error, "retry_after", None)
-    if isinstance(retry_after, int | float):
-        delay = duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
-        details.append(_pack(error_details_pb2.RetryInfo(retry_delay=delay)))
-    status = status_pb2.Status(code=code.value[0], message=error.message, details=details)
-    return code, status.SerializeToString()
-
-
-def _pack(message: Any) -> Any:
-    packed = any_pb2.Any()
-    packed.Pack(message)
-    return packed
-
-
-async def _abort(context: Any, error: A2AError) -> NoReturn:
-    code, status = rich_status(error)
+async def _abort(context: Any, error: A2AError, overrides: StatusOverrides) -> NoReturn:
+    code, status = rich_status(error, overrides)
     await context.abort(code, error.message, trailing_metadata=((STATUS_DETAILS_KEY, status),))
     raise AssertionError("grpc's context.abort returned")  # pragma: no cover
 
@@ -230,6 +183,9 @@ def _as_is(serialize: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
 
 
 def _lenient(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
+    """A deserializer that hands bytes which are not the request message to the servicer, which answers
+    INVALID_ARGUMENT (grpc would answer UNKNOWN with the parser's exception)."""
+
     def decode(raw: bytes) -> Any:
         try:
             return deserialize(raw)
@@ -240,43 +196,21 @@ def _lenient(deserialize: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return decode
 
 
-class _Guard(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    """Answers what grpc would answer on its own the way the other bindings do: an undecodable request
-    reaches the servicer, which answers INVALID_ARGUMENT (grpc would answer UNKNOWN with the parser's
-    exception), and an unknown method gets MethodNotFoundError with its ErrorInfo. Answers the servicer
-    has already encoded (bytes) are sent as they are."""
+class _Unknown(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """Asked last: any method no other handler serves is MethodNotFoundError with its ErrorInfo, where
+    grpc alone would answer a bare UNIMPLEMENTED."""
 
-    def __init__(self) -> None:
-        self._wrapped: dict[str, tuple[Any, Any]] = {}
+    def __init__(self, overrides: StatusOverrides) -> None:
+        self.overrides = overrides
 
-    async def intercept_service(self, continuation: Any, details: Any) -> Any:
-        handler = await continuation(details)
-        if handler is None:
-            return _method_not_found(str(details.method))
-        if handler.request_deserializer is None:
-            return handler
-        cached = self._wrapped.get(details.method)
-        if cached is None or cached[0] is not handler:
-            wrapped = handler._replace(
-                request_deserializer=_lenient(handler.request_deserializer),
-                response_serializer=_as_is(handler.response_serializer),
-            )
-            cached = self._wrapped[details.method] = (handler, wrapped)
-        return cached[1]
+    def service(self, details: Any) -> Any:
+        method = str(details.method)
 
+        async def refuse(requests: Any, context: Any) -> None:
+            # A stream-stream handler reads nothing, so it answers at once whatever kind of call this was.
+            await _abort(context, MethodNotFoundError(f"Method not found: {method[:100]}"), self.overrides)
 
-def _method_not_found(method: str) -> Any:
-    async def refuse(requests: Any, context: Any) -> None:
-        # A stream-stream handler reads nothing, so it answers at once whatever kind of call this was.
-        await _abort(context, MethodNotFoundError(f"Method not found: {method[:100]}"))
-
-    return grpc.stream_stream_rpc_method_handler(refuse)
-
-
-def _requested_extensions(headers: Mapping[str, str]) -> frozenset[str]:
-    """The extension URIs a client asks for: ``a2a-extensions`` (v1.0) or ``x-a2a-extensions`` (v0.3)."""
-    value = ",".join(v for v in (headers.get("a2a-extensions"), headers.get("x-a2a-extensions")) if v)
-    return frozenset(part.strip() for part in value.split(",") if part.strip())
+        return grpc.stream_stream_rpc_method_handler(refuse)
 
 
 Activate = Callable[[frozenset[str]], frozenset[str]]
@@ -287,18 +221,45 @@ def _all_requested(requested: frozenset[str]) -> frozenset[str]:
 
 
 class _Servicer:
-    """The eleven rpcs of ``lf.a2a.v1.A2AService``, each a thin call into the Dispatcher."""
+    """The rpcs of ``lf.a2a.v1.A2AService``, one per row of the operation table, each a thin call into the
+    Dispatcher."""
 
-    def __init__(self, dispatcher: Dispatcher, activate: Activate, limits: Limits) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher, activate: Activate, limits: Limits, overrides: StatusOverrides
+    ) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
         self.limits = limits
+        self.overrides = overrides
+
+    def method_handlers(self) -> dict[str, Any]:
+        """grpc's method handler of every rpc, by rpc name."""
+        return {rpc.spec.method: self._method_handler(rpc) for rpc in RPCS.values()}
+
+    def _method_handler(self, rpc: Rpc) -> Any:
+        decode = _lenient(rpc.request.FromString)
+        encode = _as_is(rpc.response.SerializeToString)
+        if rpc.spec.streaming:
+
+            async def stream(request: Any, context: Any) -> None:
+                await self._stream(rpc, request, context)
+
+            return grpc.unary_stream_rpc_method_handler(
+                stream, request_deserializer=decode, response_serializer=encode
+            )
+
+        async def unary(request: Any, context: Any) -> Any:
+            return await self._unary(rpc, request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            unary, request_deserializer=decode, response_serializer=encode
+        )
 
     async def _prepare(
-        self, operation: Operation, request: Any, context: Any
+        self, rpc: Rpc, request: Any, context: Any
     ) -> tuple[Any, CallContext, tuple[tuple[str, str], ...]]:
         """The request Struct, the call's context, and the initial metadata to answer with."""
-        request_type = spec_of(operation).request_type
+        request_type = rpc.spec.request_type
         if isinstance(request, _Undecodable):  # checked first, as JSON-RPC parses before it negotiates
             raise JSONParseError(
                 f"The request is not a valid lf.a2a.v1.{request_type.__name__}: {request.reason}"
@@ -307,7 +268,7 @@ class _Servicer:
         version = negotiate_version(headers.get("a2a-version"), V1_ONLY)
         params = to_struct(request, request_type)
         check_shape(params, self.limits, "")  # the decoded-JSON budgets, as on the HTTP bindings
-        activated = self.activate(_requested_extensions(headers))
+        activated = self.activate(requested_extensions(headers))
         # echoed, like the A2A-Extensions response header of the HTTP bindings
         initial = (("a2a-extensions", ",".join(sorted(activated))),) if activated else ()
         call = CallContext(
@@ -320,25 +281,27 @@ class _Servicer:
         )
         return params, call, initial
 
-    async def _unary(self, operation: Operation, request: Any, context: Any, response_type: Any) -> Any:
+    async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
+        operation = rpc.spec.operation
         try:
-            params, call, initial = await self._prepare(operation, request, context)
+            params, call, initial = await self._prepare(rpc, request, context)
             if initial:
                 await context.send_initial_metadata(initial)
             result = await self.dispatcher.call(operation, params, call)
-            answer = to_message(result, response_type)
+            answer = to_message(result, rpc.response)
             return encode_answer(answer, operation, self.limits.max_response_bytes)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
-        await _abort(context, error)
+        await _abort(context, error, self.overrides)
 
-    async def _stream(self, operation: Operation, request: Any, context: Any) -> None:
+    async def _stream(self, rpc: Rpc, request: Any, context: Any) -> None:
+        operation = rpc.spec.operation
         try:
-            params, call, initial = await self._prepare(operation, request, context)
+            params, call, initial = await self._prepare(rpc, request, context)
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
-            await _abort(context, error)
+            await _abort(context, error, self.overrides)
         failure: A2AError | None = None
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
         # awaits: the iterator is closed in `finally` and the task behind the stream is left alone.
@@ -346,7 +309,7 @@ class _Servicer:
             # Sent on its own, so that a write that times out leaves only the status to send.
             await context.send_initial_metadata(initial)
             async for event in events:
-                await self._write(context, operation, event)
+                await self._write(context, rpc, event)
         except Exception as exc:
             failure = _as_a2a(exc, f"{operation.value} stream")
         finally:
@@ -356,11 +319,13 @@ class _Servicer:
         if failure is not None:
             # Behind a write that timed out, the status waits until the client reads or goes away; this
             # call holds nothing else meanwhile.
-            await _abort(context, failure)
+            await _abort(context, failure, self.overrides)
 
-    async def _write(self, context: Any, operation: Operation, event: Any) -> None:
-        message = to_message(event, a2a_pb2.StreamResponse)
-        data = encode_answer(message, operation, self.limits.max_response_bytes, event=True)
+    async def _write(self, context: Any, rpc: Rpc, event: Any) -> None:
+        operation = rpc.spec.operation
+        data = encode_answer(
+            to_message(event, rpc.response), operation, self.limits.max_response_bytes, event=True
+        )
         timeout = self.limits.write_timeout
         try:
             async with asyncio.timeout(timeout):
@@ -372,53 +337,6 @@ class _Servicer:
                 "The task goes on: resume with SubscribeToTask"
             ) from None
 
-    # The rpc names are the proto's.
-
-    async def SendMessage(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.SEND_MESSAGE, request, context, a2a_pb2.SendMessageResponse)
-
-    async def SendStreamingMessage(self, request: Any, context: Any) -> None:
-        await self._stream(Operation.SEND_STREAMING_MESSAGE, request, context)
-
-    async def GetTask(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.GET_TASK, request, context, a2a_pb2.Task)
-
-    async def ListTasks(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.LIST_TASKS, request, context, a2a_pb2.ListTasksResponse)
-
-    async def CancelTask(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.CANCEL_TASK, request, context, a2a_pb2.Task)
-
-    async def SubscribeToTask(self, request: Any, context: Any) -> None:
-        await self._stream(Operation.SUBSCRIBE_TO_TASK, request, context)
-
-    async def CreateTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self._unary(
-            Operation.CREATE_PUSH_CONFIG, request, context, a2a_pb2.TaskPushNotificationConfig
-        )
-
-    async def GetTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self._unary(
-            Operation.GET_PUSH_CONFIG, request, context, a2a_pb2.TaskPushNotificationConfig
-        )
-
-    async def ListTaskPushNotificationConfigs(self, request: Any, context: Any) -> Any:
-        return await self._unary(
-            Operation.LIST_PUSH_CONFIGS, request, context, a2a_pb2.ListTaskPushNotificationConfigsResponse
-        )
-
-    async def DeleteTaskPushNotificationConfig(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.DELETE_PUSH_CONFIG, request, context, empty_pb2.Empty)
-
-    async def GetExtendedAgentCard(self, request: Any, context: Any) -> Any:
-        return await self._unary(Operation.GET_EXTENDED_AGENT_CARD, request, context, a2a_pb2.AgentCard)
-
-
-def _check_overrides(overrides: Mapping[type[A2AError], str]) -> None:
-    for cls, name in overrides.items():
-        if name not in grpc.StatusCode.__members__ or name == "OK":
-            raise ValueError(f"GRPC_STATUS_OVERRIDES[{cls.__name__}] = {name!r} is not a gRPC error status")
-
 
 class GrpcServer:
     """A ``grpc.aio`` server for ``lf.a2a.v1.A2AService`` over ``dispatcher``, on the running event loop.
@@ -426,9 +344,10 @@ class GrpcServer:
     ``port=0`` picks a free port; ``port`` holds the bound one once ``start()`` returns. Without
     ``credentials`` (a ``grpc.ServerCredentials``) the port is plaintext HTTP/2. ``activate`` maps the
     requested extension URIs to the activated ones (the app's rule, so every binding agrees); by default
-    every requested URI is passed on.
+    every requested URI is passed on. ``status_overrides`` replaces the gRPC status code of error classes
+    (subclasses included; ValueError for a name that is no gRPC error status), for this server only::
 
-        server = GrpcServer(app.dispatcher, port=0)
+        server = GrpcServer(app.dispatcher, port=0, status_overrides=GRPC_STATUSES_V1_0_0)
         await server.start()
         print(server.port)
         await server.stop(grace=5.0)
@@ -443,13 +362,16 @@ class GrpcServer:
         limits: Limits | None = None,
         credentials: Any = None,
         activate: Activate | None = None,
+        status_overrides: Mapping[type[A2AError], str] = {},
     ) -> None:
+        check_overrides(status_overrides)
         self.dispatcher = dispatcher
         self.activate = activate or _all_requested
         self.host = host
         self.port = port
         self.limits = limits or Limits()
         self.credentials = credentials
+        self.status_overrides: StatusOverrides = dict(status_overrides)
         self._server: Any = None
 
     @property
@@ -462,10 +384,14 @@ class GrpcServer:
         """Bind and start serving; call it from the event loop the runtime runs on."""
         if self._server is not None:
             raise RuntimeError("the gRPC server is already started")
-        _check_overrides(GRPC_STATUS_OVERRIDES)
-        server = grpc.aio.server(interceptors=[_Guard()], options=server_options(self.limits))
-        servicer = _Servicer(self.dispatcher, self.activate, self.limits)
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+        server = grpc.aio.server(options=server_options(self.limits))
+        servicer = _Servicer(self.dispatcher, self.activate, self.limits, self.status_overrides)
+        handlers = servicer.method_handlers()
+        # The service's own rpcs first; _Unknown answers every other method.
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, handlers), _Unknown(self.status_overrides))
+        )
+        server.add_registered_method_handlers(SERVICE, handlers)  # grpc's fast path for known methods
         if self.credentials is None:
             bound = server.add_insecure_port(self.address)
         else:
