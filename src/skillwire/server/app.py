@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import msgspec
@@ -21,6 +21,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.server.asgi import Receive, Scope, Send, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
+from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.rest import RestEndpoint
@@ -32,6 +33,8 @@ from skillwire.wire.rest import encode_status
 __all__ = ["A2AApplication"]
 
 log = logging.getLogger("skillwire.app")
+
+E = TypeVar("E", bound=HttpEndpoint)
 
 _NOT_FOUND = encode_status(MethodNotFoundError("No such endpoint"), 404)
 
@@ -65,20 +68,8 @@ class A2AApplication:
         self.card_endpoint = CardEndpoint(
             self.card_for, public_url=public_url, extra=self._v03_fields if card_v03_fields else None
         )
-        self.jsonrpc = JsonRpcEndpoint(
-            self.dispatcher,
-            limits=limits,
-            keepalive=keepalive,
-            activate=self._activate,
-            base_url=self.card_endpoint.base_url,
-        )
-        self.rest = RestEndpoint(
-            self.dispatcher,
-            limits=limits,
-            keepalive=keepalive,
-            activate=self._activate,
-            base_url=self.card_endpoint.base_url,
-        )
+        self.jsonrpc = self._endpoint(JsonRpcEndpoint, keepalive)
+        self.rest = self._endpoint(RestEndpoint, keepalive)
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
         #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.
@@ -92,6 +83,16 @@ class A2AApplication:
         self._stopped = False
         #: Why start-up failed (the store could not be opened, ...), for whoever runs the server.
         self.startup_error: BaseException | None = None
+
+    def _endpoint(self, binding: type[E], keepalive: float) -> E:
+        """An HTTP binding over this app's dispatcher, budgets and extension rule."""
+        return binding(
+            self.dispatcher,
+            limits=self.limits,
+            keepalive=keepalive,
+            activate=self._activate,
+            base_url=self.card_endpoint.base_url,
+        )
 
     def _capabilities(self) -> AgentCapabilities:
         return self.card.capabilities
