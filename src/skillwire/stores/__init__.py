@@ -1,4 +1,6 @@
-"""Task stores: where tasks live. ``open_store(url)`` picks one from a URL."""
+"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
+
+Task stores: where tasks live. ``open_store(url)`` picks one from a URL."""
 
 from __future__ import annotations
 
