@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 import pytest
 
-from skillwire import A2AApplication, Agent, MemoryTaskStore, SQLiteTaskStore
+from skillwire import Agent, MemoryTaskStore, SQLiteTaskStore
 from skillwire.cli.main import load_agent
+from skillwire.server.app import A2AApplication
 from skillwire.server.serve import build_server
 from skillwire.stores.base import TaskStore
 

@@ -22,8 +22,8 @@ from skillwire.client import (
     NoCompatibleInterfaceError,
     RetryPolicy,
     TaskFailedError,
-    select_interface,
 )
+from skillwire.client.client import select_interface
 from skillwire.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,

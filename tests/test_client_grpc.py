@@ -24,14 +24,8 @@ from google.rpc import error_details_pb2, status_pb2
 
 from conftest import RunningServer, collect, example_agent, free_port, gated_agent, state_of
 from skillwire import Agent, CallContext, RequestContext, TaskEvents
-from skillwire.client import (
-    AgentConnectionError,
-    Client,
-    HTTPStatusError,
-    InvalidResponseError,
-    RetryPolicy,
-    select_interface,
-)
+from skillwire.client import AgentConnectionError, Client, HTTPStatusError, InvalidResponseError, RetryPolicy
+from skillwire.client.client import select_interface
 from skillwire.client.grpc import GrpcTransport, grpc_target
 from skillwire.errors import (
     InternalError,

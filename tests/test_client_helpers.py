@@ -25,10 +25,10 @@ from skillwire.client import (
     RetryPolicy,
     SyncClient,
     TaskFailedError,
-    parse_retry_after,
-    select_interface,
 )
 from skillwire.client.auth import CardAuth, credential_headers
+from skillwire.client.client import select_interface
+from skillwire.client.retry import parse_retry_after
 from skillwire.errors import TaskNotFoundError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation

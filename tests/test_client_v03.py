@@ -29,7 +29,8 @@ import pytest
 from conftest import RunningServer, assert_proto, collect, example_agent
 from sdk03 import client_env, tail
 from skillwire import Agent
-from skillwire.client import AgentConnectionError, Client, RetryPolicy, select_interface
+from skillwire.client import AgentConnectionError, Client, RetryPolicy
+from skillwire.client.client import select_interface
 from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
 from skillwire.errors import (
     InternalError,

@@ -28,15 +28,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from conftest import EXAMPLES, assert_proto
-from skillwire import (
-    AgentCapabilities,
-    AgentCard,
-    CallContext,
-    MemoryTaskStore,
-    Operation,
-    StreamResponse,
-    TaskRuntime,
-)
+from skillwire import AgentCapabilities, AgentCard, CallContext, MemoryTaskStore, Operation, StreamResponse
 from skillwire.cli.main import load_agent
 from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol.limits import Limits
@@ -46,6 +38,7 @@ from skillwire.server import grpc as grpc_binding
 from skillwire.server.grpc import GrpcServer
 from skillwire.server.grpc_limits import server_options
 from skillwire.server.handler import BaseRequestHandler, Dispatcher, RequestHandler
+from skillwire.server.runtime import TaskRuntime
 
 WAIT = 10.0
 V1 = (("a2a-version", "1.0"),)

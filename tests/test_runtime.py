@@ -14,33 +14,38 @@ from skillwire import (
     AgentCapabilities,
     BaseRequestHandler,
     CallContext,
-    CancelTaskRequest,
-    ExtendedAgentCardNotConfiguredError,
-    GetTaskRequest,
-    InvalidAgentResponseError,
-    InvalidParamsError,
-    ListTasksRequest,
     Message,
-    MethodNotFoundError,
     Operation,
     Part,
-    PushNotificationNotSupportedError,
     RequestContext,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     TaskEvents,
+    TaskState,
+)
+from skillwire.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InvalidAgentResponseError,
+    InvalidParamsError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
-    TaskRuntime,
-    TaskState,
     UnsupportedOperationError,
 )
-from skillwire.protocol.models import GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest
+from skillwire.protocol.models import (
+    CancelTaskRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
 from skillwire.server.handler import Dispatcher
+from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
 
 CALL = CallContext()
@@ -440,7 +445,7 @@ async def test_client_messages_must_have_the_user_role(runtime: tuple[TaskRuntim
 
 
 async def test_push_config_in_a_send_needs_the_capability(runtime: tuple[TaskRuntime, Scripted]) -> None:
-    from skillwire import TaskPushNotificationConfig
+    from skillwire.protocol.models import TaskPushNotificationConfig
 
     rt, _ = runtime
     request = send("complete")

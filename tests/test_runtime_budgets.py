@@ -16,29 +16,32 @@ import pytest
 
 from skillwire import (
     CallContext,
-    GetTaskRequest,
-    InvalidParamsError,
     Limits,
-    ListTasksRequest,
     MemoryTaskStore,
     Message,
     Part,
     RequestContext,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
-    ServerBusyError,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     TaskEvents,
-    TaskRuntime,
     TaskState,
+)
+from skillwire.errors import (
+    InvalidParamsError,
+    ServerBusyError,
+    StreamDroppedError,
     UnsupportedOperationError,
 )
-from skillwire.errors import StreamDroppedError
+from skillwire.protocol.models import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
 from skillwire.server.bus import InProcessEventBus
-from skillwire.server.runtime import RECOVERY_BATCH
+from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
 from skillwire.stores.base import TaskStore
 from skillwire.testing.store_contract import make_task, save
 

@@ -16,23 +16,22 @@ import pytest
 
 from conftest import A2A_V1, EXAMPLES, RunningServer, assert_rpc_result, rpc, user_message
 from skillwire import (
-    A2AApplication,
     Agent,
     CallContext,
-    CancelTaskRequest,
-    InvalidParamsError,
     MemoryTaskStore,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SkillContext,
     SkillwireError,
-    TaskRuntime,
     TaskState,
 )
+from skillwire.errors import InvalidParamsError
+from skillwire.protocol.models import CancelTaskRequest, SendMessageRequest
+from skillwire.server.app import A2AApplication
 from skillwire.server.executor import RequestContext
+from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.context import NotJson
 from skillwire.skills.executor import Outcome, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, skill_from_function

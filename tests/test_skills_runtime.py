@@ -15,25 +15,27 @@ import pytest
 from skillwire import (
     Agent,
     CallContext,
-    GetTaskRequest,
-    InvalidParamsError,
-    ListTasksRequest,
     MemoryTaskStore,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SkillContext,
     SkillError,
     SkillwireError,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     Task,
-    TaskRuntime,
     TaskState,
 )
+from skillwire.errors import InvalidParamsError
+from skillwire.protocol.models import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
+from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, Outcome, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
 from skillwire.stores.base import TaskStore
