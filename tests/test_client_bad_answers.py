@@ -16,9 +16,9 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillwire.client import Client, ClientError, JsonRpcTransport, RestTransport, RetryPolicy
+from skillwire import A2AError, Client, ClientError, RetryPolicy
+from skillwire.client import JsonRpcTransport, RestTransport
 from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
-from skillwire.errors import A2AError
 from skillwire.protocol import models as m
 from skillwire.testing import StreamingASGITransport
 

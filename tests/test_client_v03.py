@@ -28,8 +28,8 @@ import pytest
 
 from conftest import RunningServer, assert_proto, collect, example_agent
 from sdk03 import client_env, tail
-from skillwire import Agent
-from skillwire.client import AgentConnectionError, Client, RetryPolicy
+from skillwire import Agent, Client, RetryPolicy, TaskState
+from skillwire.client import AgentConnectionError
 from skillwire.client.client import select_interface
 from skillwire.client.v03 import V03JsonRpcTransport, V03RestTransport
 from skillwire.errors import (
@@ -41,7 +41,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.states import TaskState
 from skillwire.wire import v03
 from test_interop_v03 import tck_agent
 

@@ -28,16 +28,26 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from conftest import EXAMPLES, assert_proto
-from skillwire import AgentCapabilities, AgentCard, CallContext, MemoryTaskStore, Operation, StreamResponse
+from skillwire import (
+    A2AError,
+    AgentCapabilities,
+    AgentCard,
+    BaseRequestHandler,
+    CallContext,
+    Limits,
+    MemoryTaskStore,
+    Operation,
+    StreamResponse,
+    Task,
+)
 from skillwire.cli.main import load_agent
-from skillwire.errors import A2AError, UnsupportedOperationError
-from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import AgentInterface, GetTaskRequest, Task
+from skillwire.errors import UnsupportedOperationError
+from skillwire.protocol.models import AgentInterface, GetTaskRequest
 from skillwire.protocol.operations import spec_of
 from skillwire.server import grpc as grpc_binding
 from skillwire.server.grpc import GrpcServer
 from skillwire.server.grpc_limits import server_options
-from skillwire.server.handler import BaseRequestHandler, Dispatcher, RequestHandler
+from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.runtime import TaskRuntime
 
 WAIT = 10.0

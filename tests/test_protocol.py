@@ -11,6 +11,7 @@ from conftest import assert_proto
 from skillwire import (
     Artifact,
     Message,
+    Operation,
     Part,
     Role,
     StreamResponse,
@@ -21,7 +22,7 @@ from skillwire import (
 )
 from skillwire.errors import VersionNotSupportedError
 from skillwire.protocol.models import GetTaskRequest, ListTasksResponse, SendMessageRequest
-from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Capability, Operation
+from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Capability
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TRANSITIONS, can_transition
 from skillwire.protocol.versions import negotiate_version
 

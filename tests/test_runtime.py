@@ -24,6 +24,7 @@ from skillwire import (
     StreamResponse,
     TaskEvents,
     TaskState,
+    TaskStore,
 )
 from skillwire.errors import (
     ExtendedAgentCardNotConfiguredError,
@@ -46,7 +47,6 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.handler import Dispatcher
 from skillwire.server.runtime import TaskRuntime
-from skillwire.stores.base import TaskStore
 
 CALL = CallContext()
 WAIT = 10.0

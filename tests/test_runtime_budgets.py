@@ -27,6 +27,7 @@ from skillwire import (
     StreamResponse,
     TaskEvents,
     TaskState,
+    TaskStore,
 )
 from skillwire.errors import (
     InvalidParamsError,
@@ -42,7 +43,6 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.bus import InProcessEventBus
 from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
-from skillwire.stores.base import TaskStore
 from skillwire.testing.store_contract import make_task, save
 
 CALL = CallContext()

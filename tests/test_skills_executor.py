@@ -20,22 +20,23 @@ from skillwire import (
     CallContext,
     MemoryTaskStore,
     Message,
+    Outcome,
     Part,
+    RequestContext,
     Role,
     SendMessageConfiguration,
     SkillContext,
     SkillwireError,
     TaskState,
+    TaskStore,
 )
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import CancelTaskRequest, SendMessageRequest
 from skillwire.server.app import A2AApplication
-from skillwire.server.executor import RequestContext
 from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.context import NotJson
-from skillwire.skills.executor import Outcome, SkillExecutor
+from skillwire.skills.executor import SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, skill_from_function
-from skillwire.stores.base import TaskStore
 
 WAIT = 10.0
 
@@ -198,7 +199,7 @@ NAMED = {"type": "object", "properties": {"name": {"type": "string"}, "pad": {"t
 
 def recording_skill(threads: list[int]) -> Skill:
     """A skill whose input check records the thread it runs on (and checks NAMED)."""
-    from skillwire.skills.schema import compile_schema
+    from skillwire import compile_schema
 
     validator = compile_schema(NAMED)
 

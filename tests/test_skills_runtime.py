@@ -17,6 +17,7 @@ from skillwire import (
     CallContext,
     MemoryTaskStore,
     Message,
+    Outcome,
     Part,
     Role,
     SendMessageConfiguration,
@@ -27,6 +28,7 @@ from skillwire import (
     StreamResponse,
     Task,
     TaskState,
+    TaskStore,
 )
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import (
@@ -36,9 +38,8 @@ from skillwire.protocol.models import (
     SubscribeToTaskRequest,
 )
 from skillwire.server.runtime import TaskRuntime
-from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, Outcome, SkillExecutor
+from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
-from skillwire.stores.base import TaskStore
 
 CALL = CallContext()
 WAIT = 10.0
