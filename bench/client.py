@@ -101,7 +101,7 @@ class SkillwireCaller(Caller):
 
     @classmethod
     async def open(cls, url: str, binding: str) -> SkillwireCaller:
-        from skillwire.client import Client
+        from skillwire import Client
 
         return cls(await Client.connect(url, bindings=(binding,), timeout=60))
 

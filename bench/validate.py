@@ -11,7 +11,8 @@ from __future__ import annotations
 import timeit
 from pathlib import Path
 
-from skillwire import SkillCard, ValidationError, compile_schema, validate_json
+from skillwire import SkillCard, compile_schema, validate_json
+from skillwire.errors import ValidationError
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBER = 100_000

@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from skillwire import A2AApplication, Agent, MemoryTaskStore, SQLiteTaskStore
+from skillwire import Agent, MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.cli.main import load_agent
+from skillwire.server.app import A2AApplication
 from skillwire.server.serve import build_server
-from skillwire.stores.base import TaskStore
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -14,14 +14,13 @@ from skillwire import (
     BaseRequestHandler,
     CallContext,
     Client,
-    GetTaskRequest,
     SkillContext,
     SkillError,
     Task,
-    TaskNotFoundError,
     TaskState,
 )
-from skillwire.errors import SkillInvalidRequestError, SkillRejectedError
+from skillwire.errors import SkillInvalidRequestError, SkillRejectedError, TaskNotFoundError
+from skillwire.protocol.models import GetTaskRequest
 
 WAIT = 10.0
 Serve = Callable[[Any], RunningServer]

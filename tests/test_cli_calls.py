@@ -17,10 +17,11 @@ import msgspec
 import pytest
 
 from conftest import EXAMPLES, RecordingHandler, RunningServer, assert_proto, free_port
-from skillwire import A2AApplication, Agent, RequestContext, TaskEvents
+from skillwire import Agent, RequestContext, TaskEvents
 from skillwire.cli import calls
 from skillwire.cli.main import main
 from skillwire.protocol import models as m
+from skillwire.server.app import A2AApplication
 
 Serve = Callable[[A2AApplication], RunningServer]
 

@@ -15,15 +15,9 @@ import httpx
 import pytest
 
 from conftest import RunningServer, collect, example_agent, gated_agent, state_of
-from skillwire.client import (
-    AgentConnectionError,
-    Client,
-    HTTPStatusError,
-    NoCompatibleInterfaceError,
-    RetryPolicy,
-    TaskFailedError,
-    select_interface,
-)
+from skillwire import Client, Operation, RetryPolicy, TaskFailedError, TaskState
+from skillwire.client import AgentConnectionError, HTTPStatusError, NoCompatibleInterfaceError
+from skillwire.client.client import select_interface
 from skillwire.errors import (
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
@@ -31,8 +25,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.operations import Operation
-from skillwire.protocol.states import TaskState
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 #: The behaviour tests run on every binding; retry and resume tests on the HTTP ones (gRPC has its own in

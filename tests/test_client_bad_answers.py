@@ -16,8 +16,8 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillwire.client import Client, ClientError, JsonRpcTransport, RestTransport, RetryPolicy
-from skillwire.errors import A2AError
+from skillwire import A2AError, Client, ClientError, RetryPolicy
+from skillwire.client import JsonRpcTransport, RestTransport
 from skillwire.protocol import models as m
 from skillwire.testing import StreamingASGITransport
 

@@ -23,15 +23,18 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from conftest import RunningServer, collect, example_agent, free_port, gated_agent, state_of
-from skillwire import Agent, CallContext, RequestContext, TaskEvents
-from skillwire.client import (
-    AgentConnectionError,
+from skillwire import (
+    Agent,
+    CallContext,
     Client,
-    HTTPStatusError,
-    InvalidResponseError,
+    Operation,
+    RequestContext,
     RetryPolicy,
-    select_interface,
+    TaskEvents,
+    TaskState,
 )
+from skillwire.client import AgentConnectionError, HTTPStatusError, InvalidResponseError
+from skillwire.client.client import select_interface
 from skillwire.client.grpc import GrpcTransport, grpc_target
 from skillwire.errors import (
     InternalError,
@@ -42,8 +45,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.operations import Operation
-from skillwire.protocol.states import TaskState
 from skillwire.server.handler import RequestHandler
 
 FAST = RetryPolicy(retries=3, base=0.0, cap=0.01)

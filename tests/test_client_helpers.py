@@ -17,24 +17,24 @@ import msgspec
 import pytest
 
 from conftest import RecordingHandler, RunningServer, example_agent
-from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
-from skillwire.client import (
+from skillwire import (
+    Agent,
+    AgentExtension,
     Client,
-    Credentials,
-    JsonRpcTransport,
-    NoCompatibleInterfaceError,
-    RestTransport,
+    Operation,
+    RequestContext,
     RetryPolicy,
     SyncClient,
+    TaskEvents,
     TaskFailedError,
-    parse_retry_after,
-    select_interface,
+    TaskState,
 )
+from skillwire.client import Credentials, JsonRpcTransport, NoCompatibleInterfaceError, RestTransport
 from skillwire.client.auth import CardAuth, credential_headers
+from skillwire.client.client import select_interface
+from skillwire.client.retry import parse_retry_after
 from skillwire.errors import TaskNotFoundError
 from skillwire.protocol import models as m
-from skillwire.protocol.operations import Operation
-from skillwire.protocol.states import TaskState
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 WAIT = 10.0

@@ -24,7 +24,8 @@ import uvicorn
 
 import sdk_agent
 from conftest import collect, free_port, state_of
-from skillwire.client import Client, HTTPStatusError, TaskFailedError
+from skillwire import Client, TaskFailedError, TaskState
+from skillwire.client import HTTPStatusError
 from skillwire.errors import (
     InternalError,
     InvalidParamsError,
@@ -33,7 +34,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.states import TaskState
 
 HTTP_BINDINGS = ["JSONRPC", "HTTP+JSON"]
 BINDINGS = [*HTTP_BINDINGS, "GRPC"]

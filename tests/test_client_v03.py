@@ -28,15 +28,9 @@ import pytest
 
 from conftest import RunningServer, assert_proto, collect, example_agent
 from sdk03 import client_env, tail
-from skillwire import Agent
-from skillwire.client import (
-    AgentConnectionError,
-    Client,
-    JsonRpcTransport,
-    RestTransport,
-    RetryPolicy,
-    select_interface,
-)
+from skillwire import Agent, Client, RetryPolicy, TaskState
+from skillwire.client import AgentConnectionError, JsonRpcTransport, RestTransport
+from skillwire.client.client import select_interface
 from skillwire.errors import (
     InternalError,
     MethodNotFoundError,
@@ -46,7 +40,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.states import TaskState
 from skillwire.wire import v03
 from test_interop_v03 import tck_agent
 

@@ -37,8 +37,9 @@ from conftest import (
     start_server,
     user_message,
 )
-from skillwire import Agent, RequestContext, SQLiteTaskStore, TaskEvents, TaskQuery
+from skillwire import Agent, RequestContext, SQLiteTaskStore, TaskEvents
 from skillwire.errors import StoreError
+from skillwire.stores import TaskQuery
 from skillwire.wire.sse import SSEDecoder
 
 INTERNAL = -32603

@@ -29,22 +29,25 @@ from google.rpc import error_details_pb2, status_pb2
 
 from conftest import EXAMPLES, assert_proto
 from skillwire import (
+    A2AError,
     AgentCapabilities,
     AgentCard,
+    BaseRequestHandler,
     CallContext,
+    Limits,
     MemoryTaskStore,
     Operation,
     StreamResponse,
-    TaskRuntime,
+    Task,
 )
 from skillwire.cli.main import load_agent
-from skillwire.errors import A2AError, UnsupportedOperationError, VersionNotSupportedError
-from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import AgentInterface, GetTaskRequest, Task
+from skillwire.errors import UnsupportedOperationError, VersionNotSupportedError
+from skillwire.protocol.models import AgentInterface, GetTaskRequest
 from skillwire.protocol.operations import OPERATIONS, OperationSpec, spec_of
 from skillwire.server.grpc import GRPC_STATUSES_V1_0_0, GrpcServer
 from skillwire.server.grpc_limits import server_options
-from skillwire.server.handler import BaseRequestHandler, Dispatcher, RequestHandler
+from skillwire.server.handler import Dispatcher, RequestHandler
+from skillwire.server.runtime import TaskRuntime
 from skillwire.wire.grpc_service import RPCS, STATUS_DETAILS_KEY, read_status, rich_status
 
 WAIT = 10.0

@@ -28,13 +28,13 @@ from skillwire import (
     BaseRequestHandler,
     CallContext,
     Executor,
-    GetTaskRequest,
     Limits,
     RequestContext,
     SQLiteTaskStore,
     TaskEvents,
     TaskState,
 )
+from skillwire.protocol.models import GetTaskRequest
 from skillwire.wire.sse import SSEDecoder
 
 TIMEOUT = 10.0
@@ -534,7 +534,9 @@ def test_graceful_shutdown_ends_streams_and_settles_tasks(serve: Any, tmp_path: 
 async def test_an_error_in_the_middle_of_a_stream_is_its_last_event(
     serve: Any, client: httpx.AsyncClient
 ) -> None:
-    from skillwire import Message, Part, Role, SendMessageRequest, StreamResponse, TaskNotFoundError
+    from skillwire import Message, Part, Role, StreamResponse
+    from skillwire.errors import TaskNotFoundError
+    from skillwire.protocol.models import SendMessageRequest
 
     class Faulty(BaseRequestHandler):
         async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> Any:

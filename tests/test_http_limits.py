@@ -27,8 +27,8 @@ from conftest import (
     start_process,
     user_message,
 )
-from skillwire import A2AApplication
-from skillwire.protocol.limits import Limits
+from skillwire import Limits
+from skillwire.server.app import A2AApplication
 
 #: The cap on any one wait of a test, in seconds.
 WAIT = 10.0

@@ -34,7 +34,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import A2A_V1, RunningServer, assert_rpc_error, example_agent, start_server
-from skillwire import InvalidParamsError, Limits
+from skillwire import Limits
+from skillwire.errors import InvalidParamsError
 from skillwire.protocol import models as m
 from skillwire.wire import budget
 from skillwire.wire.budget import check_json, check_shape, shape_may_exceed

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec import inspect as mi
 
+from skillwire import TaskState
 from skillwire.client.grpc import _to_message as client_to_message
 from skillwire.client.grpc import _to_struct as client_to_struct
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol import models as m
-from skillwire.protocol.states import TaskState
 from skillwire.server.grpc import to_struct as server_to_struct
 from skillwire.wire.protobuf import MAX_DEPTH, ConversionError, message_to_struct, struct_to_message
 

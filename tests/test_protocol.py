@@ -10,8 +10,8 @@ import pytest
 from conftest import assert_proto
 from skillwire import (
     Artifact,
-    ListTasksResponse,
     Message,
+    Operation,
     Part,
     Role,
     StreamResponse,
@@ -19,10 +19,10 @@ from skillwire import (
     TaskArtifactUpdateEvent,
     TaskState,
     TaskStatus,
-    VersionNotSupportedError,
 )
-from skillwire.protocol.models import GetTaskRequest, SendMessageRequest
-from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Capability, Operation
+from skillwire.errors import VersionNotSupportedError
+from skillwire.protocol.models import GetTaskRequest, ListTasksResponse, SendMessageRequest
+from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Capability
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TRANSITIONS, can_transition
 from skillwire.protocol.versions import negotiate_version
 

@@ -236,7 +236,8 @@ class Busy:
         self.busy_gets = 1
 
     async def handle(self, operation: Any, params: Any, context: Any) -> Any:
-        from skillwire import Operation, ServerBusyError, Task, TaskState, TaskStatus
+        from skillwire import Operation, Task, TaskState, TaskStatus
+        from skillwire.errors import ServerBusyError
 
         if operation is Operation.GET_TASK:
             if self.busy_gets:
@@ -310,7 +311,8 @@ async def test_busy_rest_is_503_unavailable_with_retry_after(
 async def test_our_client_retries_a_busy_read_after_retry_after_but_not_a_send(
     busy: tuple[RunningServer, Busy], binding: str
 ) -> None:
-    from skillwire import Client, HTTPStatusError, TaskState
+    from skillwire import Client, TaskState
+    from skillwire.client import HTTPStatusError
 
     srv, handler = busy
     async with await Client.connect(srv.url, bindings=[binding]) as sw:

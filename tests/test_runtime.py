@@ -14,36 +14,41 @@ from skillwire import (
     AgentCapabilities,
     BaseRequestHandler,
     CallContext,
-    CancelTaskRequest,
     Executor,
-    ExtendedAgentCardNotConfiguredError,
-    GetTaskRequest,
-    InvalidAgentResponseError,
-    InvalidParamsError,
-    ListTasksRequest,
     Message,
-    MethodNotFoundError,
     Operation,
     Part,
-    PushNotificationNotSupportedError,
     RequestContext,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     TaskEvents,
+    TaskState,
+    TaskStore,
+)
+from skillwire.errors import (
+    ExtendedAgentCardNotConfiguredError,
+    InvalidAgentResponseError,
+    InvalidParamsError,
+    MethodNotFoundError,
+    PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
-    TaskRuntime,
-    TaskState,
     UnsupportedOperationError,
 )
-from skillwire.protocol.models import GetExtendedAgentCardRequest, GetTaskPushNotificationConfigRequest
+from skillwire.protocol.models import (
+    CancelTaskRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
 from skillwire.server.executor import Work, as_executor
 from skillwire.server.handler import Dispatcher
-from skillwire.stores.base import TaskStore
+from skillwire.server.runtime import TaskRuntime
 
 CALL = CallContext()
 WAIT = 10.0
@@ -442,7 +447,7 @@ async def test_client_messages_must_have_the_user_role(runtime: tuple[TaskRuntim
 
 
 async def test_push_config_in_a_send_needs_the_capability(runtime: tuple[TaskRuntime, Scripted]) -> None:
-    from skillwire import TaskPushNotificationConfig
+    from skillwire.protocol.models import TaskPushNotificationConfig
 
     rt, _ = runtime
     request = send("complete")

@@ -17,30 +17,33 @@ import pytest
 from skillwire import (
     CallContext,
     Executor,
-    GetTaskRequest,
-    InvalidParamsError,
     Limits,
-    ListTasksRequest,
     MemoryTaskStore,
     Message,
     Part,
     RequestContext,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
-    ServerBusyError,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     TaskEvents,
-    TaskRuntime,
     TaskState,
+    TaskStore,
+)
+from skillwire.errors import (
+    InvalidParamsError,
+    ServerBusyError,
+    StreamDroppedError,
     UnsupportedOperationError,
 )
-from skillwire.errors import StreamDroppedError
+from skillwire.protocol.models import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
 from skillwire.server.bus import InProcessEventBus
-from skillwire.server.runtime import RECOVERY_BATCH
-from skillwire.stores.base import TaskStore
+from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
 from skillwire.testing.store_contract import make_task, save
 
 CALL = CallContext()

@@ -16,27 +16,27 @@ import pytest
 
 from conftest import A2A_V1, EXAMPLES, RunningServer, assert_rpc_result, rpc, user_message
 from skillwire import (
-    A2AApplication,
     Agent,
     CallContext,
-    CancelTaskRequest,
-    InvalidParamsError,
     MemoryTaskStore,
     Message,
+    Outcome,
     Part,
+    RequestContext,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SkillContext,
     SkillwireError,
-    TaskRuntime,
     TaskState,
+    TaskStore,
 )
-from skillwire.server.executor import RequestContext
+from skillwire.errors import InvalidParamsError
+from skillwire.protocol.models import CancelTaskRequest, SendMessageRequest
+from skillwire.server.app import A2AApplication
+from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.context import NotJson
-from skillwire.skills.executor import Outcome, SkillExecutor
+from skillwire.skills.executor import SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, skill_from_function
-from skillwire.stores.base import TaskStore
 
 WAIT = 10.0
 
@@ -199,7 +199,7 @@ NAMED = {"type": "object", "properties": {"name": {"type": "string"}, "pad": {"t
 
 def recording_skill(threads: list[int]) -> Skill:
     """A skill whose input check records the thread it runs on (and checks NAMED)."""
-    from skillwire.skills.schema import compile_schema
+    from skillwire import compile_schema
 
     validator = compile_schema(NAMED)
 

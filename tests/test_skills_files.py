@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from skillwire import Agent, ManifestError
+from skillwire import Agent
 from skillwire.cli.main import main
+from skillwire.errors import ManifestError
 from skillwire.skills.loader import MAX_AGENT_FILE_BYTES, check_skills_folder, load_agent_config
 from skillwire.skills.manifest import MAX_FILE_BYTES, read_manifest_text
 

@@ -11,8 +11,9 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, EXAMPLES, assert_rpc_error, assert_rpc_result, rpc, user_message
-from skillwire import Agent, ManifestError, SkillwireError
+from skillwire import Agent, SkillwireError
 from skillwire.cli.main import load_agent, main
+from skillwire.errors import ManifestError
 from skillwire.skills.loader import check_skills_folder, load_agent_config, plugin_skills
 
 SKILL = """\

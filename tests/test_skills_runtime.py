@@ -15,28 +15,31 @@ import pytest
 from skillwire import (
     Agent,
     CallContext,
-    GetTaskRequest,
-    InvalidParamsError,
-    ListTasksRequest,
     MemoryTaskStore,
     Message,
+    Outcome,
     Part,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
     SkillContext,
     SkillError,
     SkillwireError,
     SQLiteTaskStore,
     StreamResponse,
-    SubscribeToTaskRequest,
     Task,
-    TaskRuntime,
     TaskState,
+    TaskStore,
 )
-from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, Outcome, SkillExecutor
+from skillwire.errors import InvalidParamsError
+from skillwire.protocol.models import (
+    GetTaskRequest,
+    ListTasksRequest,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
+from skillwire.server.runtime import TaskRuntime
+from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
-from skillwire.stores.base import TaskStore
 
 CALL = CallContext()
 WAIT = 10.0

@@ -11,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from skillwire import compile_schema, validate_json
 from skillwire.errors import SchemaError, ValidationError
 from skillwire.skills import schema as schema_module
-from skillwire.skills.schema import DIALECT, SUPPORTED_KEYWORDS, Validator, compile_schema, validate_json
+from skillwire.skills.schema import DIALECT, SUPPORTED_KEYWORDS, Validator
 
 GREETER = {
     "type": "object",

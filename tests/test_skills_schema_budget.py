@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 import pytest
 
+from skillwire import compile_schema, validate_json
 from skillwire.errors import SchemaError, ValidationError
-from skillwire.skills.schema import DEFAULT_MAX_STEPS, compile_schema, validate_json
+from skillwire.skills.schema import DEFAULT_MAX_STEPS
 
 T = TypeVar("T")
 CAP = 30.0  # seconds; a backtracking engine would not finish any of these in a lifetime

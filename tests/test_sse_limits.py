@@ -24,9 +24,9 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, RunningServer, assert_rpc_error, rpc, start_server, user_message
-from skillwire import Agent, CallContext, Limits, ServerBusyError, StreamResponse
+from skillwire import Agent, BaseRequestHandler, CallContext, Limits, StreamResponse
+from skillwire.errors import ServerBusyError
 from skillwire.server.asgi import PUMP_BYTES
-from skillwire.server.handler import BaseRequestHandler
 from skillwire.wire.sse import SSEDecoder
 
 WAIT = 15.0

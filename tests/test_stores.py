@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from skillwire import MemoryTaskStore, SQLiteTaskStore, TaskState, open_store
-from skillwire.errors import SkillwireError
-from skillwire.stores.base import TaskStore
+from skillwire import MemoryTaskStore, SkillwireError, SQLiteTaskStore, TaskState, TaskStore, open_store
 from skillwire.testing.store_contract import TaskStoreContract, make_task, save
 
 

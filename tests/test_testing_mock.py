@@ -21,7 +21,6 @@ from conftest import A2A_V1, ROOT, assert_rpc_error, rpc, user_message
 from skillwire import (
     Artifact,
     Client,
-    InvalidParamsError,
     Message,
     Operation,
     Part,
@@ -30,10 +29,9 @@ from skillwire import (
     StreamResponse,
     Task,
     TaskFailedError,
-    TaskNotFoundError,
     TaskState,
-    UnsupportedOperationError,
 )
+from skillwire.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from skillwire.testing import MockAgent, Pause, ReceivedRequest, StreamingASGITransport, artifact, status
 
 WAIT = 10.0

@@ -24,9 +24,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_proto
+from skillwire import A2AError, Operation, TaskState
 from skillwire.errors import (
     ERRORS_BY_CODE,
-    A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     InternalError,
@@ -39,8 +39,6 @@ from skillwire.errors import (
     VersionNotSupportedError,
 )
 from skillwire.protocol import models as m
-from skillwire.protocol.operations import Operation
-from skillwire.protocol.states import TaskState
 from skillwire.wire import v03
 from test_v03_codec import (
     AGENT_MSG,

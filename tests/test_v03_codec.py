@@ -34,9 +34,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from skillwire import (
+    A2AError,
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+    Artifact,
+    Message,
+    Operation,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from skillwire.errors import (
     ERRORS_BY_CODE,
-    A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
@@ -48,32 +67,16 @@ from skillwire.errors import (
 )
 from skillwire.protocol import models as m
 from skillwire.protocol.models import (
-    AgentCapabilities,
-    AgentCard,
     AgentCardSignature,
-    AgentExtension,
     AgentInterface,
-    AgentProvider,
-    AgentSkill,
-    Artifact,
     AuthenticationInfo,
-    Message,
-    Part,
-    Role,
     SecurityRequirement,
-    SendMessageConfiguration,
     SendMessageRequest,
     SendMessageResponse,
-    StreamResponse,
     StringList,
-    Task,
-    TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
-    TaskStatus,
-    TaskStatusUpdateEvent,
 )
-from skillwire.protocol.operations import Operation
-from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
+from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
 from skillwire.wire import v03
 
 Op = Operation

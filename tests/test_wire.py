@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from skillwire import (
+from skillwire import Limits
+from skillwire.errors import (
     InvalidParamsError,
     InvalidRequestError,
     JSONParseError,
-    Limits,
     MethodNotFoundError,
     TaskNotFoundError,
 )

@@ -1,94 +1,64 @@
 """skillwire: build, serve and call A2A agents made of skills.
 
-Everything a user needs is importable from here: ``from skillwire import Agent, TaskEvents, Message``.
+The front door: what the README and the docs teach is importable from here, and adding a name to
+``__all__`` is an API decision (``tests/test_exported_members.py`` holds it to the intended set)::
+
+    from skillwire import Agent, SkillContext
+
+    agent = Agent("Echo", "Says it back.")
+
+    @agent.skill(tags=["echo"])
+    async def echo(params: dict, ctx: SkillContext) -> str:
+        return params["text"]
+
+Public modules: this one, and three documented subpackages for what is advanced or numerous:
+
+* :mod:`skillwire.errors`: the one error tree, every class with its JSON-RPC code, HTTP status and gRPC
+  status (``except skillwire.errors.TaskNotFoundError``). The front door carries its roots,
+  :class:`SkillwireError` and :class:`A2AError`, and :class:`SkillError`, which skills raise.
+* :mod:`skillwire.client`: the client's own failures (``AgentConnectionError``, ``HTTPStatusError``, ...,
+  under :class:`ClientError`) and credentials (``Credentials``, ``CredentialsProvider``, ``Secret``).
+* :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
+  ``skillwire.testing.store_contract``, which needs pytest).
+
+Everything else (``skillwire.protocol``, ``.wire``, ``.stores``, ``.server``, ``.skills``, ``.cli``,
+``.agent`` and the modules of the public subpackages) is internal: it may change in any release; import
+from here.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
-from skillwire.agent import DEFAULT_STORE, Agent
-from skillwire.errors import (
-    A2AError,
-    ConcurrentUpdateError,
-    ContentTypeNotSupportedError,
-    ExtendedAgentCardNotConfiguredError,
-    ExtensionSupportRequiredError,
-    InternalError,
-    InvalidAgentResponseError,
-    InvalidParamsError,
-    InvalidRequestError,
-    JSONParseError,
-    ManifestError,
-    MethodNotFoundError,
-    PushNotificationNotSupportedError,
-    RenderError,
-    ResponseTooLargeError,
-    SchemaError,
-    ServerBusyError,
-    SkillError,
-    SkillwireError,
-    StoreError,
-    StreamDroppedError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-    ValidationError,
-    VersionNotSupportedError,
-)
+from skillwire.agent import Agent
+from skillwire.errors import A2AError, SkillError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import (
     AgentCapabilities,
     AgentCard,
     AgentExtension,
-    AgentInterface,
     AgentProvider,
     AgentSkill,
     Artifact,
-    CancelTaskRequest,
-    GetExtendedAgentCardRequest,
-    GetTaskRequest,
-    ListTasksRequest,
-    ListTasksResponse,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
-    SendMessageRequest,
-    SendMessageResponse,
     StreamResponse,
-    SubscribeToTaskRequest,
     Task,
     TaskArtifactUpdateEvent,
-    TaskPushNotificationConfig,
     TaskStatus,
     TaskStatusUpdateEvent,
 )
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import TaskState
-from skillwire.server.app import A2AApplication
-from skillwire.server.bus import EventBus, InProcessEventBus
-from skillwire.server.context import CallContext, Caller
+from skillwire.server.context import CallContext
 from skillwire.server.executor import Executor, RequestContext, TaskEvents
-from skillwire.server.handler import BaseRequestHandler, RequestHandler
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.handler import BaseRequestHandler
 from skillwire.skills.context import Answer, SkillContext
-from skillwire.skills.executor import Outcome, SkillExecutor
-from skillwire.skills.registry import InMemorySkillRegistry, Skill, SkillRegistry
-from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskPage, TaskQuery, TaskStore, open_store
+from skillwire.skills.executor import Outcome
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
 
-if TYPE_CHECKING:
-    from skillwire.client import (
-        AgentConnectionError,
-        Client,
-        ClientError,
-        Credentials,
-        HTTPStatusError,
-        JsonRpcTransport,
-        RestTransport,
-        RetryPolicy,
-        SyncClient,
-        TaskFailedError,
-        Transport,
-    )
+if _typing.TYPE_CHECKING:
+    from skillwire.client import Client, ClientError, RetryPolicy, SyncClient, TaskFailedError
     from skillwire.skills.manifest import SkillCard
     from skillwire.skills.schema import compile_schema, validate_json
 
@@ -99,124 +69,75 @@ __version__ = "0.1.0"
 _LAZY = {
     "Client": "skillwire.client",
     "ClientError": "skillwire.client",
-    "TaskFailedError": "skillwire.client",
-    "AgentConnectionError": "skillwire.client",
-    "HTTPStatusError": "skillwire.client",
     "RetryPolicy": "skillwire.client",
-    "Transport": "skillwire.client",
-    "JsonRpcTransport": "skillwire.client",
-    "RestTransport": "skillwire.client",
     "SyncClient": "skillwire.client",
-    "Credentials": "skillwire.client",
+    "TaskFailedError": "skillwire.client",
     "SkillCard": "skillwire.skills.manifest",
     "compile_schema": "skillwire.skills.schema",
     "validate_json": "skillwire.skills.schema",
 }
+# The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
+_PUBLIC_MODULES = ("client", "errors", "testing")
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
+    import importlib
+
+    if name in _PUBLIC_MODULES:
+        return importlib.import_module(f"skillwire.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'skillwire' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
 
+def __dir__() -> list[str]:
+    """The front door and the public subpackages, not the internal modules imported along the way."""
+    return sorted([*__all__, *_PUBLIC_MODULES])
+
+
 __all__ = [
-    "DEFAULT_STORE",
-    "A2AApplication",
     "A2AError",
     "Agent",
     "AgentCapabilities",
     "AgentCard",
-    "AgentConnectionError",
     "AgentExtension",
-    "AgentInterface",
     "AgentProvider",
     "AgentSkill",
     "Answer",
     "Artifact",
     "BaseRequestHandler",
     "CallContext",
-    "Caller",
-    "CancelTaskRequest",
     "Client",
     "ClientError",
-    "ConcurrentUpdateError",
-    "ContentTypeNotSupportedError",
-    "Credentials",
-    "EventBus",
     "Executor",
-    "ExtendedAgentCardNotConfiguredError",
-    "ExtensionSupportRequiredError",
-    "GetExtendedAgentCardRequest",
-    "GetTaskRequest",
-    "HTTPStatusError",
-    "InMemorySkillRegistry",
-    "InProcessEventBus",
-    "InternalError",
-    "InvalidAgentResponseError",
-    "InvalidParamsError",
-    "InvalidRequestError",
-    "JSONParseError",
-    "JsonRpcTransport",
     "Limits",
-    "ListTasksRequest",
-    "ListTasksResponse",
-    "ManifestError",
     "MemoryTaskStore",
     "Message",
-    "MethodNotFoundError",
     "Operation",
     "Outcome",
     "Part",
-    "PushNotificationNotSupportedError",
-    "RenderError",
     "RequestContext",
-    "RequestHandler",
-    "ResponseTooLargeError",
-    "RestTransport",
     "RetryPolicy",
     "Role",
     "SQLiteTaskStore",
-    "SchemaError",
     "SendMessageConfiguration",
-    "SendMessageRequest",
-    "SendMessageResponse",
-    "ServerBusyError",
-    "Skill",
     "SkillCard",
     "SkillContext",
     "SkillError",
-    "SkillExecutor",
-    "SkillRegistry",
     "SkillwireError",
-    "StoreError",
-    "StreamDroppedError",
     "StreamResponse",
-    "SubscribeToTaskRequest",
     "SyncClient",
     "Task",
     "TaskArtifactUpdateEvent",
     "TaskEvents",
     "TaskFailedError",
-    "TaskNotCancelableError",
-    "TaskNotFoundError",
-    "TaskPage",
-    "TaskPushNotificationConfig",
-    "TaskQuery",
-    "TaskRuntime",
     "TaskState",
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "TaskStore",
-    "Transport",
-    "UnsupportedOperationError",
-    "ValidationError",
-    "VersionNotSupportedError",
     "__version__",
     "compile_schema",
     "open_store",

@@ -1,4 +1,6 @@
-"""The ``skillwire`` command line."""
+"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
+
+The ``skillwire`` command line."""
 
 from skillwire.cli.main import main
 

@@ -56,7 +56,6 @@ __all__ = [
     "PROTOCOL_VERSIONS",
     "Answerer",
     "Client",
-    "TaskFailedError",
     "select_interface",
 ]
 

@@ -1,7 +1,8 @@
-"""Task stores: where tasks live. ``open_store(url)`` picks one from a URL.
+"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
 
-The store protocol and its values are :mod:`skillwire.stores.base`'s (its ``__all__`` lists them, once); the
-stores are :class:`MemoryTaskStore` and :class:`SQLiteTaskStore`.
+Task stores: where tasks live. ``open_store(url)`` picks one from a URL. The store protocol and its values
+are :mod:`skillwire.stores.base`'s (its ``__all__`` lists them, once); the stores are
+:class:`MemoryTaskStore` and :class:`SQLiteTaskStore`.
 """
 
 from __future__ import annotations
