@@ -181,10 +181,13 @@ class GroupWriter(threading.Thread):
                     batch, self._pending = self._pending, []
                 with self._checkpointer.gate:
                     outcomes = self._apply(batch)
-                self._loop.call_soon_threadsafe(_resolve, batch, outcomes)
+                futures = [q.future for q in batch]
+                # Dropped before anyone is told, not after: a write may hold a large task's pieces, and a
+                # caller that resumes at once must not find them still held by this thread.
+                del batch
+                self._loop.call_soon_threadsafe(_resolve, futures, outcomes)
                 self._checkpointer.written()
-                # Not kept while waiting for the next batch: a write may hold a large task's pieces.
-                del batch, outcomes
+                del futures, outcomes
         finally:
             self._conn.close()
 
@@ -320,11 +323,11 @@ def apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
     return None
 
 
-def _resolve(batch: list[_Queued], outcomes: list[Outcome]) -> None:
-    for queued, outcome in zip(batch, outcomes, strict=True):
-        if queued.future.done():
+def _resolve(futures: list[asyncio.Future[None]], outcomes: list[Outcome]) -> None:
+    for future, outcome in zip(futures, outcomes, strict=True):
+        if future.done():
             continue
         if outcome is None:
-            queued.future.set_result(None)
+            future.set_result(None)
         else:
-            queued.future.set_exception(outcome)
+            future.set_exception(outcome)
