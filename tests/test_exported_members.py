@@ -62,6 +62,7 @@ EXPORTED = [
 PUBLIC_MODULES = [
     "skillwire.client",
     "skillwire.errors",
+    "skillwire.models",
     "skillwire.testing",
     "skillwire.testing.store_contract",
 ]
@@ -87,7 +88,7 @@ def test_every_name_of_a_public_subpackage_resolves(module_name: str) -> None:
 def test_dir_advertises_only_the_front_door_and_the_public_subpackages() -> None:
     public = [name for name in dir(skillwire) if not name.startswith("_")]
     assert public == sorted(
-        [*(name for name in EXPORTED if not name.startswith("_")), "client", "errors", "testing"]
+        [*(name for name in EXPORTED if not name.startswith("_")), "client", "errors", "models", "testing"]
     )
 
 
@@ -114,3 +115,11 @@ def test_public_subpackages_are_reachable_without_importing_them() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["MockAgent", "-32001"]
+
+
+def test_the_models_module_is_every_wire_model() -> None:
+    from skillwire import models
+    from skillwire.protocol import models as internal
+
+    assert models.__all__ == internal.__all__
+    assert all(getattr(models, name) is getattr(internal, name) for name in models.__all__)

@@ -18,6 +18,8 @@ Public modules: this one, and three documented subpackages for what is advanced 
   :class:`SkillwireError` and :class:`A2AError`, and :class:`SkillError`, which skills raise.
 * :mod:`skillwire.client`: the client's own failures (``AgentConnectionError``, ``HTTPStatusError``, ...,
   under :class:`ClientError`) and credentials (``Credentials``, ``CredentialsProvider``, ``Secret``).
+* :mod:`skillwire.models`: every A2A message as a Struct, the request and response messages a
+  :class:`BaseRequestHandler` receives and returns among them (``GetTaskRequest``, ``ListTasksResponse``).
 * :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
   ``skillwire.testing.store_contract``, which needs pytest).
 
@@ -77,7 +79,7 @@ _LAZY = {
     "validate_json": "skillwire.skills.schema",
 }
 # The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
-_PUBLIC_MODULES = ("client", "errors", "testing")
+_PUBLIC_MODULES = ("client", "errors", "models", "testing")
 
 
 def __getattr__(name: str) -> _typing.Any:
