@@ -4,12 +4,18 @@ a real server routes every row to the request handler (issue 10: one place for e
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
 import pytest
 
+import skillwire
 from conftest import STREAM_WAIT, RunningServer, example_agent
 from skillwire.client import JsonRpcTransport, RestTransport
 from skillwire.errors import MethodNotFoundError, PushNotificationNotSupportedError, TaskNotFoundError
@@ -119,3 +125,70 @@ async def test_a_real_server_routes_every_row_to_the_handler(serve: Any, binding
             except Exception as exc:
                 seen[spec.operation] = type(exc).__name__
     assert seen == expected
+
+
+_EXTENSION_ROW = """
+OPERATIONS = (
+    *OPERATIONS,
+    OperationSpec(_O.PING, m.GetTaskRequest, m.Task, "on_ping", (Route("POST", "/x-example/ping"),), "Task"),
+)
+"""
+
+_EXTENSION_CALLER = """
+import asyncio
+
+import httpx
+
+from skillwire import Agent, BaseRequestHandler, Operation
+from skillwire.client import JsonRpcTransport, RestTransport
+from skillwire.models import GetTaskRequest, Task, TaskState, TaskStatus
+
+
+class Pings(BaseRequestHandler):
+    async def on_ping(self, request, context):
+        return Task(id=request.id, context_id=context.binding, status=TaskStatus(state=TaskState.COMPLETED))
+
+
+async def main():
+    app = Agent("x", "y", executor=lambda context, events: None).asgi(handler=Pings(), grpc_port=0)
+    await app.startup()
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://agent") as http:
+            for transport in (JsonRpcTransport, RestTransport):
+                task = await transport("http://agent/", http).send(Operation.PING, GetTaskRequest(id="t1"))
+                print(task.id, task.context_id, task.status.state.value)
+        print("grpc", app.grpc_address is not None)
+    finally:
+        await app.shutdown()
+
+
+asyncio.run(main())
+"""
+
+
+def test_an_extension_method_is_one_row_and_its_handler(tmp_path: Path) -> None:
+    """The claim of the table, tested on a copy of the package: a new operation (here an extension method
+    the gRPC service does not define) is an enum member, one row and an ``on_*`` method, and nothing else;
+    JSON-RPC and HTTP+JSON serve it and the client calls it, gRPC still starts (without the rpc)."""
+    package = Path(skillwire.__file__).parent
+    shutil.copytree(package, tmp_path / "skillwire", ignore=shutil.ignore_patterns("__pycache__"))
+    table = tmp_path / "skillwire" / "protocol" / "operations.py"
+    source = table.read_text()
+    source = source.replace(
+        '    GET_EXTENDED_AGENT_CARD = "GetExtendedAgentCard"\n',
+        '    GET_EXTENDED_AGENT_CARD = "GetExtendedAgentCard"\n    PING = "x-example/Ping"\n',
+    )
+    source = source.replace("OPERATIONS_BY_METHOD: dict", _EXTENSION_ROW + "\nOPERATIONS_BY_METHOD: dict")
+    assert source.count("PING") == 2
+    table.write_text(source)
+    (tmp_path / "caller.py").write_text(_EXTENSION_CALLER)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "caller.py")], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "t1 JSONRPC TASK_STATE_COMPLETED",
+        "t1 HTTP+JSON TASK_STATE_COMPLETED",
+        "grpc True",
+    ]

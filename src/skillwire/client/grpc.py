@@ -69,7 +69,7 @@ from typing import Any
 import msgspec
 
 # First: without the grpc extra, this ImportError says what to install.
-from skillwire.wire.grpc_service import RPCS, StatusDetails, read_status
+from skillwire.wire.grpc_service import RPCS, Rpc, StatusDetails, read_status
 
 # isort: split
 import grpc  # type: ignore[import-untyped]
@@ -84,6 +84,7 @@ from skillwire.errors import (
     InvalidParamsError,
     MethodNotFoundError,
     TaskNotFoundError,
+    UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation, spec_of
@@ -143,6 +144,14 @@ def _metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str | bytes
 
 
 # -- protobuf <-> Struct -----------------------------------------------------------------------------------
+
+
+def _rpc(operation: Operation) -> Rpc:
+    """The operation's rpc; UnsupportedOperationError for one the service does not define."""
+    rpc = RPCS.get(operation)
+    if rpc is None:
+        raise UnsupportedOperationError(f"{operation} has no gRPC rpc: call it over JSON-RPC or HTTP+JSON")
+    return rpc
 
 
 def _to_struct(message: Any, type_: type[msgspec.Struct]) -> Any:
@@ -242,7 +251,7 @@ class GrpcTransport:
         spec = spec_of(operation)
         if spec.streaming:
             raise ValueError(f"{spec.method} streams: use stream()")
-        message = _to_message(request, RPCS[operation].request)
+        message = _to_message(request, _rpc(operation).request)
         rpc = getattr(self._open(), spec.method)
         try:
             reply = await rpc(message, metadata=self.metadata, timeout=self.timeout)
@@ -254,7 +263,7 @@ class GrpcTransport:
         spec = spec_of(operation)
         if not spec.streaming or spec.response_type is None:
             raise ValueError(f"{spec.method} does not stream: use send()")
-        message = _to_message(request, RPCS[operation].request)
+        message = _to_message(request, _rpc(operation).request)
         call = getattr(self._open(), spec.method)(message, metadata=self.metadata)
         try:
             async for reply in call:

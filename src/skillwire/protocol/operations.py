@@ -29,9 +29,12 @@ handler's method (:class:`~skillwire.server.handler.BaseRequestHandler`); ``grpc
 protobuf message of the answer (``Empty`` for the delete) for the gRPC binding, which stays importable
 without protobuf.
 
-Adding an operation is one row here, its request and response Structs in :mod:`~skillwire.protocol.models`,
-and its ``on_*`` method on the handler: the JSON-RPC, HTTP+JSON and gRPC servers, the client transports and
-the binding tests are driven from :data:`OPERATIONS`.
+Adding an operation is its name in :class:`Operation`, one row here (its request and response Structs in
+:mod:`~skillwire.protocol.models`) and its ``on_*`` method on the handler: the JSON-RPC, HTTP+JSON and
+gRPC servers, the client transports and the binding tests are driven from :data:`OPERATIONS`. An extension
+method works the same way; one the gRPC service does not define is served over JSON-RPC and HTTP+JSON
+only, and one with no routes over JSON-RPC only (``tests/test_operation_table.py`` adds one to a copy of
+the package and calls it).
 """
 
 from __future__ import annotations

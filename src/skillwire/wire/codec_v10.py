@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from skillwire.errors import A2AError
+from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
@@ -115,7 +115,10 @@ class Rest10:
     ) -> tuple[str, str, bytes | None, dict[str, str]]:
         """The operation's first route, its path fields (and ``tenant``, as a prefix) taken from the request;
         the other fields are the body (``body: all``) or the query."""
-        route = spec_of(operation).routes[0]
+        routes = spec_of(operation).routes
+        if not routes:
+            raise UnsupportedOperationError(f"{operation} has no HTTP+JSON route: call it over JSON-RPC")
+        route = routes[0]
         fields: dict[str, Any] = msgspec.to_builtins(request)
         tenant = fields.pop("tenant", "")
         path = route.path

@@ -82,13 +82,15 @@ def _rpcs() -> Mapping[Operation, Rpc]:
     methods = a2a_pb2.DESCRIPTOR.services_by_name[SERVICE.rpartition(".")[2]].methods_by_name
     rpcs = {}
     for spec in OPERATIONS:
-        method = methods[spec.method]
+        method = methods.get(spec.method)
+        if method is None:  # an operation the proto has no rpc for (an extension method) is HTTP-only
+            continue
         request = message_factory.GetMessageClass(method.input_type)
         rpcs[spec.operation] = Rpc(spec, request, message_factory.GetMessageClass(method.output_type))
     return MappingProxyType(rpcs)
 
 
-#: The rpc of every operation of the table.
+#: The rpc of every operation of the table that the service defines.
 RPCS: Mapping[Operation, Rpc] = _rpcs()
 
 # -- errors -------------------------------------------------------------------------------------------------
