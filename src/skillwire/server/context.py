@@ -46,5 +46,11 @@ class CallContext(msgspec.Struct, frozen=True):
 def requested_extensions(headers: Mapping[str, str]) -> frozenset[str]:
     """The extension URIs a client asks for, on any binding: the ``A2A-Extensions`` header or gRPC metadata
     (v1.0) and ``X-A2A-Extensions`` (v0.3), comma-separated; ``headers`` has lower-cased names."""
-    value = ",".join(v for v in (headers.get("a2a-extensions"), headers.get("x-a2a-extensions")) if v)
+    v10, v03 = headers.get("a2a-extensions"), headers.get("x-a2a-extensions")
+    if not v10 and not v03:  # the common case, on every request
+        return _NONE
+    value = f"{v10},{v03}" if v10 and v03 else v10 or v03 or ""
     return frozenset(part.strip() for part in value.split(",") if part.strip())
+
+
+_NONE: frozenset[str] = frozenset()

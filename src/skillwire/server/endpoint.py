@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from skillwire.errors import A2AError, ContentTypeNotSupportedError, InternalError, InvalidRequestError
 from skillwire.protocol.limits import Limits
@@ -85,8 +86,8 @@ class Frames(Protocol):
     #: False for a JSON-RPC notification: nothing is sent back but a status.
     expects_response: bool
 
-    def result(self, operation: Operation, result: Any) -> Answer:
-        """The answer to a unary call."""
+    def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
+        """The HTTP status and body of a unary call's answer."""
         ...
 
     def event(self, event: StreamResponse) -> bytes:
@@ -102,8 +103,7 @@ class Frames(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """A decoded call: what to run, at which version, and how to frame its answers."""
 
     operation: Operation
@@ -112,9 +112,10 @@ class Call:
     frames: Frames
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
-    """What the prologue read: the ASGI scope, its headers, the route the binding accepted, the body."""
+class Request(msgspec.Struct, frozen=True):
+    """What the prologue read: the ASGI scope, its headers, the route the binding accepted, the body.
+    (Structs, not dataclasses, here and for :class:`Call`: two are built per request, a frozen dataclass
+    costs several times as much to build.)"""
 
     scope: Scope
     headers: dict[str, str]
@@ -177,7 +178,10 @@ class HttpEndpoint:
             request = Request(scope, headers, route, await self._receive(route, receive, headers))
             activated = self._activate(requested_extensions(headers))
             echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
-            call = await self._decode(request)
+            if len(request.body) > self.limits.offload_decode_bytes:  # off the loop: its cost grows with it
+                call = await asyncio.to_thread(self._decode, request)
+            else:
+                call = self._decode(request)
         except Answer as answer:
             await answer.send(send, echo)
             return True
@@ -188,10 +192,8 @@ class HttpEndpoint:
         await self._serve(call, request, activated, echo, receive, send)
         return True
 
-    async def _decode(self, request: Request) -> Call | None:
+    def _decode(self, request: Request) -> Call | None:
         try:
-            if len(request.body) > self.limits.offload_decode_bytes:  # off the loop: its cost grows with it
-                return await asyncio.to_thread(self.decode, request)
             return self.decode(request)
         except Answer:
             raise
@@ -249,7 +251,8 @@ class HttpEndpoint:
             await call.frames.error(_as_a2a(exc, call.operation.value), streaming).send(send, echo)
             return
         if not streaming:
-            await call.frames.result(call.operation, result).send(send, echo)
+            status, body = call.frames.result(call.operation, result)
+            await send_bytes(send, status, body, extra_headers=echo)
         elif not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
             aclose = getattr(result, "aclose", None)  # optional on an AsyncIterator
             if aclose is not None:

@@ -47,10 +47,10 @@ class _Frames:
         self.expects_response = expects_response
         self._framer = ResultFramer(request_id)
 
-    def result(self, operation: Operation, result: Any) -> Answer:
+    def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
         if not self.expects_response:
-            return Answer(204, b"")
-        return Answer(200, self._framer.frame_raw(self.codec.encode_result(operation, result)))
+            return 204, b""
+        return 200, self._framer.frame_raw(self.codec.encode_result(operation, result))
 
     def event(self, event: StreamResponse) -> bytes:
         return self._framer.frame_raw(self.codec.encode_event(event))

@@ -18,9 +18,10 @@ decoded-JSON budgets of ``limits`` (400 INVALID_ARGUMENT naming the budget; :mod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
+
+import msgspec
 
 from skillwire.errors import A2AError, MethodNotFoundError, VersionNotSupportedError
 from skillwire.protocol.models import StreamResponse
@@ -43,8 +44,8 @@ class _Frames:
     def __init__(self, codec: RestCodec) -> None:
         self.codec = codec
 
-    def result(self, operation: Operation, result: Any) -> Answer:
-        return Answer(200, self.codec.encode_result(operation, result))
+    def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
+        return 200, self.codec.encode_result(operation, result)
 
     def event(self, event: StreamResponse) -> bytes:
         return self.codec.encode_event(event)
@@ -56,9 +57,12 @@ class _Frames:
         return self.codec.encode_error(error)
 
 
-@dataclass(frozen=True, slots=True)
-class _Route:
+_FRAMES_10 = _Frames(_V10)  # stateless: one serves every v1.0 call
+
+
+class _Route(msgspec.Struct, frozen=True):
     codec: RestCodec
+    frames: _Frames
     route: Any
     method: str
     query: dict[str, list[str]]
@@ -70,11 +74,6 @@ def _speaks_v03(version_header: str | None) -> bool:
     if version_header is None or not version_header.strip():
         return True
     return version_header.strip().split(".")[:2] == ["0", "3"]
-
-
-def _raw_path(scope: Scope) -> str | None:
-    raw = scope.get("raw_path")
-    return raw.partition(b"?")[0].decode("latin-1") if raw else None
 
 
 class RestEndpoint(HttpEndpoint):
@@ -94,14 +93,19 @@ class RestEndpoint(HttpEndpoint):
             raise Answer(error.http_status, _V10.encode_error(error)) from None
         version_header = headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
         codec = rest_codec("0.3") if path.startswith("/v1/") and _speaks_v03(version_header) else _V10
-        if codec is _V10:  # its routes match the path as sent, so that an id may hold "/" or ":" (escaped)
-            path = _raw_path(scope) or path
+        raw = scope.get("raw_path")
+        if raw and codec is _V10:  # its routes match the path as sent, so an id may hold "/" or ":" (escaped)
+            path = raw.partition(b"?")[0].decode("latin-1")
         try:
             route = codec.match(method, path)
         except MethodNotFoundError as exc:
             allow = [(b"allow", exc.metadata.get("allow", "").encode())]
             raise Answer(405, codec.encode_error(exc, 405), allow) from None
-        return None if route is None else _Route(codec, route, method, query, version_header)
+        if route is None:
+            return None
+        return _Route(
+            codec, _FRAMES_10 if codec is _V10 else _Frames(codec), route, method, query, version_header
+        )
 
     def checks_content_type(self, route: _Route) -> bool:
         return route.method in _BODY_METHODS
@@ -111,7 +115,7 @@ class RestEndpoint(HttpEndpoint):
 
     def decode(self, request: Request) -> Call | None:
         r: _Route = request.route
-        frames = _Frames(r.codec)
+        frames = r.frames
         try:
             version = negotiate_version(r.version_header)
             if version != r.codec.version:
