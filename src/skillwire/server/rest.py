@@ -17,7 +17,7 @@ decoded-JSON budgets of ``limits`` (400 INVALID_ARGUMENT naming the budget; :mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -43,12 +43,11 @@ class _Frames:
 
     def __init__(self, codec: RestCodec) -> None:
         self.codec = codec
+        #: the codec's own encoder: a REST event is the codec's encoding as it is
+        self.event: Callable[[StreamResponse], bytes] = codec.encode_event
 
     def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
         return 200, self.codec.encode_result(operation, result)
-
-    def event(self, event: StreamResponse) -> bytes:
-        return self.codec.encode_event(event)
 
     def error(self, error: A2AError, streaming: bool) -> Answer:
         return Answer(error.http_status, self.codec.encode_error(error), answer_headers(error))

@@ -9,7 +9,7 @@ See :mod:`skillwire.wire.codec` for the interface.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -51,8 +51,8 @@ class JsonRpc10:
     def encode_result(self, operation: Operation, result: Any) -> bytes:
         return _encoder.encode(result)
 
-    def encode_event(self, event: StreamResponse) -> bytes:
-        return _encoder.encode(event)
+    #: msgspec's encoder itself: an event is the StreamResponse message as it is (one call per event)
+    encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
 
     def encode_error(self, request_id: jsonrpc.RequestId, error: A2AError) -> bytes:
         return jsonrpc.encode_error(request_id, error)
@@ -104,8 +104,8 @@ class Rest10:
     def encode_result(self, operation: Operation, result: Any) -> bytes:
         return b"{}" if result is None else _encoder.encode(result)
 
-    def encode_event(self, event: StreamResponse) -> bytes:
-        return _encoder.encode(event)
+    #: msgspec's encoder itself: an event is the StreamResponse message as it is (one call per event)
+    encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
 
     def encode_error(self, error: A2AError, status: int | None = None) -> bytes:
         return rest.encode_status(error, status)
