@@ -316,6 +316,19 @@ class Client:
 
     # -- messages ----------------------------------------------------------------------------------------
 
+    def _send_request(
+        self,
+        message: m.Message | str,
+        context_id: str,
+        task_id: str,
+        configuration: m.SendMessageConfiguration | None,
+        metadata: dict[str, Any] | None,
+    ) -> m.SendMessageRequest:
+        message = _message(message, context_id, task_id)
+        return m.SendMessageRequest(
+            tenant=self._tenant, message=message, configuration=configuration, metadata=metadata
+        )
+
     async def send(
         self,
         message: m.Message | str,
@@ -328,12 +341,7 @@ class Client:
     ) -> m.Task | m.Message:
         """Send a message (text becomes a user message; ``context_id``/``task_id`` continue a conversation)
         and return the Task or the agent's Message. Never retried: a message is not idempotent."""
-        request = m.SendMessageRequest(
-            tenant=self._tenant,
-            message=_message(message, context_id, task_id),
-            configuration=configuration,
-            metadata=metadata,
-        )
+        request = self._send_request(message, context_id, task_id, configuration, metadata)
         response: m.SendMessageResponse = await self.transport.send(_O.SEND_MESSAGE, request)
         result = response.task if response.task is not None else response.message
         if result is None:
@@ -358,12 +366,7 @@ class Client:
         (``resume=False`` turns this off): events already yielded are not repeated, missed ones are
         rebuilt from the task snapshot.
         """
-        request = m.SendMessageRequest(
-            tenant=self._tenant,
-            message=_message(message, context_id, task_id),
-            configuration=configuration,
-            metadata=metadata,
-        )
+        request = self._send_request(message, context_id, task_id, configuration, metadata)
         progress = StreamProgress(end_on_interrupt=True)
         opener = lambda: self.transport.stream(_O.SEND_STREAMING_MESSAGE, request)  # noqa: E731
         async for event in self._resumable(opener, progress, resume=resume, reopen=False):

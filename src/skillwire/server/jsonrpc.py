@@ -20,19 +20,12 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.asgi import SSE_HEADERS, Scope
-from skillwire.server.endpoint import (
-    Answer,
-    Call,
-    HttpEndpoint,
-    Request,
-    answer_headers,
-    is_json_content_type,
-)
+from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request, answer_headers
 from skillwire.wire.codec import JsonRpcCodec, jsonrpc_codec
 from skillwire.wire.jsonrpc import JsonRpcFailure, RequestId, ResultFramer, parse_envelope
 from skillwire.wire.sse import encode_event
 
-__all__ = ["JsonRpcEndpoint", "is_json_content_type"]
+__all__ = ["JsonRpcEndpoint"]
 
 _V10 = jsonrpc_codec("1.0")
 _SSE_EXTRA = [h for h in SSE_HEADERS if h[0] != b"content-type"]

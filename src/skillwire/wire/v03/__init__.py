@@ -1,4 +1,8 @@
-"""The A2A v0.3 <-> v1.0 codec (sans-IO): one v1.0 request handler serves v0.3 clients.
+"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
+
+The A2A v0.3 <-> v1.0 codec (sans-IO): one v1.0 request handler serves v0.3 clients. The bindings and
+transports use it through :mod:`skillwire.wire.v03.codec` (the codec objects of
+:mod:`skillwire.wire.codec`); the functions below are what those objects are made of.
 
 A v0.3 request decodes straight into the v1.0 request Struct of its operation, and a v1.0 result encodes
 into the v0.3 JSON a v0.3 client expects. Storage stays v1.0, so a task made through one version reads the
@@ -28,6 +32,7 @@ The client direction runs the other way, so a v1.0 client can call a v0.3 agent:
 Import the names from here (``from skillwire.wire import v03``). The modules behind them, each saying in
 its docstring how it decides where v0.3 and v1.0 do not map one to one:
 
+* :mod:`~skillwire.wire.v03.codec`: the two codec objects (JSON-RPC, HTTP+JSON) over the modules below.
 * :mod:`~skillwire.wire.v03.shapes`: the v0.3 JSON-RPC objects and their conversions both ways.
 * :mod:`~skillwire.wire.v03.rest_shapes`: the v0.3 HTTP+JSON (ProtoJSON) objects and their conversions.
 * :mod:`~skillwire.wire.v03.server`: v0.3 JSON-RPC requests in, v1.0 results out as v0.3.
