@@ -115,12 +115,14 @@ class Agent:
         read_only: bool = False,
         follow: Follower | None = None,
         timeout_seconds: float | None = None,
+        text_input: str | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated ``async def handler(params, ctx)`` as a skill (sugar over ``add_skill``).
 
         The id defaults to the function name, the description to its docstring. Without ``input_schema``,
         a msgspec Struct annotation on ``params`` is the input schema. ``timeout_seconds`` is the skill's
-        deadline (like a manifest's ``executionHints.timeoutSeconds``; default: ``Limits.task_timeout``)."""
+        deadline (like a manifest's ``executionHints.timeoutSeconds``; default: ``Limits.task_timeout``).
+        ``text_input`` names the input property a text message fills (a manifest's ``textInput``)."""
 
         def register(handler: Handler) -> Handler:
             self.add_skill(
@@ -136,6 +138,7 @@ class Agent:
                     read_only=read_only,
                     follow=follow,
                     timeout_seconds=timeout_seconds,
+                    text_input=text_input,
                 )
             )
             return handler

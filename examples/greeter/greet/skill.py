@@ -1,4 +1,5 @@
-"""The greet skill: send a name as text ("Ada") or data ({"name": "Ada", "style": "formal"})."""
+"""The greet skill: send a name as text ("Ada", which is {"name": "Ada"}: see textInput in SKILL.md) or data
+({"name": "Ada", "style": "formal"})."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ STYLES = {"casual": "Hi {name}!", "formal": "Good day, {name}. It is a pleasure 
 
 
 async def run(params: dict[str, Any], ctx: SkillContext) -> str:
-    name = (params.get("name") or params.get("text") or "").strip()
+    name = params["name"].strip()
     if not name:
         raise SkillError.invalid_request("Tell me whom to greet: send a name.")
     style = params.get("style", "casual")

@@ -6,7 +6,9 @@ started with (its first message is routed again by the same rules). In read-only
 not read-only are absent: they are not listed, not counted, and naming one is the same -32602 as naming a
 skill that does not exist.
 
-Params: the value of the message's first data part if it has one, otherwise ``{"text": <text parts>}``.
+Params: the value of the message's first data part if it has one, otherwise ``{"text": <text parts>}``, or
+``{<skill.text_input>: <text parts>}`` for a skill that names the property text fills. When a message
+without a data part fails the input schema, the -32602 says how its text arrived and how to send data.
 Input that fails the skill's input schema is refused in ``admit`` with -32602 (location and reason), before
 any task exists; so is input whose validation would take more than ``schema_steps`` schema steps. Input of a
 request larger than ``offload_bytes`` is validated on a worker thread, so that the event loop serves others
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -79,12 +82,27 @@ class _OutputMismatch(Exception):
         self.error = error
 
 
-def params_of(message: Message) -> Any:
-    """The skill's input: the first data part's value, else ``{"text": <the text parts joined>}``."""
+def params_of(message: Message, text_input: str | None = None) -> Any:
+    """The skill's input: the first data part's value, else ``{text_input or "text": <the text parts>}``."""
     for part in message.parts:
         if part.data is not UNSET:
             return part.data
-    return {"text": message.text()}
+    return {text_input or "text": message.text()}
+
+
+def _has_data(message: Message) -> bool:
+    return any(part.data is not UNSET for part in message.parts)
+
+
+def _text_hint(skill: Skill, text: str) -> str:
+    """How a text message's input arrived, and how to send data instead (for a refused text message)."""
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    arrived = json.dumps({skill.text_input or "text": shown}, ensure_ascii=False)
+    return (
+        f" (a message without a data part arrives as {arrived}; to send the input as data, put it in a data"
+        f" part: skillwire send URL --skill {skill.id} --data '{{...}}', or"
+        f" client.send(skill={skill.id!r}, data={{...}}))"
+    )
 
 
 class SkillExecutor(Executor):
@@ -171,15 +189,16 @@ class SkillExecutor(Executor):
 
     async def _checked_input(self, skill: Skill, context: RequestContext) -> Any:
         """The message's params, validated against the skill's input schema (InvalidParamsError if not)."""
-        raw = params_of(context.message)
+        raw = params_of(context.message, skill.text_input)
         try:
             if self.offload_bytes is not None and context.call.request_bytes > self.offload_bytes:
                 return await asyncio.to_thread(skill.validate_input, raw, max_steps=self.schema_steps)
             return skill.validate_input(raw, max_steps=self.schema_steps)
         except ValidationError as exc:
             where = exc.instance_path or "/"
+            hint = "" if _has_data(context.message) else _text_hint(skill, context.message.text())
             raise InvalidParamsError(
-                f"Invalid input for skill {skill.id!r}: {where}: {exc.reason}",
+                f"Invalid input for skill {skill.id!r}: {where}: {exc.reason}{hint}",
                 field_violations=[(f"params.message.input{exc.instance_path}", exc.reason)],
                 metadata={"skillId": skill.id, "instancePath": where, "schemaPath": exc.schema_path or "/"},
             ) from None
@@ -199,7 +218,7 @@ class SkillExecutor(Executor):
         assert task is not None
         await events.working()
         first = task.history[0] if task.history else context.message
-        params = skill.validate_input(params_of(first), max_steps=self.schema_steps)
+        params = skill.validate_input(params_of(first, skill.text_input), max_steps=self.schema_steps)
         ctx = SkillContext(
             skill,
             events,
@@ -230,7 +249,7 @@ class SkillExecutor(Executor):
                 message=first or events.agent_message("(resumed)"),
                 call=CallContext(),
                 task=task,
-                params=params_of(first) if first is not None else None,
+                params=params_of(first, skill.text_input) if first is not None else None,
             )
             ctx.delegated = ref
             await self._run(skill, ctx, follow, ref, resumed=True)

@@ -19,7 +19,7 @@ The frontmatter keys, all lowerCamelCase like the A2A wire format::
 
     discovery   id*  name*  description*  tags*  examples  inputModes  outputModes  securityRequirements
                 readOnly                                                     (* required; the rest optional)
-    execution   inputSchema  outputSchema (JSON Schema 2020-12)  executionHints
+    execution   inputSchema  outputSchema (JSON Schema 2020-12)  textInput  executionHints
     opaque      providerConfig (a mapping kept as written and never read by skillwire)
 
 A manifest is untrusted input. It is read by a loader that builds JSON values from YAML events and never
@@ -75,6 +75,7 @@ OPTIONAL_KEYS = (
     "readOnly",
     "inputSchema",
     "outputSchema",
+    "textInput",
     "executionHints",
     "providerConfig",
 )
@@ -135,6 +136,7 @@ class SkillCard:
         "source",
         "tags",
         "template",
+        "text_input",
     )
 
     id: str
@@ -151,6 +153,8 @@ class SkillCard:
     output_schema: dict[str, Any] | None
     input_validator: Validator | None
     output_validator: Validator | None
+    #: The input property a text message fills (``textInput``), or None when the manifest names none.
+    text_input: str | None
     execution_hints: ExecutionHints
     provider_config: dict[str, Any] | None
     #: The markdown body, verbatim: the skill's prompt template.
@@ -386,6 +390,7 @@ class _Checker:
             "provider_config": self.opaque(data.get("providerConfig")),
             **self.schema(data, "inputSchema", "input"),
             **self.schema(data, "outputSchema", "output"),
+            "text_input": self.text_input(data),
         }
 
     # -- value kinds
@@ -507,6 +512,20 @@ class _Checker:
         if value is not None and not isinstance(value, dict):
             self.fail(f"expected a mapping, got {type_name(value)}", ("providerConfig",))
         return value
+
+    def text_input(self, data: dict[str, Any]) -> str | None:
+        """``textInput``: a property of the input schema's top level (a text message becomes ``{name: text}``)."""
+        if "textInput" not in data:
+            return None
+        name = self.text(data["textInput"], ("textInput",))
+        schema = data.get("inputSchema")
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if isinstance(properties, dict) and name not in properties:
+            self.fail(
+                f"{name!r} is not a property of inputSchema (properties: {', '.join(properties)})",
+                ("textInput",),
+            )
+        return name
 
     def schema(self, data: dict[str, Any], key: str, prefix: str) -> dict[str, Any]:
         if key not in data:

@@ -10,7 +10,9 @@ one source of truth, exposed as ``skill.input_schema``).
 validates through its compiled :class:`~skillwire.skills.schema.Validator` with the executor's step budget;
 ``check_input`` is the same check with the validator's own default budget (or the Struct conversion).
 ``timeout_seconds`` (a manifest's ``executionHints.timeoutSeconds``, or ``timeout_seconds=`` for a code
-skill) is how long one run of the skill may take; the runtime enforces it.
+skill) is how long one run of the skill may take; the runtime enforces it. ``text_input`` is the input
+property a text message fills (a manifest's ``textInput``, ``text_input=`` for a code skill, else the one
+required string property of an input schema that requires nothing else; None: text is ``{"text": ...}``).
 
 The registry is a protocol; :class:`InMemorySkillRegistry` is the default. Duplicate ids are refused.
 """
@@ -39,6 +41,7 @@ __all__ = [
     "InMemorySkillRegistry",
     "Skill",
     "SkillRegistry",
+    "implied_text_input",
     "skill_from_function",
     "skill_from_manifest",
 ]
@@ -118,6 +121,8 @@ class Skill:
     output_validator: Validator | None = field(default=None, repr=False)
     #: Seconds one run may take (``executionHints.timeoutSeconds``); None: the agent-wide default applies.
     timeout_seconds: float | None = None
+    #: The input property a text message fills: ``{text_input: <text>}``; None: ``{"text": <text>}``.
+    text_input: str | None = None
 
     def validate_input(self, value: Any, *, max_steps: int | None = None) -> Any:
         """The handler's params for ``value`` (raises ValidationError); ``max_steps`` is the schema budget."""
@@ -131,6 +136,27 @@ class Skill:
             self.output_validator.validate(value, max_steps=max_steps)
             return value
         return self.check_output(value)
+
+
+# Keywords that could require more than the top level's ``required`` says: with any of them, nothing is implied.
+_CONDITIONAL = ("allOf", "anyOf", "oneOf", "not", "if", "dependentRequired", "minProperties")
+
+
+def implied_text_input(schema: dict[str, Any] | None) -> str | None:
+    """The property a text message fills when the skill names none: the only one ``required`` lists, when
+    it is a string and nothing else can be required. ``{"text": ...}`` always fails such a schema, so the
+    rule only ever turns a refusal into a call. A top-level ``$ref`` to ``$defs`` (a Struct's) is followed."""
+    root: Any = schema
+    ref = schema.get("$ref") if isinstance(schema, dict) else None
+    if isinstance(schema, dict) and isinstance(ref, str) and ref.startswith("#/$defs/"):
+        root = (schema.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+    if not isinstance(root, dict) or root.get("type") != "object" or any(k in root for k in _CONDITIONAL):
+        return None
+    required = root.get("required")
+    if not isinstance(required, list) or len(required) != 1 or not isinstance(required[0], str):
+        return None
+    prop = (root.get("properties") or {}).get(required[0])
+    return required[0] if isinstance(prop, dict) and prop.get("type") == "string" else None
 
 
 def skill_from_manifest(
@@ -152,6 +178,7 @@ def skill_from_manifest(
         input_validator=card.input_validator,
         output_validator=card.output_validator,
         timeout_seconds=card.execution_hints.timeout_seconds,
+        text_input=card.text_input or implied_text_input(card.input_schema),
     )
 
 
@@ -182,11 +209,13 @@ def skill_from_function(
     read_only: bool = False,
     follow: Follower | None = None,
     timeout_seconds: float | None = None,
+    text_input: str | None = None,
 ) -> Skill:
     """A programmatic skill. Without ``input_schema``, a msgspec Struct annotation on the handler's first
     parameter is the schema: the handler then receives an instance of it, and ``skill.input_schema`` is
     the JSON Schema msgspec derives from it. ``timeout_seconds`` is the manifest's
-    ``executionHints.timeoutSeconds``: how long one run may take."""
+    ``executionHints.timeoutSeconds``: how long one run may take. ``text_input`` is the input property a
+    text message fills (the manifest's ``textInput``; default: see :func:`implied_text_input`)."""
     if not inspect.iscoroutinefunction(handler):
         raise SkillwireError(f"skill handler {getattr(handler, '__qualname__', handler)!r} must be async def")
     check_input: Check = _no_check
@@ -223,6 +252,7 @@ def skill_from_function(
         input_validator=input_validator,
         output_validator=output_validator,
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
+        text_input=text_input or implied_text_input(input_schema),
     )
 
 
