@@ -22,12 +22,15 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import inspect
+import mimetypes
+import os
 import random
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 import msgspec
@@ -56,6 +59,7 @@ __all__ = [
     "PROTOCOL_VERSIONS",
     "Answerer",
     "Client",
+    "FileInput",
     "select_interface",
 ]
 
@@ -133,17 +137,57 @@ async def _transport(
     return http_type(interface.url, http, version=version, timeout=timeout, headers=headers, auth=auth)
 
 
-def _message(text_or_message: m.Message | str, context_id: str, task_id: str) -> m.Message:
+#: A file for ``send(files=...)``: a path (read, named and typed from its name), or ``(name, bytes,
+#: media_type)``.
+FileInput = str | os.PathLike[str] | tuple[str, bytes, str]
+
+
+def _file_part(file: FileInput) -> m.Part:
+    if isinstance(file, tuple):
+        name, content, media_type = file
+        return m.Part(raw=bytes(content), filename=name, media_type=media_type)
+    path = Path(file)
+    media_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    return m.Part(raw=path.read_bytes(), filename=path.name, media_type=media_type)
+
+
+def _message(
+    text_or_message: m.Message | str,
+    context_id: str,
+    task_id: str,
+    *,
+    skill: str | None = None,
+    extra: Sequence[m.Part] = (),
+) -> m.Message:
+    """The message to send: ``text_or_message`` with the ``extra`` parts after its own, addressed to
+    ``skill`` (``metadata.skillId``, where skillwire's skill router reads it)."""
     if isinstance(text_or_message, m.Message):
-        changes = {k: v for k, v in (("context_id", context_id), ("task_id", task_id)) if v}
+        changes: dict[str, Any] = {k: v for k, v in (("context_id", context_id), ("task_id", task_id)) if v}
+        if extra:
+            changes["parts"] = [*text_or_message.parts, *extra]
+        if skill is not None:
+            changes["metadata"] = {**(text_or_message.metadata or {}), "skillId": skill}
         return msgspec.structs.replace(text_or_message, **changes) if changes else text_or_message
+    parts = [*([m.Part(text=text_or_message)] if text_or_message else []), *extra]
+    if not parts:
+        raise ValueError("nothing to send: give text, data=, parts= or files=")
     return m.Message(
         message_id=str(uuid.uuid4()),
         context_id=context_id,
         task_id=task_id,
         role=m.Role.USER,
-        parts=[m.Part(text=text_or_message)],
+        parts=parts,
+        metadata={"skillId": skill} if skill is not None else None,
     )
+
+
+class _Content(NamedTuple):
+    """What ``send`` and ``stream`` add to the message: its skill, and data, parts and files."""
+
+    skill: str | None
+    data: Any
+    parts: Sequence[m.Part]
+    files: Sequence[FileInput]
 
 
 class _CardSource:
@@ -323,25 +367,46 @@ class Client:
         task_id: str,
         configuration: m.SendMessageConfiguration | None,
         metadata: dict[str, Any] | None,
+        content: _Content,
     ) -> m.SendMessageRequest:
-        message = _message(message, context_id, task_id)
+        extra = [
+            *([m.Part(data=content.data, media_type="application/json")] if content.data is not None else []),
+            *content.parts,
+            *(_file_part(file) for file in content.files),
+        ]
+        message = _message(message, context_id, task_id, skill=content.skill, extra=extra)
         return m.SendMessageRequest(
             tenant=self._tenant, message=message, configuration=configuration, metadata=metadata
         )
 
     async def send(
         self,
-        message: m.Message | str,
+        message: m.Message | str = "",
         *,
+        skill: str | None = None,
+        data: Any = None,
+        parts: Sequence[m.Part] = (),
+        files: Sequence[FileInput] = (),
         context_id: str = "",
         task_id: str = "",
         configuration: m.SendMessageConfiguration | None = None,
         metadata: dict[str, Any] | None = None,
         raise_on_failure: bool = False,
     ) -> m.Task | m.Message:
-        """Send a message (text becomes a user message; ``context_id``/``task_id`` continue a conversation)
-        and return the Task or the agent's Message. Never retried: a message is not idempotent."""
-        request = self._send_request(message, context_id, task_id, configuration, metadata)
+        """Send a message and return the Task or the agent's Message. Never retried: a message is not
+        idempotent. ``context_id``/``task_id`` continue a conversation.
+
+        Text becomes a user message with one text part; ``data`` (any JSON value but None) adds a data part,
+        which a skill takes as its input; ``parts`` and ``files`` (paths, or ``(name, bytes, media_type)``)
+        add parts after it; ``skill`` names the skill (``message.metadata.skillId``)::
+
+            task = await client.send(skill="greet", data={"name": "Ada", "style": "formal"})
+            task = await client.send("summarize this", files=["report.pdf"])
+
+        ``metadata`` is the request's metadata, which skill routing does not read.
+        """
+        content = _Content(skill, data, parts, files)
+        request = self._send_request(message, context_id, task_id, configuration, metadata, content)
         response: m.SendMessageResponse = await self.transport.send(_O.SEND_MESSAGE, request)
         result = response.task if response.task is not None else response.message
         if result is None:
@@ -352,8 +417,12 @@ class Client:
 
     async def stream(
         self,
-        message: m.Message | str,
+        message: m.Message | str = "",
         *,
+        skill: str | None = None,
+        data: Any = None,
+        parts: Sequence[m.Part] = (),
+        files: Sequence[FileInput] = (),
         context_id: str = "",
         task_id: str = "",
         configuration: m.SendMessageConfiguration | None = None,
@@ -364,9 +433,10 @@ class Client:
 
         If the connection breaks after the task is known, the stream is resumed with SubscribeToTask
         (``resume=False`` turns this off): events already yielded are not repeated, missed ones are
-        rebuilt from the task snapshot.
+        rebuilt from the task snapshot. ``skill``, ``data``, ``parts`` and ``files`` are :meth:`send`'s.
         """
-        request = self._send_request(message, context_id, task_id, configuration, metadata)
+        content = _Content(skill, data, parts, files)
+        request = self._send_request(message, context_id, task_id, configuration, metadata, content)
         progress = StreamProgress(end_on_interrupt=True)
         opener = lambda: self.transport.stream(_O.SEND_STREAMING_MESSAGE, request)  # noqa: E731
         async for event in self._resumable(opener, progress, resume=resume, reopen=False):

@@ -47,7 +47,7 @@ from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.skills.context import InputNeeded, NotJson, SkillContext, json_problem, recorded_answers
 from skillwire.skills.registry import Skill, SkillRegistry
 
-__all__ = ["Outcome", "OutcomeHook", "SkillExecutor", "params_of"]
+__all__ = ["Outcome", "OutcomeHook", "SkillExecutor", "params_of", "routed_skill_id"]
 
 log = logging.getLogger("skillwire.skills")
 
@@ -88,6 +88,28 @@ def params_of(message: Message, text_input: str | None = None) -> Any:
         if part.data is not UNSET:
             return part.data
     return {text_input or "text": message.text()}
+
+
+def routed_skill_id(message: Message, skill_ids: Sequence[str]) -> str:
+    """The id, among the served ``skill_ids``, of the skill that ``message`` (a task's first message) goes
+    to: :meth:`SkillExecutor.route`'s rules, for whoever must route as it does (``MockAgent``)."""
+    wanted = (message.metadata or {}).get("skillId")
+    if wanted is not None:
+        if not isinstance(wanted, str) or wanted not in skill_ids:
+            raise _unknown_skill(f"unknown skillId {wanted!r}", skill_ids)
+        return wanted
+    if len(skill_ids) == 1:
+        return skill_ids[0]
+    raise _unknown_skill("message.metadata.skillId is required: this agent has several skills", skill_ids)
+
+
+def _unknown_skill(reason: str, skill_ids: Sequence[str]) -> InvalidParamsError:
+    ids = sorted(skill_ids)
+    return InvalidParamsError(
+        f"{reason}; skills: {', '.join(ids) or '(none)'}",
+        field_violations=[("params.message.metadata.skillId", f"one of: {', '.join(ids)}")],
+        metadata={"skills": ",".join(ids)},
+    )
 
 
 def _has_data(message: Message) -> bool:
@@ -152,12 +174,7 @@ class SkillExecutor(Executor):
         raise self._unknown("message.metadata.skillId is required: this agent has several skills")
 
     def _unknown(self, reason: str) -> InvalidParamsError:
-        ids = sorted(s.id for s in self.served())
-        return InvalidParamsError(
-            f"{reason}; skills: {', '.join(ids) or '(none)'}",
-            field_violations=[("params.message.metadata.skillId", f"one of: {', '.join(ids)}")],
-            metadata={"skills": ",".join(ids)},
-        )
+        return _unknown_skill(reason, [s.id for s in self.served()])
 
     def _skill_for(self, context: RequestContext) -> Skill:
         origin = (

@@ -46,6 +46,7 @@ from skillwire.server.context import CallContext
 from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.server.handler import RequestHandler
 from skillwire.server.serve import build_server
+from skillwire.skills.executor import routed_skill_id
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.testing.transport import StreamingASGITransport
 
@@ -273,14 +274,15 @@ class Rule:
         self.limit: int | None = None
         self._answer: Script | _Refusal | None = None
 
-    def matches(self, context: RequestContext) -> bool:
+    def matches(self, context: RequestContext, skill_id: str | None = None) -> bool:
+        """Whether this rule answers ``context``, routed to the skill ``skill_id`` (None: no skill)."""
         if self._answer is None or (self.limit is not None and self.hits >= self.limit):
             return False
         if isinstance(self.text, str) and self.text not in context.text:
             return False
         if isinstance(self.text, re.Pattern) and self.text.search(context.text) is None:
             return False
-        if self.skill is not None and self.skill != _skill_id(context):
+        if self.skill is not None and self.skill != skill_id:
             return False
         if self.in_task is not None and self.in_task != (context.task is not None):
             return False
@@ -344,14 +346,16 @@ class Rule:
         return self
 
 
-def _skill_id(context: RequestContext) -> str | None:
-    """The skill asked for: ``skillId`` in the message's metadata, the request's, or the task's first
-    message's (the routing skillwire's skill agents use)."""
-    origin = context.task.history[0] if context.task is not None and context.task.history else None
-    for metadata in (context.message.metadata, context.metadata, origin.metadata if origin else None):
-        if isinstance(metadata, dict) and isinstance(metadata.get("skillId"), str):
-            return str(metadata["skillId"])
-    return None
+def _route(context: RequestContext, skills: Sequence[AgentSkill]) -> str | None:
+    """The skill the message goes to, as skillwire's skill router picks it: ``skillId`` in the metadata of
+    the message that started the task (this one, for a new task), else the only skill; a mock whose card
+    lists skills refuses what the router refuses (an unknown skillId, none among several: -32602). Without
+    skills on its card the mock refuses nothing: the skill is the skillId named, if any."""
+    origin = context.task.history[0] if context.task is not None and context.task.history else context.message
+    if skills:
+        return routed_skill_id(origin, [s.id for s in skills])
+    wanted = (origin.metadata or {}).get("skillId")
+    return wanted if isinstance(wanted, str) else None
 
 
 # -- what the mock received ---------------------------------------------------------------------------------
@@ -396,7 +400,7 @@ class _ScriptedExecutor(Executor):
         self._mock = mock
 
     async def admit(self, context: RequestContext) -> Work:
-        rule = self._mock._rule_for(context)
+        rule = self._mock._rule_for(context, _route(context, self._mock.skills))
         rule.hits += 1
         answer = rule._answer
         if isinstance(answer, _Refusal):
@@ -444,8 +448,9 @@ class MockAgent:
         in_task: bool | None = None,
         when: Callable[[RequestContext], bool] | None = None,
     ) -> Rule:
-        """A rule for messages whose text contains ``text`` (or matches it, for a compiled pattern), that ask
-        for skill ``skill`` (``metadata.skillId``), that continue a task (``in_task=True``) or start one
+        """A rule for messages whose text contains ``text`` (or matches it, for a compiled pattern), that go
+        to skill ``skill`` (routed as a skillwire skill agent routes it: its first message's
+        ``metadata.skillId``, else the only skill on the card), that continue a task (``in_task=True``) or start one
         (``False``), and for which ``when(context)`` is true; every condition given must hold. The rule
         answers once it is given an answer: ``mock.on(text="hi").reply("hello")``."""
         rule = Rule(text=text, skill=skill, in_task=in_task, when=when)
@@ -478,8 +483,8 @@ class MockAgent:
     def run(self, script: Script) -> Rule:
         return self.default.run(script)
 
-    def _rule_for(self, context: RequestContext) -> Rule:
-        return next((r for r in self.rules if r.matches(context)), self.default)
+    def _rule_for(self, context: RequestContext, skill_id: str | None) -> Rule:
+        return next((r for r in self.rules if r.matches(context, skill_id)), self.default)
 
     @property
     def messages(self) -> list[Message]:
