@@ -370,3 +370,23 @@ async def test_startup_and_shutdown_may_be_awaited_by_hand(tmp_path: Path, http:
             client = await Client.connect(base_of(server) + "/agents/echo", bindings=("HTTP+JSON",))
             async with client:
                 assert (await client.list_tasks()).tasks == []
+
+
+# -- the documented example ----------------------------------------------------------------------------------
+
+
+async def test_docs_mounting_example_serves_under_its_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (Path(__file__).parent.parent / "docs" / "mounting.md").read_text(encoding="utf-8")
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)  # its store is a relative path
+    namespace: dict[str, Any] = {}
+    exec(compile(example, "docs/mounting.md", "exec"), namespace)
+    with run(namespace["api"], namespace["a2a"]) as server:
+        async with asyncio.timeout(WAIT):
+            client = await Client.connect(base_of(server) + "/a2a")
+            async with client:
+                task = await client.send("hello")
+    assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED
+    assert task.artifacts[0].parts[0].text == "hello"
