@@ -4,23 +4,32 @@ Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json``, and the HTT
 (``/message:send``, ``/tasks/...``, each also under a ``/{tenant}`` prefix). Anything else is 404. Start-up opens
 the store and recovers tasks a previous process left running; shutdown lets running tasks finish for a
 grace period, fails the rest, ends open streams, then closes the store.
+
+Mounted under a prefix (Starlette's ``Mount``, FastAPI's ``app.mount("/a2a", ...)``, uvicorn's
+``--root-path``), every route is served under the ASGI ``root_path`` and the card's URLs point there. A
+mounted app gets no lifespan events of its own, so it starts itself on its first request; a start-up that
+fails answers 503 (JSON-RPC -32603) saying why, and is tried again on a later request when nothing was left
+running. :meth:`A2AApplication.lifespan` gives the parent app a clean shutdown (see docs/mounting.md).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from skillwire.errors import A2AError, MethodNotFoundError, SkillwireError
+from skillwire.errors import A2AError, MethodNotFoundError, ServerBusyError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
-from skillwire.server.asgi import Receive, Scope, Send, send_bytes
+from skillwire.protocol.operations import Operation
+from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
+from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.jsonrpc import JsonRpcEndpoint
@@ -37,6 +46,8 @@ log = logging.getLogger("skillwire.app")
 E = TypeVar("E", bound=HttpEndpoint)
 
 _NOT_FOUND = encode_status(MethodNotFoundError("No such endpoint"), 404)
+#: Seconds a mounted app that failed to start answers its failure before it tries to start again.
+_RETRY_START_AFTER = 1
 
 
 class A2AApplication:
@@ -79,10 +90,14 @@ class A2AApplication:
         self.grpc_address: str | None = None
         self._grpc: Any = None
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
-        self._started = False
+        self._started = False  # start-up ran (and left something to shut down)
+        self._serving = False  # start-up succeeded: requests go straight to the bindings
         self._stopped = False
+        self._starting = asyncio.Lock()
         #: Why start-up failed (the store could not be opened, ...), for whoever runs the server.
         self.startup_error: BaseException | None = None
+        self._unavailable: ServerBusyError | None = None  # what requests answer while start-up fails
+        self._retry_at = 0.0  # loop time from which a failed start-up may be tried again (inf: never)
 
     def _endpoint(self, binding: type[E], keepalive: float) -> E:
         """An HTTP binding over this app's dispatcher, budgets and extension rule."""
@@ -131,13 +146,50 @@ class A2AApplication:
         return msgspec.structs.replace(self.card, supported_interfaces=interfaces)
 
     async def startup(self) -> None:
-        if self._started:
+        """Open the store, recover tasks, start gRPC. Runs once, however many callers (lifespan, the first
+        request of a mounted app, your own code): the others wait for it. Raises what made it fail."""
+        async with self._starting:
+            await self._startup_once()
+
+    async def _startup_once(self) -> None:
+        if self._serving or self._stopped:
             return
+        if self._started:  # it failed after things began to run: only a restart can help
+            raise self.startup_error or RuntimeError("start-up failed")
+        try:
+            await self._start()
+        except BaseException as exc:
+            self.startup_error = exc
+            # Failed before anything ran: a later request may try again; else only a restart can help.
+            retry = float("inf") if self._started else _RETRY_START_AFTER
+            self._retry_at = asyncio.get_running_loop().time() + retry
+            then = "restart the server" if self._started else "a later request tries again"
+            self._unavailable = ServerBusyError(
+                f"The agent could not start ({exc or type(exc).__name__}): {then}",
+                retry_after=_RETRY_START_AFTER,
+            )
+            self.dispatcher.handler = _Unavailable(self._unavailable)
+            raise
+        self.startup_error = self._unavailable = None
+        self.dispatcher.handler = self.handler
+        self._serving = True
+
+    async def _start(self) -> None:
+        opened = False
+        try:
+            if self.store is not None:
+                await self.store.open()
+                opened = True
+            if self.runtime is not None:
+                await self.runtime.start()
+        except BaseException:
+            # Nothing runs yet (the runtime's recovery runs only once start succeeds): close what was opened,
+            # so that a later start-up can try again from the beginning.
+            if opened and self.store is not None:
+                with contextlib.suppress(Exception):
+                    await self.store.close()
+            raise
         self._started = True
-        if self.store is not None:
-            await self.store.open()
-        if self.runtime is not None:
-            await self.runtime.start()
         if self.grpc_port is not None:
             from skillwire.server.grpc import GrpcServer
 
@@ -156,6 +208,33 @@ class A2AApplication:
                 host = "127.0.0.1"
             self.grpc_address = f"[{host}]:{self._grpc.port}" if ":" in host else f"{host}:{self._grpc.port}"
             self.card_endpoint.invalidate()
+
+    async def _start_on_first_use(self) -> None:
+        """Start a mounted app, whose lifespan nobody ran, on its first request; while start-up fails, and
+        for :data:`_RETRY_START_AFTER` seconds after each failure, requests answer the failure."""
+        async with self._starting:
+            if self._serving or self._stopped or asyncio.get_running_loop().time() < self._retry_at:
+                return
+            try:
+                await self._startup_once()
+            except Exception as exc:
+                _log_startup_failure(exc)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any = None) -> AsyncIterator[None]:
+        """Start-up and a clean shutdown around a parent application's life, for a mounted app::
+
+            a2a = agent.asgi()
+            api = FastAPI(lifespan=a2a.lifespan)
+            api.mount("/a2a", a2a)
+
+        or, beside your own start-up, ``async with a2a.lifespan(): yield`` in your lifespan. (Mounted
+        without it, the app starts on its first request, but nothing shuts it down.)"""
+        await self.startup()
+        try:
+            yield
+        finally:
+            await self.shutdown()
 
     async def shutdown(self) -> None:
         if self._stopped or not self._started:
@@ -177,15 +256,27 @@ class A2AApplication:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            if not self._serving:
+                await self._start_on_first_use()
             path = scope["path"]
+            if scope.get("root_path"):
+                scope = _below_root(scope)
+                path = scope["path"]
             if path == self.rpc_path:
                 await self.jsonrpc(scope, receive, send)
             elif path == CARD_PATH:
-                await self.card_endpoint(scope, receive, send)
+                if self._unavailable is not None:
+                    await self._answer_unavailable(send, self._unavailable)
+                else:
+                    await self.card_endpoint(scope, receive, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    @staticmethod
+    async def _answer_unavailable(send: Send, error: ServerBusyError) -> None:
+        await send_bytes(send, 503, encode_status(error, 503), extra_headers=error_headers(error))
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -194,11 +285,7 @@ class A2AApplication:
                 try:
                     await self.startup()
                 except Exception as exc:
-                    self.startup_error = exc
-                    if isinstance(exc, SkillwireError):  # a known condition: one clear line, no traceback
-                        log.error("start-up failed: %s", exc)
-                    else:
-                        log.exception("start-up failed")
+                    _log_startup_failure(exc)
                     await send({"type": "lifespan.startup.failed", "message": str(exc)})
                     return
                 await send({"type": "lifespan.startup.complete"})
@@ -211,3 +298,49 @@ class A2AApplication:
                     return
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _log_startup_failure(exc: Exception) -> None:
+    if isinstance(exc, SkillwireError):  # a known condition: one clear line, no traceback
+        log.error("start-up failed: %s", exc)
+    else:
+        log.exception("start-up failed", exc_info=exc)
+
+
+class _Unavailable:
+    """The request handler while start-up fails: every call answers why (on each binding, in its shape)."""
+
+    def __init__(self, error: ServerBusyError) -> None:
+        self.error = error
+
+    async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
+        raise self.error
+
+
+def _below_root(scope: Scope) -> Scope:
+    """``scope`` with ``path`` and ``raw_path`` made relative to its ``root_path``, the prefix the app is
+    mounted at (``root_path`` is kept: the card's URLs are built under it).
+
+    The ASGI spec has ``path`` and ``raw_path`` include ``root_path`` (uvicorn's ``--root-path``, Starlette's
+    ``Mount`` from 0.33 on); older Starlette stripped it from ``path`` but not from ``raw_path``. So each is
+    stripped when it starts with the prefix."""
+    root = scope["root_path"].rstrip("/")
+    if not root:
+        return scope
+    relative = dict(scope)
+    path = scope["path"]
+    if _under(path, root):
+        relative["path"] = path[len(root) :] or "/"
+    raw = scope.get("raw_path")
+    if raw:
+        raw_root = quote(root, safe="/:@!$&'()*+,;=~")
+        if _under(raw.decode("latin-1"), raw_root):
+            relative["raw_path"] = raw[len(raw_root) :] or b"/"
+        else:  # the prefix spelled otherwise (escaped differently): REST then matches the decoded path
+            del relative["raw_path"]
+    return relative
+
+
+def _under(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it."""
+    return path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/", "?")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Mapping
 from email.utils import formatdate
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import msgspec
 
@@ -44,15 +45,17 @@ class CardEndpoint:
         self._last_modified = formatdate(time.time(), usegmt=True).encode()
 
     def base_url(self, scope: Scope, headers: Mapping[str, str] | None = None) -> str:
-        """The base URL a request reached: the public URL if set, else from its Host header (``headers``:
-        the request's headers when already parsed)."""
+        """The base URL a request reached: the public URL if set, else from its Host header and the prefix
+        the app is mounted at (ASGI ``root_path``), such as ``http://127.0.0.1:8000/a2a`` (``headers``: the
+        request's headers when already parsed)."""
         if self.public_url:
             return self.public_url
         host = (headers if headers is not None else header_map(scope)).get("host")
         if not host:
             server = scope.get("server") or ("127.0.0.1", 80)
             host = f"{server[0]}:{server[1]}"
-        return f"{scope.get('scheme', 'http')}://{host}"
+        root = scope.get("root_path", "").rstrip("/")
+        return f"{scope.get('scheme', 'http')}://{host}{quote(root) if root else ''}"
 
     def encoded(self, base_url: str) -> tuple[bytes, bytes]:
         """(card JSON, quoted ETag) for ``base_url``."""
@@ -104,5 +107,9 @@ class CardEndpoint:
 
 
 def jsonrpc_interface(base_url: str, path: str) -> AgentInterface:
-    url = base_url if path == "/" else base_url + path
+    """The JSON-RPC interface at ``path`` below ``base_url``: the base URL itself for ``/`` at a host's root
+    (``http://host``), else with the path (``http://host/a2a/``: a POST to ``/a2a`` would be redirected by
+    the app it is mounted in)."""
+    at_root = urlsplit(base_url).path in ("", "/")
+    url = base_url if path == "/" and at_root else base_url.rstrip("/") + path
     return AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
