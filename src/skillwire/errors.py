@@ -12,6 +12,7 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- InternalError                        -32603  500  INTERNAL            INTERNAL_ERROR
     |   +-- ServerBusyError                  -32603  503  UNAVAILABLE         SERVER_BUSY
     |       +-- StreamDroppedError           -32603  503  UNAVAILABLE         STREAM_DROPPED
+    |       +-- AgentNotStartedError         -32603  503  UNAVAILABLE         AGENT_NOT_STARTED
     +-- ResponseTooLargeError                -32602  400  FAILED_PRECONDITION RESPONSE_TOO_LARGE
     +-- TaskNotFoundError                    -32001  404  NOT_FOUND           TASK_NOT_FOUND
     +-- TaskNotCancelableError               -32002  400  FAILED_PRECONDITION TASK_NOT_CANCELABLE
@@ -49,6 +50,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "A2AError",
+    "AgentNotStartedError",
     "ConcurrentUpdateError",
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
@@ -284,6 +286,14 @@ class StreamDroppedError(ServerBusyError):
 
     reason = "STREAM_DROPPED"
     default_message = "The stream was dropped: it fell behind its task; subscribe again to catch up"
+
+
+class AgentNotStartedError(ServerBusyError):
+    """The agent could not start (its store would not open, ...): nothing was done; the message says why,
+    and a later request tries the start again."""
+
+    reason = "AGENT_NOT_STARTED"
+    default_message = "The agent could not start"
 
 
 class ResponseTooLargeError(A2AError):

@@ -23,7 +23,13 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
-from skillwire.errors import A2AError, MethodNotFoundError, ServerBusyError, SkillwireError
+from skillwire.errors import (
+    A2AError,
+    AgentNotStartedError,
+    MethodNotFoundError,
+    ServerBusyError,
+    SkillwireError,
+)
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.protocol.operations import Operation
@@ -164,7 +170,7 @@ class A2AApplication:
             retry = float("inf") if self._started else _RETRY_START_AFTER
             self._retry_at = asyncio.get_running_loop().time() + retry
             then = "restart the server" if self._started else "a later request tries again"
-            self._unavailable = ServerBusyError(
+            self._unavailable = AgentNotStartedError(
                 f"The agent could not start ({exc or type(exc).__name__}): {then}",
                 retry_after=_RETRY_START_AFTER,
             )
