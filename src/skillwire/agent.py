@@ -58,6 +58,7 @@ def default_store(name: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
     return DEFAULT_STORE.format(agent=slug)
 
+
 #: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
 RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]
 
