@@ -187,13 +187,17 @@ def _protocol_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
             "httptools is not installed: the HTTP header and body deadlines are not enforced (h11 bounds "
             "the headers it buffers, the keep-alive time and the connection count only)"
         )
-        return {
-            "http": "h11",
-            "h11_max_incomplete_event_size": limits.max_header_bytes,
-            "timeout_keep_alive": max(1, round(limits.keepalive_timeout)),
-            "limit_concurrency": ceiling,
-        }
+        return _h11_options(limits, grpc=grpc)
     return {"http": protocol_for(limits, ceiling)}
+
+
+def _h11_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
+    return {
+        "http": "h11",
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+        "timeout_keep_alive": max(1, round(limits.keepalive_timeout)),
+        "limit_concurrency": connection_ceiling(limits.max_connections, listeners=2 if grpc else 1),
+    }
 
 
 def serve(
@@ -234,7 +238,8 @@ def serve_reloading(
 ) -> None:
     """Serve the application ``factory`` (``"module:function"``, called in each server process) and start a
     fresh process whenever a file matching ``includes`` changes under ``folder``: uvicorn's reloader over
-    watchfiles, which alone honours ``reload_includes`` (uvicorn's fallback watches ``*.py`` only)."""
+    watchfiles, which alone honours ``reload_includes`` (uvicorn's fallback watches ``*.py`` only). For
+    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`."""
     try:
         import watchfiles  # noqa: F401
     except ImportError:
@@ -256,7 +261,9 @@ def serve_reloading(
         reload=True,
         reload_dirs=[folder],
         reload_includes=list(includes),
-        **_protocol_options(limits or Limits(), grpc=grpc),
+        # h11: the bounded httptools protocol is a class made for the limits, which cannot be handed to the
+        # processes the reloader starts; a development server goes without its header and body deadlines.
+        **_h11_options(limits or Limits(), grpc=grpc),
     )
     server = _Server(config, None, None, _Banner(host, port, public_url))
     WatchFilesReload(config, target=server.run, sockets=[config.bind_socket()]).run()
