@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillwire import __version__
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls
 from skillwire.errors import A2AError, SkillwireError
@@ -182,9 +181,24 @@ def _add_serve(sub: Any) -> None:
     )
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, help="print the version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"skillwire {version('skillwire')}")
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="skillwire", description="Build, serve and call A2A agents.")
-    parser.add_argument("--version", action="version", version=f"skillwire {__version__}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_serve(sub)
     skills = sub.add_parser("skills", help="work with skill folders")
