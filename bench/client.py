@@ -63,6 +63,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
     command = [
         sys.executable, "-m", "skillwire", "serve", str(REPO_ROOT / "examples" / "echo"),
         "--host", HOST, "--port", str(port), "--grpc-port", str(grpc_port), "--store", "memory://",
+        "--log-level", "warning",  # no access log on the unread stderr pipe
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://{HOST}:{port}"

@@ -335,6 +335,7 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
             *_listen(port),
             "--store",
             store,
+            *("--log-level", "warning"),  # no access log, as for the other targets
             *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
         ],
     )

@@ -41,7 +41,7 @@ def test_serve_greeter_prints_where_it_is(tmp_path: Path, processes: list[Served
     assert "Traceback" not in served.proc.stdout.read()
 
 
-def test_default_store_is_a_sqlite_file_in_the_working_directory(
+def test_default_store_is_a_sqlite_file_named_after_the_agent_in_the_working_directory(
     tmp_path: Path, processes: list[Served]
 ) -> None:
     port = free_port()
@@ -59,8 +59,8 @@ def test_default_store_is_a_sqlite_file_in_the_working_directory(
         served.lines.append(line)
         if "task store:" in line:
             break
-    assert "sqlite:///.skillwire/tasks.db" in "".join(served.lines)
-    assert (tmp_path / ".skillwire" / "tasks.db").exists()
+    assert "sqlite:///.skillwire/echo.db" in "".join(served.lines)
+    assert (tmp_path / ".skillwire" / "echo.db").exists()
 
 
 def test_tasks_survive_kill_9_and_orphans_fail_on_restart(tmp_path: Path, processes: list[Served]) -> None:

@@ -12,11 +12,12 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
         \"\"\"Says the text back.\"\"\"
         return params["text"]
 
-    agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/tasks.db
+    agent.run()            # http://127.0.0.1:8000, tasks in ./.skillwire/echo.db
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,21 @@ from skillwire.skills.registry import (
 )
 from skillwire.stores.base import TaskStore, open_store
 
-__all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper"]
+__all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
 
-DEFAULT_STORE = "sqlite:///.skillwire/tasks.db"
+#: The default task store: a SQLite file named after the agent, in ``.skillwire/`` under the working
+#: directory (``{agent}`` is the agent's slug: ``Agent("Greeter")`` keeps its tasks in
+#: ``.skillwire/greeter.db``), so two agents started in one folder never share their tasks. Passing this
+#: very string as ``store=`` means that default; :func:`default_store` spells it out for one agent.
+DEFAULT_STORE = "sqlite:///.skillwire/{agent}.db"
+
+
+def default_store(name: str) -> str:
+    """The default store URL of the agent called ``name``: ``default_store("Greeter")`` is
+    ``"sqlite:///.skillwire/greeter.db"``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
+    return DEFAULT_STORE.format(agent=slug)
+
 
 #: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
 RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]
@@ -237,6 +250,7 @@ class Agent:
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
+        store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
         runtime: TaskRuntime | None = None
         if handler is None:
@@ -265,16 +279,23 @@ class Agent:
         port: int = 8000,
         *,
         store: str | TaskStore = DEFAULT_STORE,
-        log_level: str = "warning",
+        log_level: str = "info",
         on_ready: Callable[[], None] | None = None,
     ) -> None:
-        """Serve the agent until interrupted (Ctrl-C), shutting down gracefully. Raises SkillwireError if it
-        cannot start (the store cannot be opened, ...)."""
-        from skillwire.server.serve import serve
+        """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
+        (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
+        SkillwireError if it cannot start (the store cannot be opened, ...)."""
+        from skillwire.server.serve import print_banner, serve
 
         app = self.asgi(store=store)
+
+        def ready() -> None:
+            print_banner(app, self.name, host=host, port=port)
+            if on_ready is not None:
+                on_ready()
+
         try:
-            serve(app, host=host, port=port, log_level=log_level, on_ready=on_ready)
+            serve(app, host=host, port=port, log_level=log_level, on_ready=ready)
         except SystemExit:  # uvicorn's way of saying start-up failed
             if app.startup_error is None:
                 raise

@@ -1,7 +1,7 @@
 """The client commands of ``skillwire``: call a running agent from the shell.
 
 * ``skillwire card URL``: the agent card (``--json``: the card's JSON on one line).
-* ``skillwire send URL [TEXT] [--skill ID] [--data JSON|@FILE] [--file PATH]... [--context ID] [--task ID]
+* ``skillwire send URL [TEXT] [--skill ID] [--data JSON|@FILE]... [--file PATH]... [--context ID] [--task ID]
   [--stream] [--out DIR]``: send a message and print the task's final state, status message and artifacts
   (``--stream``: each event as it arrives). ``--file`` attaches a file (raw bytes, its name, a media type
   guessed from the name); ``--out`` saves the file parts of the artifacts into a folder.
@@ -10,7 +10,8 @@
 
 Every command takes ``--header K=V`` and ``--credential SCHEME=SECRET`` (repeatable; a secret goes where the
 card's security scheme of that name says), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
-``--json`` (one ProtoJSON object per line: each response or stream event) and ``--debug``.
+``--timeout SECONDS`` (each request's), ``--json`` (one ProtoJSON object per line: each response or stream
+event) and ``--debug``. URL may be ``host:port`` or ``:port`` (``http://127.0.0.1:port``).
 
 On a terminal (stdout a TTY, no ``--json``) a live status line shows what the task is doing while the
 command waits; ``send`` then streams under the hood when the card offers streaming, and prints the same
@@ -59,6 +60,7 @@ __all__ = [
     "EXIT_USAGE",
     "MAX_FILE_BYTES",
     "add_parsers",
+    "agent_url",
     "is_terminal",
     "run",
 ]
@@ -86,6 +88,24 @@ def _header(value: str) -> tuple[str, str]:
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected K=V, got {value!r}")
     return name.strip(), content
+
+
+def agent_url(value: str) -> str:
+    """An agent's URL as typed: ``host:port`` is ``http://host:port``, ``:port`` is
+    ``http://127.0.0.1:port`` (as httpie reads them); a URL with a scheme is kept."""
+    if "://" in value:
+        return value
+    return "http://" + ("127.0.0.1" + value if value.startswith(":") else value)
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {value!r}")
+    return seconds
 
 
 def _data(value: str) -> Any:
@@ -126,7 +146,11 @@ def _credential(value: str) -> tuple[str, str]:
 
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("url", help="the agent's base URL (or the URL of its agent card)")
+    common.add_argument(
+        "url",
+        type=agent_url,
+        help="the agent's base URL (or the URL of its agent card); host:port and :port mean http://",
+    )
     common.add_argument(
         "--header",
         "-H",
@@ -153,6 +177,13 @@ def _common() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--retries", type=int, default=3, help="retries of safe calls on connection failures (default 3)"
+    )
+    common.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long each request may take (default: 10 s to connect, 60 s to read, 30 s otherwise)",
     )
     common.add_argument("--json", action="store_true", help="print ProtoJSON, one object per line")
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -181,7 +212,12 @@ def add_parsers(sub: Any) -> None:
         "--skill", default=None, metavar="ID", help="the skill to call (message.metadata.skillId)"
     )
     send.add_argument(
-        "--data", type=_data, default=None, metavar="JSON|@FILE", help="add a data part: JSON text or @file"
+        "--data",
+        type=_data,
+        action="append",
+        default=[],
+        metavar="JSON|@FILE",
+        help="add a data part: JSON text or @file (repeatable: one part each)",
     )
     send.add_argument(
         "--file",
@@ -252,6 +288,7 @@ class _Call:
             headers=dict(self.args.header),
             credentials=dict(self.args.credential) or None,
             retries=max(self.args.retries, 0),
+            **({} if self.args.timeout is None else {"timeout": self.args.timeout}),
         )
 
 
@@ -271,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
         "watch": _watch,
     }
     name = args.tasks_command if args.command == "tasks" else args.command
-    if args.command == "send" and args.text is None and args.data is None and not args.file:
+    if args.command == "send" and args.text is None and not args.data and not args.file:
         _usage(args, "send needs TEXT, --data or --file")
     call = _Call(args)
     try:
@@ -351,8 +388,7 @@ def _message(call: _Call) -> m.Message:
     parts: list[m.Part] = []
     if args.text is not None:
         parts.append(m.Part(text=args.text))
-    if args.data is not None:
-        parts.append(m.Part(data=args.data))
+    parts.extend(m.Part(data=data) for data in args.data)
     parts.extend(call.files)
     return m.Message(
         message_id=str(uuid.uuid4()),

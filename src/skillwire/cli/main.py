@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from skillwire.agent import DEFAULT_STORE, Agent
+from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.stores.base import open_store
 
-__all__ = ["load_agent", "main"]
+if TYPE_CHECKING:
+    from skillwire.server.app import A2AApplication
+
+__all__ = ["RELOAD_INCLUDES", "app_from_env", "load_agent", "main"]
 
 
 def load_agent(target: str, *, read_only: bool = False, plugins: bool = False) -> Agent:
@@ -60,6 +64,8 @@ def _load_code_agent(target: str) -> Agent:
         module = import_file(file, f"skillwire_target_{file.parent.resolve().name}")
     elif ":" in target:
         module_name, _, attribute = target.partition(":")
+        if os.getcwd() not in sys.path and "" not in sys.path:  # as uvicorn does: ./agent.py is `agent`
+            sys.path.insert(0, os.getcwd())
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
@@ -74,52 +80,127 @@ def _load_code_agent(target: str) -> Agent:
     return agent
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="skillwire", description="Build, serve and call A2A agents.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="serve an agent over A2A")
-    serve.add_argument("target", help="a folder with agent.py, or module:attribute")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+def _env(name: str, default: str | None = None) -> str | None:
+    """The value of ``SKILLWIRE_<NAME>``: every serve option's default (a flag wins)."""
+    return os.environ.get(f"SKILLWIRE_{name}", default)
+
+
+def _env_flag(name: str) -> bool | None:
+    value = _env(name)
+    if value is None or value.strip() == "":
+        return None
+    word = value.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise SkillwireError(f"SKILLWIRE_{name}={value!r}: expected 1 or 0 (true/false, yes/no, on/off)")
+
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_LOG_LEVELS = ("debug", "info", "warning", "error")
+
+#: ``skillwire serve --reload`` restarts the server when one of these changes under the served folder.
+RELOAD_INCLUDES = ("*.py", "SKILL.md", "agent.yaml")
+
+
+def _add_serve(sub: Any) -> None:
+    """``skillwire serve``: each option's default comes from ``SKILLWIRE_<OPTION>`` when it is set."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve an agent over A2A",
+        epilog="Every option (and TARGET) may be set by an environment variable, SKILLWIRE_ and the option's"
+        " name: SKILLWIRE_PORT=9000, SKILLWIRE_LIMIT=max_connections=5000,task_timeout=none,"
+        " SKILLWIRE_READ_ONLY=1; a flag wins over its variable.",
+    )
+    serve.add_argument(
+        "target",
+        nargs="?",
+        default=_env("TARGET"),
+        help="a folder of skills, a folder with agent.py, a .py file, or module:attribute",
+    )
+    serve.add_argument("--host", default=_env("HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=_env("PORT", "8000"))
     serve.add_argument(
         "--store",
-        default=os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE),
-        help=f"memory:// or sqlite:///PATH (default {DEFAULT_STORE})",
+        default=_env("STORE"),
+        help=f"memory:// or sqlite:///PATH (default {DEFAULT_STORE}: a file named after the agent)",
     )
-    serve.add_argument("--public-url", default=None, help="the base URL clients reach the agent at")
-    serve.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--public-url", default=_env("PUBLIC_URL"), help="the base URL clients reach the agent at"
+    )
+    serve.add_argument(
+        "--log-level",
+        default=_env("LOG_LEVEL", "info"),
+        choices=_LOG_LEVELS,
+        help="info (default) logs one line per request (skillwire.access); warning hides them",
+    )
+    serve.add_argument(
+        "--reload",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("RELOAD") or False,
+        help="restart when a .py, SKILL.md or agent.yaml under the served folder changes (for development;"
+        " needs `pip install 'skillwire[reload]'`)",
+    )
     serve.add_argument(
         "--grpc-port",
         type=int,
-        default=None,
+        default=_env("GRPC_PORT"),
         help="also serve the gRPC binding on this port (needs `pip install 'skillwire[grpc]'`)",
     )
     serve.add_argument(
         "--grpc-statuses",
         choices=["v1.0.1", "v1.0.0"],
-        default="v1.0.1",
+        default=_env("GRPC_STATUSES", "v1.0.1"),
         help="gRPC status table: the spec's v1.0.1 (default) or v1.0.0, which the TCK 1.0-dev still expects",
     )
     serve.add_argument(
         "--v03-card",
         action=argparse.BooleanOptionalAction,
-        default=None,
+        default=_env_flag("V03_CARD"),
         help="also write the v0.3 fields on the agent card for v0.3 clients (default: the agent's choice, on)",
     )
     serve.add_argument(
-        "--read-only", action="store_true", help="serve only skills marked readOnly (others are refused)"
+        "--read-only",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("READ_ONLY") or False,
+        help="serve only skills marked readOnly (others are refused)",
     )
     serve.add_argument(
-        "--plugins", action="store_true", help="add the skills installed packages offer (entry points)"
+        "--plugins",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("PLUGINS") or False,
+        help="add the skills installed packages offer (entry points)",
     )
     serve.add_argument(
         "--limit",
         action="append",
-        default=[],
+        default=[text for text in re.split(r"[,\s]+", _env("LIMIT", "") or "") if text],
         metavar="NAME=VALUE",
         help="set one budget (repeatable), e.g. --limit max_connections=5000 --limit task_timeout=none;"
         " docs/limits.md lists them all",
     )
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, help="print the version"
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"skillwire {version('skillwire')}")
+        parser.exit()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="skillwire", description="Build, serve and call A2A agents.")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_serve(sub)
     skills = sub.add_parser("skills", help="work with skill folders")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
     check = skills_sub.add_parser(
@@ -134,8 +215,31 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from skillwire.server.serve import serve
+    from skillwire.server.serve import print_banner, serve
 
+    if args.reload:
+        return _serve_reloading(args)
+    agent, app = _application(args)
+
+    def ready() -> None:
+        print_banner(app, agent.name, host=args.host, port=args.port, public_url=args.public_url)
+
+    try:
+        serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
+    except SystemExit:  # uvicorn's way of saying start-up failed
+        if app.startup_error is None:
+            raise
+    if app.startup_error is not None:
+        raise SkillwireError(f"cannot start: {app.startup_error}")
+    return 0
+
+
+def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
+    """The agent ``args`` name and the application serving it as ``args`` say."""
+    if not args.target:
+        raise SkillwireError("serve needs a TARGET (or SKILLWIRE_TARGET)")
+    if args.log_level not in _LOG_LEVELS:
+        raise SkillwireError(f"log level {args.log_level!r}: expected one of {', '.join(_LOG_LEVELS)}")
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     if args.v03_card is not None:
         agent.card_v03_fields = args.v03_card
@@ -147,13 +251,8 @@ def _serve(args: argparse.Namespace) -> int:
             raise SkillwireError(str(exc)) from None
         if args.grpc_statuses == "v1.0.0":
             status_overrides = GRPC_STATUSES_V1_0_0
-    limits = Limits()
-    for text in args.limit:
-        try:
-            limits = parse_limit(text, limits)
-        except ValueError as exc:
-            raise SkillwireError(str(exc)) from None
-    store = open_store(args.store, limits=limits)
+    limits = _limits(args)
+    store = open_store(args.store or default_store(agent.name), limits=limits)
     app = agent.asgi(
         store=store,
         public_url=args.public_url,
@@ -162,24 +261,67 @@ def _serve(args: argparse.Namespace) -> int:
         grpc_status_overrides=status_overrides,
         limits=limits,
     )
-    shown_host = "127.0.0.1" if args.host in ("0.0.0.0", "") else args.host
-    base = args.public_url.rstrip("/") if args.public_url else f"http://{shown_host}:{args.port}"
+    return agent, app
 
-    def ready() -> None:
-        print(f"skillwire: serving {agent.name!r} at {base}/", flush=True)
-        print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
-        if app.grpc_address:
-            print(f"  gRPC: {app.grpc_address}", flush=True)
-        print(f"  task store: {store.url}", flush=True)
 
-    try:
-        serve(app, host=args.host, port=args.port, log_level=args.log_level, on_ready=ready)
-    except SystemExit:  # uvicorn's way of saying start-up failed
-        if app.startup_error is None:
-            raise
-    if app.startup_error is not None:
-        raise SkillwireError(f"cannot start: {app.startup_error}")
+def _limits(args: argparse.Namespace) -> Limits:
+    limits = Limits()
+    for text in args.limit:
+        try:
+            limits = parse_limit(text, limits)
+        except ValueError as exc:
+            raise SkillwireError(str(exc)) from None
+    return limits
+
+
+def app_from_env() -> A2AApplication:
+    """The application ``skillwire serve`` would build from the ``SKILLWIRE_*`` environment variables alone:
+    the factory ``skillwire serve --reload`` hands to uvicorn, which calls it in each fresh process::
+
+        SKILLWIRE_TARGET=examples/greeter uvicorn --factory skillwire.cli.main:app_from_env
+    """
+    _, app = _application(_parse(["serve"]))
+    return app
+
+
+def _serve_reloading(args: argparse.Namespace) -> int:
+    from skillwire.server.serve import serve_reloading
+
+    _application(args)  # the same errors, up front, as without --reload
+    target = Path(args.target)
+    folder = target if target.is_dir() else target.parent if target.suffix == ".py" else Path.cwd()
+    os.environ.update(_as_env(args))
+    serve_reloading(
+        "skillwire.cli.main:app_from_env",
+        folder=str(folder.resolve()),
+        includes=RELOAD_INCLUDES,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        public_url=args.public_url,
+        limits=_limits(args),
+        grpc=args.grpc_port is not None,
+    )
     return 0
+
+
+def _as_env(args: argparse.Namespace) -> dict[str, str]:
+    """``args`` as the ``SKILLWIRE_*`` variables that give them back (for the processes ``--reload`` starts)."""
+    flags = {"V03_CARD": args.v03_card, "READ_ONLY": args.read_only, "PLUGINS": args.plugins}
+    values = {
+        "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,
+        "HOST": args.host,
+        "PORT": str(args.port),
+        "STORE": args.store,
+        "PUBLIC_URL": args.public_url,
+        "LOG_LEVEL": args.log_level,
+        "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
+        "GRPC_STATUSES": args.grpc_statuses,
+        "LIMIT": ",".join(args.limit),
+        "RELOAD": "0",
+        **{name: None if flag is None else ("1" if flag else "0") for name, flag in flags.items()},
+    }
+    return {f"SKILLWIRE_{name}": value for name, value in values.items() if value is not None}
 
 
 def _check(folder: str, *, strict: bool = False) -> int:
@@ -214,11 +356,17 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+#: The exit code of a command whose output was closed early (``skillwire tasks list URL | head -1``): the
+#: shell's code for a process ended by SIGPIPE, as ``cat`` or ``grep`` would end.
+EXIT_CLOSED_PIPE = 128 + 13
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-    level = getattr(args, "log_level", "warning").upper()
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    from skillwire.server.serve import configure_logging
+
     try:
+        args = _parse(argv)
+        configure_logging(getattr(args, "log_level", None) or "warning")
         if args.command == "serve":
             return _serve(args)
         if args.command == "skills":
@@ -228,6 +376,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SkillwireError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Whoever read the output has gone: stop quietly. Later writes (the interpreter flushes stdout at
+        # exit) go nowhere rather than raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLOSED_PIPE
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

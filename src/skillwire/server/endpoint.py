@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ from skillwire.errors import A2AError, ContentTypeNotSupportedError, InternalErr
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
+from skillwire.server import access
 from skillwire.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -241,25 +243,47 @@ class HttpEndpoint:
         receive: Receive,
         send: Send,
     ) -> None:
+        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
+        started = time.perf_counter() if logged else 0.0
         streaming = spec_of(call.operation).streaming
+        outcome: Any
         try:
             result = await self.dispatcher.call(
                 call.operation, call.params, self.context(call, request, activated)
             )
             first = await _first(result) if streaming else None
         except Exception as exc:
-            await call.frames.error(_as_a2a(exc, call.operation.value), streaming).send(send, echo)
-            return
-        if not streaming:
+            outcome = _as_a2a(exc, call.operation.value)
+            await call.frames.error(outcome, streaming).send(send, echo)
+        else:
+            outcome = await self._answer(call, result, first, echo, receive, send, logged)
+        if logged:
+            access.line(self.binding, call.operation, call.params, outcome, started)
+
+    async def _answer(
+        self,
+        call: Call,
+        result: Any,
+        first: StreamResponse | None,
+        echo: Headers | None,
+        receive: Receive,
+        send: Send,
+        logged: bool,
+    ) -> Any:
+        """Send a call's answer; what it ended with, for the access log."""
+        if not spec_of(call.operation).streaming:
             status, body = call.frames.result(call.operation, result)
             await send_bytes(send, status, body, extra_headers=echo)
-        elif not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
+            return result
+        if not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
             aclose = getattr(result, "aclose", None)  # optional on an AsyncIterator
             if aclose is not None:
                 await aclose()
             await send_bytes(send, 204, b"")
-        else:
-            await self._stream(call.frames, result, first, receive, send, echo)
+            return first
+        events = access.Tracked(result, first) if logged else result
+        await self._stream(call.frames, events, first, receive, send, echo)
+        return events
 
     async def _stream(
         self,

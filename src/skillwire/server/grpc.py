@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -82,6 +83,7 @@ import grpc  # type: ignore[import-untyped]
 from skillwire.errors import A2AError, InternalError, InvalidParamsError, JSONParseError, MethodNotFoundError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
+from skillwire.server import access
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.handler import Dispatcher
@@ -282,26 +284,41 @@ class _Servicer:
         return params, call, initial
 
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
+        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
+        started = time.perf_counter() if logged else 0.0
         operation = rpc.spec.operation
+        params: Any = None
+        error: A2AError | None = None
         try:
             params, call, initial = await self._prepare(rpc, request, context)
             if initial:
                 await context.send_initial_metadata(initial)
             result = await self.dispatcher.call(operation, params, call)
             answer = to_message(result, rpc.response)
-            return encode_answer(answer, operation, self.limits.max_response_bytes)
+            encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
         except Exception as exc:
-            error = _as_a2a(exc, operation.value)
-        await _abort(context, error, self.overrides)
+            result = error = _as_a2a(exc, operation.value)
+        if logged:
+            access.line("GRPC", operation, params, result, started)
+        if error is not None:
+            await _abort(context, error, self.overrides)
+        return encoded
 
     async def _stream(self, rpc: Rpc, request: Any, context: Any) -> None:
+        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
+        started = time.perf_counter() if logged else 0.0
         operation = rpc.spec.operation
+        params: Any = None
         try:
             params, call, initial = await self._prepare(rpc, request, context)
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
+            if logged:
+                access.line("GRPC", operation, params, error, started)
             await _abort(context, error, self.overrides)
+        if logged:
+            events = access.Tracked(events)
         failure: A2AError | None = None
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
         # awaits: the iterator is closed in `finally` and the task behind the stream is left alone.
@@ -316,6 +333,8 @@ class _Servicer:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if logged:
+                access.line("GRPC", operation, params, failure or events, started)
         if failure is not None:
             # Behind a write that timed out, the status waits until the client reads or goes away; this
             # call holds nothing else meanwhile.

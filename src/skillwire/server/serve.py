@@ -9,33 +9,64 @@ import gc
 import logging
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 
+from skillwire.errors import SkillwireError
+from skillwire.protocol.limits import Limits
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
 
-__all__ = ["build_server", "serve"]
+__all__ = ["build_server", "configure_logging", "print_banner", "serve", "serve_reloading"]
 
 log = logging.getLogger("skillwire.http")
 
 
+@dataclass(frozen=True)
+class _Banner:
+    """Where a reloaded server says it serves (picklable: it goes to each process ``--reload`` starts)."""
+
+    host: str
+    port: int
+    public_url: str | None
+
+
 class _Server(uvicorn.Server):
+    """uvicorn's server, which ends streams before waiting on them; ``app`` None: the application the config
+    loads (a factory's, under ``--reload``), whose banner ``banner`` prints once it serves."""
+
     def __init__(
-        self, config: uvicorn.Config, app: A2AApplication, on_ready: Callable[[], None] | None
+        self,
+        config: uvicorn.Config,
+        app: A2AApplication | None,
+        on_ready: Callable[[], None] | None,
+        banner: _Banner | None = None,
     ) -> None:
         super().__init__(config)
         self._a2a = app
         self._on_ready = on_ready
+        self._banner = banner
 
     async def startup(self, sockets: Any = None) -> None:
+        if self._a2a is None:
+            self._a2a = _unwrap(self.config.loaded_app)
         await super().startup(sockets)
         if self.started:
             # Everything made so far (modules, the agent, its skills) lives as long as the process: moved out
             # of the collector's generations, it no longer makes every full collection long.
             gc.freeze()
+        if self.started and self._banner is not None and self._a2a is not None:
+            banner = self._banner
+            print_banner(
+                self._a2a,
+                self._a2a.card.name,
+                host=banner.host,
+                port=banner.port,
+                public_url=banner.public_url,
+            )
         if self.started and self._on_ready is not None:
             self._on_ready()
 
@@ -45,9 +76,36 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             server.close()
         try:
-            await self._a2a.shutdown()
+            if self._a2a is not None:
+                await self._a2a.shutdown()
         finally:
             await super().shutdown(sockets)
+
+
+def print_banner(
+    app: A2AApplication, name: str, *, host: str, port: int, public_url: str | None = None
+) -> None:
+    """Print where ``app`` serves the agent ``name``: its URL, its card's URL, gRPC, the task store (what
+    ``skillwire serve`` and ``Agent.run()`` print once the server accepts connections)."""
+    shown_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
+    base = public_url.rstrip("/") if public_url else f"http://{shown_host}:{port}"
+    print(f"skillwire: serving {name!r} at {base}/", flush=True)
+    print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+    if app.grpc_address:
+        print(f"  gRPC: {app.grpc_address}", flush=True)
+    if app.store is not None:
+        print(f"  task store: {app.store.url}", flush=True)
+
+
+def configure_logging(level: str) -> None:
+    """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
+    :mod:`skillwire.server.access`), unless the process has set logging up itself."""
+    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+
+
+def _uvicorn_level(level: str) -> str:
+    # uvicorn's info lines (its process id, "Uvicorn running on ...") repeat what the banner says.
+    return "warning" if level.lower() == "info" else level
 
 
 def build_server(
@@ -64,13 +122,13 @@ def build_server(
         app,
         host=host,
         port=port,
-        log_level=log_level,
+        log_level=_uvicorn_level(log_level),
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=10,
         server_header=False,
         ws="none",
-        **_protocol_options(app),
+        **_protocol_options(app.limits, grpc=app.grpc_port is not None),
     )
     # The one answer skillwire leaves incomplete on purpose is a stream dropped at its write deadline (the
     # stream logs it; the bounded protocol aborts the connection): uvicorn need not report it as an error.
@@ -109,11 +167,19 @@ class _DroppedStreams(logging.Filter):
         return record.msg != "ASGI callable returned without completing response."
 
 
-def _protocol_options(app: A2AApplication) -> dict[str, Any]:
+def _unwrap(app: Any) -> A2AApplication | None:
+    """The A2AApplication under uvicorn's middleware (each holds the next as ``.app``)."""
+    for _ in range(10):
+        if isinstance(app, A2AApplication) or app is None:
+            return app
+        app = getattr(app, "app", None)
+    return None
+
+
+def _protocol_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
     """uvicorn options that bound connections: the bounded httptools protocol, or h11 where httptools is
     not installed."""
-    limits = app.limits
-    ceiling = connection_ceiling(limits.max_connections, listeners=1 if app.grpc_port is None else 2)
+    ceiling = connection_ceiling(limits.max_connections, listeners=2 if grpc else 1)
     try:
         from skillwire.server.http import protocol_for
     except ImportError:  # no httptools: it is a dependency on CPython only
@@ -121,13 +187,17 @@ def _protocol_options(app: A2AApplication) -> dict[str, Any]:
             "httptools is not installed: the HTTP header and body deadlines are not enforced (h11 bounds "
             "the headers it buffers, the keep-alive time and the connection count only)"
         )
-        return {
-            "http": "h11",
-            "h11_max_incomplete_event_size": limits.max_header_bytes,
-            "timeout_keep_alive": max(1, round(limits.keepalive_timeout)),
-            "limit_concurrency": ceiling,
-        }
+        return _h11_options(limits, grpc=grpc)
     return {"http": protocol_for(limits, ceiling)}
+
+
+def _h11_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
+    return {
+        "http": "h11",
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+        "timeout_keep_alive": max(1, round(limits.keepalive_timeout)),
+        "limit_concurrency": connection_ceiling(limits.max_connections, listeners=2 if grpc else 1),
+    }
 
 
 def serve(
@@ -135,10 +205,11 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
-    log_level: str = "warning",
+    log_level: str = "info",
     on_ready: Callable[[], None] | None = None,
 ) -> None:
-    """Serve ``app`` until interrupted, then shut down gracefully.
+    """Serve ``app`` until interrupted, then shut down gracefully; log records from ``log_level`` on go to
+    stderr (:func:`configure_logging`).
 
     This owns the process, so it shortens the interpreter's thread switch interval (5 ms by default) to
     1 ms: the SQLite writer thread then gets the GIL back promptly between statements, which raises
@@ -146,7 +217,53 @@ def serve(
     also lifts the soft limit on open files to the hard one, so that ``max_connections`` need not be
     lowered to fit the descriptors (:mod:`skillwire.server.descriptors`).
     """
+    configure_logging(log_level)
     sys.setswitchinterval(0.001)
     raise_fd_limit()
     _return_large_buffers()
     build_server(app, host=host, port=port, log_level=log_level, on_ready=on_ready).run()
+
+
+def serve_reloading(
+    factory: str,
+    *,
+    folder: str,
+    includes: Sequence[str],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    public_url: str | None = None,
+    limits: Limits | None = None,
+    grpc: bool = False,
+) -> None:
+    """Serve the application ``factory`` (``"module:function"``, called in each server process) and start a
+    fresh process whenever a file matching ``includes`` changes under ``folder``: uvicorn's reloader over
+    watchfiles, which alone honours ``reload_includes`` (uvicorn's fallback watches ``*.py`` only). For
+    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`."""
+    try:
+        import watchfiles  # noqa: F401
+    except ImportError:
+        raise SkillwireError("--reload needs watchfiles: pip install 'skillwire[reload]'") from None
+    from uvicorn.supervisors.watchfilesreload import WatchFilesReload
+
+    configure_logging(log_level)
+    config = uvicorn.Config(
+        factory,
+        factory=True,
+        host=host,
+        port=port,
+        log_level=_uvicorn_level(log_level),
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        server_header=False,
+        ws="none",
+        reload=True,
+        reload_dirs=[folder],
+        reload_includes=list(includes),
+        # h11: the bounded httptools protocol is a class made for the limits, which cannot be handed to the
+        # processes the reloader starts; a development server goes without its header and body deadlines.
+        **_h11_options(limits or Limits(), grpc=grpc),
+    )
+    server = _Server(config, None, None, _Banner(host, port, public_url))
+    WatchFilesReload(config, target=server.run, sockets=[config.bind_socket()]).run()

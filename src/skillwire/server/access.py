@@ -1,0 +1,112 @@
+"""The access log: one line per request at info level on the ``skillwire.access`` logger, the same on every
+binding::
+
+    INFO skillwire.access: JSONRPC SendMessage skill=greet task=0190c2... COMPLETED 3.2 ms
+    INFO skillwire.access: GRPC GetTask task=0190c2... TASK_NOT_FOUND 0.4 ms
+
+binding, operation, the skill asked for (``message.metadata.skillId``), the task, how the request ended (the
+task's state, ``MESSAGE`` for a direct reply, the error's reason, ``OK`` otherwise) and how long it took
+(a stream: until it ended). ``skillwire serve`` shows it at its default ``--log-level info``; ``--log-level
+warning`` hides it. A binding asks :data:`log`'s ``isEnabledFor(INFO)`` once per request and calls
+:func:`line` only then, so a disabled access log costs one check.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from skillwire.errors import A2AError
+from skillwire.protocol.models import Message, StreamResponse, Task
+from skillwire.protocol.operations import Operation
+
+__all__ = ["Tracked", "line", "log"]
+
+log = logging.getLogger("skillwire.access")
+
+
+def line(binding: str, operation: Operation, params: Any, outcome: Any, started: float) -> None:
+    """Log one request: ``outcome`` is its result, the A2AError it answered with, or a :class:`Tracked`
+    stream; ``started`` its ``time.perf_counter()`` at the start."""
+    elapsed = (time.perf_counter() - started) * 1000
+    task_id, state = _ending(outcome)
+    fields = [binding, operation.value]
+    skill = _skill(params)
+    if skill:
+        fields.append(f"skill={skill}")
+    task_id = task_id or getattr(params, "id", "") or _message_task(params)
+    if task_id:
+        fields.append(f"task={task_id}")
+    fields.append(state)
+    log.info("%s %.1f ms", " ".join(fields), elapsed)
+
+
+class Tracked:
+    """A stream's events passed on as they come, remembering the last task id and state seen."""
+
+    def __init__(self, events: AsyncIterator[StreamResponse], first: StreamResponse | None = None) -> None:
+        self._events = events
+        self.task_id = ""
+        self.state = "OK"
+        if first is not None:  # pulled before the stream was handed over
+            self.task_id, self.state = _event_ending(first, "", "OK")
+
+    def __aiter__(self) -> Tracked:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        try:
+            event = await anext(self._events)
+        except A2AError as exc:
+            self.state = exc.reason
+            raise
+        self.task_id, self.state = _event_ending(event, self.task_id, self.state)
+        return event
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _ending(outcome: Any) -> tuple[str, str]:
+    if isinstance(outcome, Tracked):
+        return outcome.task_id, outcome.state
+    if isinstance(outcome, A2AError):
+        return "", outcome.reason
+    if isinstance(outcome, Task):
+        return outcome.id, outcome.status.state.name
+    if isinstance(outcome, Message):
+        return outcome.task_id or "", "MESSAGE"
+    task = getattr(outcome, "task", None)  # a SendMessageResponse
+    if isinstance(task, Task):
+        return task.id, task.status.state.name
+    if isinstance(getattr(outcome, "message", None), Message):
+        return "", "MESSAGE"
+    return "", "OK"
+
+
+def _event_ending(event: StreamResponse, task_id: str, state: str) -> tuple[str, str]:
+    if event.task is not None:
+        return event.task.id, event.task.status.state.name
+    if event.status_update is not None:
+        return event.status_update.task_id, event.status_update.status.state.name
+    if event.artifact_update is not None:
+        return event.artifact_update.task_id, state
+    if event.message is not None:
+        return event.message.task_id or task_id, "MESSAGE"
+    return task_id, state
+
+
+def _skill(params: Any) -> str:
+    message = getattr(params, "message", None)
+    metadata = getattr(message, "metadata", None)
+    skill = metadata.get("skillId") if isinstance(metadata, dict) else None
+    return skill if isinstance(skill, str) else ""
+
+
+def _message_task(params: Any) -> str:
+    task_id = getattr(getattr(params, "message", None), "task_id", "")
+    return task_id if isinstance(task_id, str) else ""
