@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -34,7 +34,6 @@ from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
     Follower,
-    Handler,
     InMemorySkillRegistry,
     Skill,
     SkillRegistry,
@@ -48,6 +47,7 @@ DEFAULT_STORE = "sqlite:///.skillwire/tasks.db"
 
 #: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
 RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Agent:
@@ -115,14 +115,22 @@ class Agent:
         read_only: bool = False,
         follow: Follower | None = None,
         timeout_seconds: float | None = None,
-    ) -> Callable[[Handler], Handler]:
-        """Register the decorated ``async def handler(params, ctx)`` as a skill (sugar over ``add_skill``).
+    ) -> Callable[[F], F]:
+        """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
-        The id defaults to the function name, the description to its docstring. Without ``input_schema``,
-        a msgspec Struct annotation on ``params`` is the input schema. ``timeout_seconds`` is the skill's
-        deadline (like a manifest's ``executionHints.timeoutSeconds``; default: ``Limits.task_timeout``)."""
+            @agent.skill(tags=["money"])
+            def convert(amount: float, currency: str = "EUR") -> dict:
+                \"\"\"Converts an amount.\"\"\"
 
-        def register(handler: Handler) -> Handler:
+        The handler is ``async def`` or ``def`` (run in a worker thread), and takes the whole input
+        (``params``, maybe annotated with a msgspec Struct) or typed parameters, plus the context (the
+        parameter annotated ``SkillContext``). The id defaults to the function name, the description to its
+        docstring; like a manifest, a skill needs a description and at least one tag. Without
+        ``input_schema``, the Struct or the typed parameters are the input schema (both at once is refused).
+        ``timeout_seconds`` is the skill's deadline (like a manifest's ``executionHints.timeoutSeconds``;
+        default: ``Limits.task_timeout``)."""
+
+        def register(handler: F) -> F:
             self.add_skill(
                 skill_from_function(
                     handler,

@@ -1,7 +1,7 @@
 """Loading skills from folders and from installed packages.
 
 A skills folder holds one sub-folder per skill, each with a ``SKILL.md`` manifest and a ``skill.py`` that
-defines ``async def run(params, ctx)`` (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
+defines ``async def run(params, ctx)`` (a ``def run`` runs in a worker thread) (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
 optional ``agent.yaml`` at the root names the agent::
 
     name: Greeter
@@ -112,8 +112,10 @@ def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list
         card = _read_card(skill_dir)
         module = _import_code(skill_dir, card.id)
         run = getattr(module, "run", None)
-        if run is None or not inspect.iscoroutinefunction(run):
-            raise SkillwireError(f"{skill_dir / CODE}: must define `async def run(params, ctx)`")
+        if not callable(run):
+            raise SkillwireError(
+                f"{skill_dir / CODE}: must define `async def run(params, ctx)` (or `def run`)"
+            )
         follow = getattr(module, "follow", None)
         if follow is not None and not inspect.iscoroutinefunction(follow):
             raise SkillwireError(f"{skill_dir / CODE}: `follow` must be `async def follow(ref, ctx)`")
