@@ -39,6 +39,7 @@ from skillwire.skills.registry import (
     SkillRegistry,
     skill_from_function,
 )
+from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper"]
@@ -197,7 +198,14 @@ class Agent:
         )
 
     def card(self) -> AgentCard:
-        """The public card, without interfaces (the server adds them for the URL it is reached at)."""
+        """The public card, without interfaces (the server adds them for the URL it is reached at). The
+        skills' input and output schemas are published in the skill-schemas extension
+        (:mod:`skillwire.skills.schema_card`), unless the agent declares that extension itself."""
+        served = self.served_skills()
+        extensions = list(self.extensions)
+        schemas = skill_schemas_extension(served)
+        if schemas is not None and all(e.uri != schemas.uri for e in extensions):
+            extensions.append(schemas)
         return AgentCard(
             name=self.name,
             description=self.description,
@@ -208,12 +216,12 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=False,
-                extensions=self.extensions,
+                extensions=extensions,
                 extended_agent_card=self.extended_card_enabled,
             ),
             default_input_modes=self.default_input_modes,
             default_output_modes=self.default_output_modes,
-            skills=[*self.skills, *(_card_entry(s) for s in self.served_skills())],
+            skills=[*self.skills, *(_card_entry(s) for s in served)],
             icon_url=self.icon_url,
         )
 
