@@ -37,6 +37,7 @@ from skillwire.skills.registry import (
     InMemorySkillRegistry,
     Skill,
     SkillRegistry,
+    report_code_skill,
     skill_from_function,
 )
 from skillwire.skills.schema_card import skill_schemas_extension
@@ -132,21 +133,27 @@ class Agent:
         default: ``Limits.task_timeout``)."""
 
         def register(handler: F) -> F:
-            self.add_skill(
-                skill_from_function(
-                    handler,
-                    id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
-                    name=name,
-                    description=description,
-                    tags=list(tags),
-                    examples=list(examples),
-                    input_schema=input_schema,
-                    output_schema=output_schema,
-                    read_only=read_only,
-                    follow=follow,
-                    timeout_seconds=timeout_seconds,
+            try:
+                skill = self.add_skill(
+                    skill_from_function(
+                        handler,
+                        id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
+                        name=name,
+                        description=description,
+                        tags=list(tags),
+                        examples=list(examples),
+                        input_schema=input_schema,
+                        output_schema=output_schema,
+                        read_only=read_only,
+                        follow=follow,
+                        timeout_seconds=timeout_seconds,
+                    )
                 )
-            )
+            except SkillwireError as exc:
+                if not report_code_skill(None, handler, exc):  # `skills check` collects, others raise
+                    raise
+                return handler
+            report_code_skill(skill, handler)
             return handler
 
         return register

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -34,11 +36,14 @@ if TYPE_CHECKING:
     from skillwire.skills.schema import Validator
 
 __all__ = [
+    "CodeSkillsFound",
     "Follower",
     "Handler",
     "InMemorySkillRegistry",
     "Skill",
     "SkillRegistry",
+    "collecting_code_skills",
+    "report_code_skill",
     "skill_from_function",
     "skill_from_manifest",
 ]
@@ -169,18 +174,16 @@ def _described(
             f"skill {skill_id!r}: the id must match [A-Za-z0-9][A-Za-z0-9._-]* and have at most"
             f" {MAX_ID_LENGTH} characters, as a manifest's"
         )
+    missing = []
     if name is not None and not (isinstance(name, str) and name.strip()):
-        raise SkillwireError(f"skill {skill_id!r}: name must be a non-empty string")
+        missing.append("an empty name (name= must be a non-empty string)")
     if not (isinstance(description, str) and description.strip()):
-        raise SkillwireError(
-            f"skill {skill_id!r} has no description: pass description= or give"
-            f" {getattr(handler, '__qualname__', 'the handler')} a docstring (a manifest requires one too)"
-        )
+        fn = getattr(handler, "__qualname__", "the handler")
+        missing.append(f"no description (pass description= or give {fn} a docstring)")
     if not tags or not all(isinstance(tag, str) and tag.strip() for tag in tags):
-        raise SkillwireError(
-            f"skill {skill_id!r} has no tags: pass tags=[...] with at least one non-empty tag (a manifest"
-            f" requires them too), got {tags!r}"
-        )
+        missing.append(f"no tags (pass tags=[...] with at least one non-empty tag; got {tags!r})")
+    if missing:
+        raise SkillwireError(f"skill {skill_id!r} has {' and '.join(missing)}; a manifest requires them too")
 
 
 def skill_from_function(
@@ -248,6 +251,49 @@ def skill_from_function(
         output_validator=output_validator,
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
     )
+
+
+#: Where a code skill is defined: (file, line of its function), or ("", None) when unknown.
+Location = tuple[str, int | None]
+
+
+@dataclass(slots=True)
+class CodeSkillsFound:
+    """What importing a code agent made (``collecting_code_skills``): the skills with where each is defined,
+    and the problems of those that could not be made, each with where it is."""
+
+    skills: list[tuple[Skill, Location]] = field(default_factory=list)
+    problems: list[tuple[str, Location]] = field(default_factory=list)
+
+
+# Set while ``skillwire skills check`` imports a code agent, so that one import reports every skill.
+_found: ContextVar[CodeSkillsFound | None] = ContextVar("skillwire_code_skills", default=None)
+
+
+@contextmanager
+def collecting_code_skills() -> Iterator[CodeSkillsFound]:
+    """While active, ``@agent.skill`` records the skills it makes and the problems it meets (rather than
+    raising them): for checking every code skill of a module in one import."""
+    found = CodeSkillsFound()
+    token = _found.set(found)
+    try:
+        yield found
+    finally:
+        _found.reset(token)
+
+
+def report_code_skill(skill: Skill | None, handler: Any, error: SkillwireError | None = None) -> bool:
+    """Record a skill made, or the error of one that could not be, if a check collects them (True then)."""
+    found = _found.get()
+    if found is None:
+        return False
+    code = getattr(handler, "__code__", None)
+    where: Location = (code.co_filename, code.co_firstlineno) if code is not None else ("", None)
+    if skill is not None:
+        found.skills.append((skill, where))
+    if error is not None:
+        found.problems.append((str(error), where))
+    return True
 
 
 @runtime_checkable
