@@ -186,7 +186,7 @@ def check_code_agent(file: Path | str) -> FolderCheck:
     with collecting_code_skills() as found:
         try:
             import_file(file, "skillwire_check")
-        except Exception as exc:  # the module itself fails: the one problem we can report
+        except (Exception, SystemExit) as exc:  # the module itself fails: the one problem we can report
             problems.append(ManifestError(f"cannot import: {type(exc).__name__}: {exc}", source=str(file)))
     problems += [ManifestError(reason, source=file, line=line) for reason, (file, line) in found.problems]
     warnings = [w for skill, where in found.skills for w in _code_skill_warnings(skill, *where)]
