@@ -297,3 +297,18 @@ def test_a_folder_skill_may_be_sync_too(tmp_path: Path) -> None:
     (skill_dir / "skill.py").write_text("def run(params, ctx):\n    return 'hello'\n")
     (skill,) = Agent.from_folder(tmp_path).registry
     assert skill.handler.__name__ == "run"
+
+
+def test_an_unresolvable_annotation_of_a_typed_parameter_is_refused() -> None:
+    agent = Agent("A")
+
+    def later(amount: float, when: Undefined) -> None:  # type: ignore[name-defined]  # noqa: F821
+        """Later."""
+
+    with pytest.raises(SkillwireError, match="skill 'later': the annotation 'Undefined' of parameter 'when'"):
+        agent.skill(tags=["t"])(later)
+
+    def whole(params: Undefined, ctx: SkillContext) -> None:  # type: ignore[name-defined]  # noqa: F821
+        """Whole."""
+
+    assert agent.skill(tags=["t"])(whole) is whole  # the whole input, unchecked, as before

@@ -46,11 +46,25 @@ class Call:
     typed: bool = False
 
 
+_UNRESOLVED = object()
+
+
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn)
-    except Exception:  # unresolvable annotations (names imported under TYPE_CHECKING): read them as text
-        return {}
+    except Exception:  # one unresolvable annotation (a name imported under TYPE_CHECKING): resolve each alone
+        pass
+    hints: dict[str, Any] = {}
+    names = getattr(fn, "__globals__", {})
+    for param in inspect.signature(fn).parameters.values():
+        annotation = param.annotation
+        if annotation is inspect.Parameter.empty:
+            continue
+        try:  # what get_type_hints does for each string annotation: the author's own code, in its module
+            hints[param.name] = eval(annotation, names) if isinstance(annotation, str) else annotation
+        except Exception:
+            hints[param.name] = _UNRESOLVED
+    return hints
 
 
 def _is_context(param: inspect.Parameter, hint: Any) -> bool:
@@ -144,6 +158,11 @@ def _typed(
                 " field of the input; use named parameters"
             )
         hint = hints.get(param.name, Any)
+        if hint is _UNRESOLVED:
+            raise SkillwireError(
+                f"skill {skill_id!r}: the annotation {param.annotation!r} of parameter {param.name!r} cannot be"
+                " resolved (is it imported only under TYPE_CHECKING?), so it cannot type the input"
+            )
         if param.default is inspect.Parameter.empty:
             fields.append((param.name, hint))
         else:
