@@ -312,3 +312,24 @@ def test_an_unresolvable_annotation_of_a_typed_parameter_is_refused() -> None:
         """Whole."""
 
     assert agent.skill(tags=["t"])(whole) is whole  # the whole input, unchecked, as before
+
+
+def test_the_schemas_round_trip_exactly_through_protobuf() -> None:
+    from a2a.types import a2a_pb2
+
+    from skillwire.protocol.models import AgentCard
+    from skillwire.wire.protobuf import message_to_struct, struct_to_message
+
+    agent = money()
+
+    @agent.skill(
+        tags=["t"], input_schema={"type": "integer", "minimum": 3, "multipleOf": 0.5, "maximum": 2**53}
+    )
+    async def bounded(params: Any, ctx: SkillContext) -> None:
+        """Bounded."""
+
+    card = agent.card()
+    back = message_to_struct(struct_to_message(card, a2a_pb2.AgentCard), AgentCard, with_defaults=True)
+    sent, received = read_skill_schemas(card), read_skill_schemas(back)
+    assert json.dumps(received, sort_keys=True) == json.dumps(sent, sort_keys=True)  # 3 stays 3, not 3.0
+    assert received["bounded"]["input"]["maximum"] == 2**53
