@@ -86,8 +86,9 @@ class OverBudget(SkillRejectedError):
 def refusing() -> Agent:
     agent = Agent("refusing", "Ends tasks by the error it raises.")
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def order(params: Any, ctx: SkillContext) -> str:
+        """The order skill."""
         errors: dict[str, SkillError] = {
             "invalid": SkillError.invalid_request("The date must be in the future."),
             "bare": SkillError("No such product."),

@@ -160,7 +160,7 @@ from skillwire import Agent
 
 agent = Agent("Run Me", "Says it back")
 
-@agent.skill()
+@agent.skill(tags=["echo"], description="Says it back.")
 async def echo(params, ctx):
     return "ok"
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import EXAMPLES, RunningServer
 from skillwire import Agent, Client, Part, SkillContext, SyncClient, Task
-from skillwire.errors import InvalidParamsError, ManifestError, SkillwireError
+from skillwire.errors import InvalidParamsError, ManifestError
 from skillwire.server.app import A2AApplication
 from skillwire.skills.manifest import SkillCard
 from skillwire.skills.registry import implied_text_input, skill_from_function
@@ -51,6 +51,7 @@ def shop() -> Agent:
     agent = Agent("Shop", "Converts, plans and orders.")
 
     @agent.skill(
+        tags=["shop"],
         input_schema={
             "type": "object",
             "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
@@ -61,17 +62,18 @@ def shop() -> Agent:
         """Converts an amount."""
         return {"converted": params["amount"] * 2, "to": params["to"]}
 
-    @agent.skill()
+    @agent.skill(tags=["shop"])
     async def plan(params: Trip, ctx: SkillContext) -> str:
         """Plans a trip."""
         return f"{params.days} days in {params.city}"
 
-    @agent.skill()
+    @agent.skill(tags=["shop"])
     async def order(params: Order, ctx: SkillContext) -> str:
         """Orders an item; text is the item (implied: the one required string)."""
         return f"{params.quantity} x {params.item}"
 
     @agent.skill(
+        tags=["shop"],
         input_schema={
             "type": "object",
             "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
@@ -82,7 +84,7 @@ def shop() -> Agent:
         """Searches; text is the query (declared)."""
         return params
 
-    @agent.skill()
+    @agent.skill(tags=["shop"])
     async def inspect(params: Any, ctx: SkillContext) -> dict[str, Any]:
         """Describes the message it got."""
         return {
@@ -184,11 +186,10 @@ def test_text_input_must_name_an_input_property() -> None:
         SkillCard.parse(head + "textInput: 3\n---\n")
     assert SkillCard.parse(head + schema + "textInput: name\n---\n").text_input == "name"
 
-    async def handler(params: Any, ctx: SkillContext) -> None: ...
+    async def handler(params: Any, ctx: SkillContext) -> None:
+        """Handles."""
 
-    assert skill_from_function(handler, id="h", text_input="q").text_input == "q"
-    with pytest.raises(SkillwireError):
-        skill_from_function(lambda p, c: None, id="h")  # type: ignore[arg-type, return-value]
+    assert skill_from_function(handler, id="h", tags=["t"], text_input="q").text_input == "q"
 
 
 # -- addressing a skill from Python ---------------------------------------------------------------------
@@ -252,12 +253,16 @@ CALLS: list[dict[str, Any]] = [
 def routing_agent(skill_ids: list[str]) -> Agent:
     agent = Agent("Router", "Says which skill it ran.")
     for skill_id in skill_ids:
-
-        async def run(params: Any, ctx: SkillContext, skill_id: str = skill_id) -> str:
-            return skill_id
-
-        agent.add_skill(skill_from_function(run, id=skill_id))
+        agent.add_skill(skill_from_function(_says(skill_id), id=skill_id, tags=["routing"]))
     return agent
+
+
+def _says(skill_id: str) -> Any:
+    async def run(params: Any, ctx: SkillContext) -> str:
+        """Says which skill it is."""
+        return skill_id
+
+    return run
 
 
 def routing_mock(skill_ids: list[str]) -> MockAgent:

@@ -1,6 +1,6 @@
 """`skillwire skills check` reports schema constructs that are exponential for validators without
 memoization (issue 9), with the file, the line, the schema location and why; warnings do not fail the check
-unless --strict. Code skills are named as not checked rather than skipped silently."""
+unless --strict. An agent.py is imported and its code skills checked (tests/test_skills_paved.py)."""
 
 from __future__ import annotations
 
@@ -193,12 +193,14 @@ def test_output_schemas_are_checked_too(tmp_path: Path) -> None:
     assert warning.path == "outputSchema.$defs.a15" and warning.source == str(manifest)
 
 
-def test_code_skills_are_named_as_not_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_agent_py_that_fails_to_import_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     write_skill(tmp_path, "fine")
     (tmp_path / "agent.py").write_text("raise SystemExit('imported!')\n")
-    assert main(["skills", "check", str(tmp_path)]) == 0
+    assert main(["skills", "check", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert f"{tmp_path / 'agent.py'}: code skills (@agent.skill) are not checked" in err
+    assert f"{tmp_path / 'agent.py'}: cannot import: SystemExit: imported!" in err
 
 
 def test_a_broken_agent_yaml_is_a_problem_of_the_check(

@@ -76,12 +76,14 @@ async def store() -> AsyncIterator[TaskStore]:
 def not_json_agent(outcomes: list[Outcome]) -> Agent:
     agent = Agent("Broken")
 
-    @agent.skill(id="result")
+    @agent.skill(id="result", tags=["test"])
     async def result(params: Any, ctx: SkillContext) -> Any:
+        """The result skill."""
         return NOT_JSON[params["text"]][0]()
 
-    @agent.skill(id="artifact")
+    @agent.skill(id="artifact", tags=["test"])
     async def artifact(params: Any, ctx: SkillContext) -> Any:
+        """The artifact skill."""
         await ctx.artifact(NOT_JSON[params["text"]][0]())
         return "unreachable"
 
@@ -172,7 +174,9 @@ def tree_skill(registry: InMemorySkillRegistry) -> None:
     async def handler(params: Any, ctx: SkillContext) -> str:
         return "ok"
 
-    registry.register(skill_from_function(handler, id="tree", input_schema=TREE))
+    registry.register(
+        skill_from_function(handler, id="tree", tags=["test"], description="A test skill.", input_schema=TREE)
+    )
 
 
 async def test_input_over_the_step_budget_is_invalid_params(store: TaskStore) -> None:
@@ -211,7 +215,7 @@ def recording_skill(threads: list[int]) -> Skill:
     async def handler(params: Any, ctx: SkillContext) -> str:
         return "ok"
 
-    plain = skill_from_function(handler, id="named")
+    plain = skill_from_function(handler, id="named", tags=["test"], description="A test skill.")
     return Skill(id=plain.id, agent_skill=plain.agent_skill, handler=handler, check_input=check)
 
 
@@ -271,11 +275,17 @@ def test_a_code_skill_sets_its_timeout_and_a_bad_one_is_refused() -> None:
         return "ok"
 
     registry = InMemorySkillRegistry()
-    registry.register(skill_from_function(handler, id="quick", timeout_seconds=2.5))
+    registry.register(
+        skill_from_function(
+            handler, id="quick", tags=["test"], description="A test skill.", timeout_seconds=2.5
+        )
+    )
     assert SkillExecutor(registry).timeout(context("x")) == 2.5
     for bad in (0, -1, True, "5"):
         with pytest.raises(SkillwireError, match="timeout_seconds must be a positive number"):
-            skill_from_function(handler, id="bad", timeout_seconds=bad)  # type: ignore[arg-type]
+            skill_from_function(
+                handler, id="bad", tags=["test"], description="A test skill.", timeout_seconds=bad
+            )  # type: ignore[arg-type]
 
 
 async def test_timeout_uses_the_skill_admit_routed(store: TaskStore) -> None:
@@ -283,8 +293,12 @@ async def test_timeout_uses_the_skill_admit_routed(store: TaskStore) -> None:
         return "ok"
 
     registry = InMemorySkillRegistry()
-    registry.register(skill_from_function(handler, id="a", timeout_seconds=1))
-    registry.register(skill_from_function(handler, id="b", timeout_seconds=2))
+    registry.register(
+        skill_from_function(handler, id="a", tags=["test"], description="A test skill.", timeout_seconds=1)
+    )
+    registry.register(
+        skill_from_function(handler, id="b", tags=["test"], description="A test skill.", timeout_seconds=2)
+    )
     executor = SkillExecutor(registry)
     routed = context("x", skill="b")
     await executor.admit(routed)
@@ -297,8 +311,9 @@ async def test_timeout_uses_the_skill_admit_routed(store: TaskStore) -> None:
 def waiting_agent(outcomes: list[Outcome], started: asyncio.Event) -> Agent:
     agent = Agent("Slow")
 
-    @agent.skill(id="wait")
+    @agent.skill(id="wait", tags=["test"])
     async def wait(params: Any, ctx: SkillContext) -> str:
+        """The wait skill."""
         started.set()
         await asyncio.Event().wait()  # until cancelled
         return "never"

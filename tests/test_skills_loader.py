@@ -93,7 +93,7 @@ def test_a_broken_manifest_stops_start_up_with_its_error(
 
 
 def test_missing_run_and_duplicate_ids(tmp_path: Path) -> None:
-    make_skill(tmp_path, "a", code="def run(params, ctx):\n    return 1\n")
+    make_skill(tmp_path, "a", code="run = 1\n")
     with pytest.raises(SkillwireError, match="async def run"):
         Agent.from_folder(tmp_path)
     other = tmp_path / "other"

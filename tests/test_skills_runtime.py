@@ -94,15 +94,17 @@ def runtime_for(agent: Agent, store: TaskStore) -> TaskRuntime:
 async def test_routing_by_skill_id_and_the_single_skill_default(store: TaskStore) -> None:
     agent = Agent("A")
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def upper(params: Any, ctx: SkillContext) -> str:
+        """The upper skill."""
         return str(params["text"]).upper()
 
     rt = runtime_for(agent, store)
     assert (await send(rt, text("hey"))).artifacts[0].parts[0].text == "HEY"  # one skill: no skillId needed
 
-    @agent.skill(id="lower")
+    @agent.skill(id="lower", tags=["test"])
     async def lower(params: Any, ctx: SkillContext) -> str:
+        """The lower skill."""
         return str(params["text"]).lower()
 
     rt = runtime_for(agent, store)
@@ -119,8 +121,9 @@ async def test_params_are_the_data_part_or_the_text(store: TaskStore) -> None:
     agent = Agent("A")
     seen: list[Any] = []
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def look(params: Any, ctx: SkillContext) -> None:
+        """The look skill."""
         seen.append((params, [p.filename for p in ctx.files], ctx.message.message_id, ctx.caller.id))
 
     rt = runtime_for(agent, store)
@@ -144,8 +147,9 @@ async def test_struct_annotation_is_the_schema_and_bad_input_leaves_no_task(stor
     agent = Agent("Shop")
     got: list[Order] = []
 
-    @agent.skill(id="order")
+    @agent.skill(id="order", tags=["test"])
     async def order(params: Order, ctx: SkillContext) -> dict[str, Any]:
+        """The order skill."""
         got.append(params)
         return {"ordered": params.item, "count": params.quantity}
 
@@ -167,8 +171,9 @@ async def test_struct_annotation_is_the_schema_and_bad_input_leaves_no_task(stor
 async def test_results_become_artifacts(store: TaskStore) -> None:
     agent = Agent("A")
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def shape(params: Any, ctx: SkillContext) -> Any:
+        """The shape skill."""
         return {"text": "words", "json": {"a": [1]}, "none": None, "struct": Order("x")}[params["text"]]
 
     rt = runtime_for(agent, store)
@@ -184,8 +189,9 @@ async def test_output_that_fails_its_schema_fails_the_task(
 ) -> None:
     agent = Agent("A")
 
-    @agent.skill(output_schema={"type": "string"})
+    @agent.skill(output_schema={"type": "string"}, tags=["test"])
     async def wrong(params: Any, ctx: SkillContext) -> Any:
+        """The wrong skill."""
         return {"not": "a string"}
 
     rt = runtime_for(agent, store)
@@ -203,8 +209,9 @@ async def test_output_that_fails_its_schema_fails_the_task(
 async def test_skill_errors_and_crashes(store: TaskStore) -> None:
     agent = Agent("A")
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def fails(params: Any, ctx: SkillContext) -> None:
+        """The fails skill."""
         kind = params["text"]
         if kind == "invalid":
             raise SkillError.invalid_request("The date must be in the future.")
@@ -232,13 +239,12 @@ def test_duplicate_skill_ids_are_refused() -> None:
     agent = Agent("A")
 
     async def one(params: Any, ctx: SkillContext) -> None:
+        """One skill."""
         return None
 
-    agent.skill(id="same")(one)
+    agent.skill(id="same", tags=["test"])(one)
     with pytest.raises(SkillwireError, match="already registered"):
-        agent.skill(id="same")(one)
-    with pytest.raises(SkillwireError, match="async def"):
-        skill_from_function(lambda p, c: None, id="sync")  # type: ignore[arg-type, return-value]
+        agent.skill(id="same", tags=["test"])(one)
 
 
 # -- progress -----------------------------------------------------------------------------------------------
@@ -248,8 +254,9 @@ async def test_progress_states_and_chunks_stream_in_order(store: TaskStore) -> N
     agent = Agent("A")
     connected: list[bool] = []
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def progress(params: Any, ctx: SkillContext) -> str:
+        """The progress skill."""
         await ctx.working("starting")
         connected.append(ctx.client_connected())
         for i in range(3):
@@ -288,8 +295,9 @@ async def test_client_connected_is_false_when_nobody_waits(store: TaskStore) -> 
     seen: list[bool] = []
     done = asyncio.Event()
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def lonely(params: Any, ctx: SkillContext) -> None:
+        """The lonely skill."""
         await gate.wait()
         seen.append(ctx.client_connected())
 
@@ -329,7 +337,7 @@ class _BrokenEvents:
 
 async def test_progress_failures_never_reach_the_handler() -> None:
     # A fault we cannot cause for real from here: every sink call fails.
-    skill = skill_from_function(_noop, id="x")
+    skill = skill_from_function(_noop, id="x", tags=["test"], description="A test skill.")
     ctx = SkillContext(
         skill,
         _BrokenEvents(),
@@ -351,8 +359,9 @@ async def _noop(params: Any, ctx: SkillContext) -> None:
 
 
 def interviewer(agent: Agent, log: list[str]) -> None:
-    @agent.skill(id="interview")
+    @agent.skill(id="interview", tags=["test"])
     async def interview(params: Any, ctx: SkillContext) -> dict[str, str]:
+        """The interview skill."""
         await ctx.artifact("intro", artifact_id="intro")  # replayed turns must not repeat this
         log.append("start")
         name = (await ctx.ask("Name?")).text
@@ -423,8 +432,9 @@ def delegating_agent(job: Job) -> Agent:
             await ctx.artifact(step, artifact_id="log", append=True)
         return f"job {ref['job']} finished"
 
-    @agent.skill(id="deploy", follow=follow)
+    @agent.skill(id="deploy", follow=follow, tags=["test"])
     async def deploy(params: Any, ctx: SkillContext) -> None:
+        """The deploy skill."""
         await ctx.delegate({"job": 42}, "Job 42 started")
 
     return agent
@@ -479,8 +489,9 @@ async def test_hooks_see_every_outcome_in_order_and_cannot_change_it(store: Task
     agent = Agent("A")
     seen: list[tuple[str, str, TaskState, Any]] = []
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def work(params: Any, ctx: SkillContext) -> str:
+        """The work skill."""
         if params["text"] == "bad":
             raise SkillError.invalid_request("nope")
         return "ok"
@@ -513,13 +524,15 @@ async def test_read_only_mode_hides_and_refuses_writing_skills(store: TaskStore)
     agent = Agent("A", read_only=True)
     ran: list[str] = []
 
-    @agent.skill(read_only=True)
+    @agent.skill(read_only=True, tags=["test"])
     async def look(params: Any, ctx: SkillContext) -> str:
+        """The look skill."""
         ran.append("look")
         return "seen"
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def change(params: Any, ctx: SkillContext) -> str:
+        """The change skill."""
         ran.append("change")
         return "changed"
 
@@ -543,8 +556,9 @@ async def test_read_only_mode_hides_and_refuses_writing_skills(store: TaskStore)
 async def test_read_only_mode_with_no_served_skill_lists_none(store: TaskStore) -> None:
     agent = Agent("A", read_only=True)
 
-    @agent.skill()
+    @agent.skill(tags=["test"])
     async def change(params: Any, ctx: SkillContext) -> str:
+        """The change skill."""
         return "changed"
 
     rt = runtime_for(agent, store)
@@ -560,8 +574,8 @@ def test_card_lists_skills_and_plugin_sources() -> None:
     async def handler(params: Any, ctx: SkillContext) -> None:
         return None
 
-    agent.skill(id="mine", tags=["t"])(handler)
-    plugin = skill_from_function(handler, id="theirs", tags=["x"])
+    agent.skill(id="mine", tags=["t"], description="Mine.")(handler)
+    plugin = skill_from_function(handler, id="theirs", tags=["x"], description="A test skill.")
     agent.add_skill(dataclasses.replace(plugin, source="plugin:acme-skills"))
     entries = {s.id: s for s in agent.card().skills}
     assert entries["mine"].tags == ["t"]

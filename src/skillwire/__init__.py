@@ -9,6 +9,7 @@ The front door: what the README and the docs teach is importable from here, and 
 
     @agent.skill(tags=["echo"])
     async def echo(params: dict, ctx: SkillContext) -> str:
+        \"\"\"Says the text back.\"\"\"
         return params["text"]
 
 Public modules: this one, and three documented subpackages for what is advanced or numerous:

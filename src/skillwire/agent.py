@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -35,12 +35,13 @@ from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
     Follower,
-    Handler,
     InMemorySkillRegistry,
     Skill,
     SkillRegistry,
+    report_code_skill,
     skill_from_function,
 )
+from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
@@ -61,6 +62,7 @@ def default_store(name: str) -> str:
 
 #: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
 RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Agent:
@@ -129,31 +131,45 @@ class Agent:
         follow: Follower | None = None,
         timeout_seconds: float | None = None,
         text_input: str | None = None,
-    ) -> Callable[[Handler], Handler]:
-        """Register the decorated ``async def handler(params, ctx)`` as a skill (sugar over ``add_skill``).
+    ) -> Callable[[F], F]:
+        """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
-        The id defaults to the function name, the description to its docstring. Without ``input_schema``,
-        a msgspec Struct annotation on ``params`` is the input schema. ``timeout_seconds`` is the skill's
-        deadline (like a manifest's ``executionHints.timeoutSeconds``; default: ``Limits.task_timeout``).
-        ``text_input`` names the input property a text message fills (a manifest's ``textInput``)."""
+            @agent.skill(tags=["money"])
+            def convert(amount: float, currency: str = "EUR") -> dict:
+                \"\"\"Converts an amount.\"\"\"
 
-        def register(handler: Handler) -> Handler:
-            self.add_skill(
-                skill_from_function(
-                    handler,
-                    id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
-                    name=name,
-                    description=description,
-                    tags=list(tags),
-                    examples=list(examples),
-                    input_schema=input_schema,
-                    output_schema=output_schema,
-                    read_only=read_only,
-                    follow=follow,
-                    timeout_seconds=timeout_seconds,
-                    text_input=text_input,
+        The handler is ``async def`` or ``def`` (run in a worker thread), and takes the whole input
+        (``params``, maybe annotated with a msgspec Struct) or typed parameters, plus the context (the
+        parameter annotated ``SkillContext``). The id defaults to the function name, the description to its
+        docstring; like a manifest, a skill needs a description and at least one tag. Without
+        ``input_schema``, the Struct or the typed parameters are the input schema (both at once is refused).
+        ``timeout_seconds`` is the skill's deadline (like a manifest's ``executionHints.timeoutSeconds``;
+        default: ``Limits.task_timeout``). ``text_input`` names the input property a text message fills (a
+        manifest's ``textInput``)."""
+
+        def register(handler: F) -> F:
+            try:
+                skill = self.add_skill(
+                    skill_from_function(
+                        handler,
+                        id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
+                        name=name,
+                        description=description,
+                        tags=list(tags),
+                        examples=list(examples),
+                        input_schema=input_schema,
+                        output_schema=output_schema,
+                        read_only=read_only,
+                        follow=follow,
+                        timeout_seconds=timeout_seconds,
+                        text_input=text_input,
+                    )
                 )
-            )
+            except SkillwireError as exc:
+                if not report_code_skill(None, handler, exc):  # `skills check` collects, others raise
+                    raise
+                return handler
+            report_code_skill(skill, handler)
             return handler
 
         return register
@@ -205,7 +221,14 @@ class Agent:
         )
 
     def card(self) -> AgentCard:
-        """The public card, without interfaces (the server adds them for the URL it is reached at)."""
+        """The public card, without interfaces (the server adds them for the URL it is reached at). The
+        skills' input and output schemas are published in the skill-schemas extension
+        (:mod:`skillwire.skills.schema_card`), unless the agent declares that extension itself."""
+        served = self.served_skills()
+        extensions = list(self.extensions)
+        schemas = skill_schemas_extension(served)
+        if schemas is not None and all(e.uri != schemas.uri for e in extensions):
+            extensions.append(schemas)
         return AgentCard(
             name=self.name,
             description=self.description,
@@ -216,12 +239,12 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=False,
-                extensions=self.extensions,
+                extensions=extensions,
                 extended_agent_card=self.extended_card_enabled,
             ),
             default_input_modes=self.default_input_modes,
             default_output_modes=self.default_output_modes,
-            skills=[*self.skills, *(_card_entry(s) for s in self.served_skills())],
+            skills=[*self.skills, *(_card_entry(s) for s in served)],
             icon_url=self.icon_url,
         )
 

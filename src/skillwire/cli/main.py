@@ -3,8 +3,11 @@
 * ``skillwire serve TARGET``: serve an agent. TARGET is a folder of skills (sub-folders with SKILL.md and
   skill.py, optional agent.yaml), a folder holding an ``agent.py`` that defines ``agent``, a ``.py`` file,
   or ``module:attribute``.
-* ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code;
-  exit 0 if all are valid, 1 if not.
+* ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code,
+  and the code skills of its ``agent.py`` (or of a ``.py`` file), which it imports; exit 0 if all are
+  valid, 1 if not.
+* ``skillwire skills list TARGET``: each skill of an agent (a folder, a ``.py`` file, ``module:attribute``,
+  or the URL of a running agent) with its input and output schemas, as the card publishes them.
 * ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
 """
 
@@ -23,6 +26,7 @@ from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
+from skillwire.protocol.models import AgentCard
 from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
@@ -204,12 +208,21 @@ def _parser() -> argparse.ArgumentParser:
     skills = sub.add_parser("skills", help="work with skill folders")
     skills_sub = skills.add_subparsers(dest="skills_command", required=True)
     check = skills_sub.add_parser(
-        "check", help="validate every SKILL.md (and agent.yaml) in a folder of skills, without running code"
+        "check",
+        help="validate every SKILL.md (and agent.yaml) in a folder of skills without running code, and the"
+        " code skills of its agent.py (or of a .py file), which it imports",
     )
-    check.add_argument("folder")
+    check.add_argument("folder", help="a folder of skills, a folder with agent.py, or a .py file")
     check.add_argument(
         "--strict", action="store_true", help="fail (exit 1) on warnings too, such as exponential schemas"
     )
+    listing = skills_sub.add_parser(
+        "list", help="list an agent's skills with their input and output schemas (a folder, or an agent URL)"
+    )
+    listing.add_argument(
+        "target", help="a folder (skills or agent.py), a .py file, module:attribute, or a URL"
+    )
+    listing.add_argument("--json", action="store_true", help="print the skills and their schemas as JSON")
     calls.add_parsers(sub)
     return parser
 
@@ -326,13 +339,17 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
 
 def _check(folder: str, *, strict: bool = False) -> int:
     """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr."""
-    from skillwire.skills.loader import check_skills_folder
+    from skillwire.skills.loader import check_code_agent, check_skills_folder
 
-    found = check_skills_folder(folder)
+    path = Path(folder)
+    found = check_code_agent(path) if path.suffix == ".py" and path.is_file() else check_skills_folder(path)
     for line in (*found.problems, *found.warnings, *found.notes):
         print(line, file=sys.stderr)
     if found.count == 0:
-        print(f"{folder}: no skills found (expected sub-folders holding SKILL.md)", file=sys.stderr)
+        print(
+            f"{folder}: no skills found (expected sub-folders holding SKILL.md, or an agent.py)",
+            file=sys.stderr,
+        )
         return 1
     warned = f", {len(found.warnings)} warning(s)" if found.warnings else ""
     if found.problems or (strict and found.warnings):
@@ -341,6 +358,44 @@ def _check(folder: str, *, strict: bool = False) -> int:
         return 1
     print(f"{found.count} skill(s) valid{warned}")
     return 0
+
+
+def _list(target: str, *, as_json: bool = False) -> int:
+    """Print each skill of ``target`` with its schemas, as the card publishes them (skill-schemas extension)."""
+    import asyncio
+    import json
+
+    from skillwire.skills.schema_card import read_skill_schemas
+
+    if target.startswith(("http://", "https://")):
+        card = asyncio.run(_remote_card(target))
+    else:
+        card = load_agent(target).card()
+    schemas = read_skill_schemas(card)
+    if as_json:
+        rows = [{"id": s.id, "name": s.name, **schemas.get(s.id, {})} for s in card.skills]
+        print(json.dumps(rows, indent=2))
+        return 0
+    for skill in card.skills:
+        entry = schemas.get(skill.id, {})
+        print(f"{skill.id}: {skill.description} [{', '.join(skill.tags)}]")
+        for key in ("input", "output"):
+            shown = json.dumps(entry[key], separators=(",", ":")) if key in entry else None
+            reason = entry.get("omitted", {}).get(key)
+            print(f"  {key}: {shown or (f'(not published: {reason})' if reason else '(no schema)')}")
+    if not card.skills:
+        print(f"{target}: no skills", file=sys.stderr)
+    return 0
+
+
+async def _remote_card(url: str) -> AgentCard:
+    from skillwire.client import Client
+
+    try:
+        async with await Client.connect(url, retries=0) as client:
+            return client.card
+    except Exception as exc:  # connection refused, not a card, ...: one line, no traceback
+        raise SkillwireError(f"cannot read the agent card at {url}: {exc}") from None
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -369,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         configure_logging(getattr(args, "log_level", None) or "warning")
         if args.command == "serve":
             return _serve(args)
+        if args.command == "skills" and args.skills_command == "list":
+            return _list(args.target, as_json=args.json)
         if args.command == "skills":
             return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:

@@ -1,7 +1,7 @@
 """Loading skills from folders and from installed packages.
 
 A skills folder holds one sub-folder per skill, each with a ``SKILL.md`` manifest and a ``skill.py`` that
-defines ``async def run(params, ctx)`` (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
+defines ``async def run(params, ctx)`` (a ``def run`` runs in a worker thread) (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
 optional ``agent.yaml`` at the root names the agent::
 
     name: Greeter
@@ -34,13 +34,16 @@ from skillwire.errors import ManifestError, SkillwireError
 from skillwire.protocol.models import AgentProvider
 from skillwire.skills import _yaml
 from skillwire.skills.manifest import ManifestWarning, SkillCard, lint_manifest, read_manifest_text
-from skillwire.skills.registry import Skill, skill_from_manifest
+from skillwire.skills.registry import Skill, collecting_code_skills, skill_from_manifest
+from skillwire.skills.schema_card import skill_schemas_extension
+from skillwire.skills.schema_cost import cost_warnings
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "MAX_AGENT_FILE_BYTES",
     "AgentConfig",
     "FolderCheck",
+    "check_code_agent",
     "check_skills_folder",
     "import_file",
     "is_skills_folder",
@@ -112,8 +115,10 @@ def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list
         card = _read_card(skill_dir)
         module = _import_code(skill_dir, card.id)
         run = getattr(module, "run", None)
-        if run is None or not inspect.iscoroutinefunction(run):
-            raise SkillwireError(f"{skill_dir / CODE}: must define `async def run(params, ctx)`")
+        if not callable(run):
+            raise SkillwireError(
+                f"{skill_dir / CODE}: must define `async def run(params, ctx)` (or `def run`)"
+            )
         follow = getattr(module, "follow", None)
         if follow is not None and not inspect.iscoroutinefunction(follow):
             raise SkillwireError(f"{skill_dir / CODE}: `follow` must be `async def follow(ref, ctx)`")
@@ -133,17 +138,12 @@ class FolderCheck:
 
 
 def check_skills_folder(folder: Path | str) -> FolderCheck:
-    """Parse every manifest in ``folder`` (and its agent.yaml) without importing any code."""
+    """Parse every manifest in ``folder`` (and its agent.yaml) without importing any code; with an
+    ``agent.py`` in it, also check its code skills (which imports it: see :func:`check_code_agent`)."""
     folder = Path(folder)
     problems: list[ManifestError] = []
     warnings: list[ManifestWarning] = []
-    notes: list[str] = []
     dirs = _skill_dirs(folder)
-    if (folder / CODE_AGENT).is_file():
-        notes.append(
-            f"{folder / CODE_AGENT}: code skills (@agent.skill) are not checked; skills check reads manifests "
-            "only and runs no code"
-        )
     if (folder / AGENT_FILE).is_file():
         try:
             load_agent_config(folder)
@@ -165,7 +165,53 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
         seen[card.id] = skill_dir
         if not (skill_dir / CODE).is_file():
             problems.append(ManifestError(f"no {CODE} next to the manifest", source=card.source))
-    return FolderCheck(len(dirs), problems, warnings, notes)
+    checked = FolderCheck(len(dirs), problems, warnings, [])
+    if (folder / CODE_AGENT).is_file():
+        code = check_code_agent(folder / CODE_AGENT)
+        checked = FolderCheck(
+            checked.count + code.count, [*problems, *code.problems], [*warnings, *code.warnings], code.notes
+        )
+    return checked
+
+
+def check_code_agent(file: Path | str) -> FolderCheck:
+    """Import the Python file ``file`` (running its module code, unlike a manifest check) and check every
+    code skill it defines with ``@agent.skill``: the problems that would stop it from being served, and
+    the same warnings as for a manifest's schemas (exponential constructs, a schema the card leaves out)."""
+    file = Path(file)
+    problems: list[ManifestError] = []
+    folder = str(file.parent.resolve())
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    with collecting_code_skills() as found:
+        try:
+            import_file(file, "skillwire_check")
+        except (Exception, SystemExit) as exc:  # the module itself fails: the one problem we can report
+            problems.append(ManifestError(f"cannot import: {type(exc).__name__}: {exc}", source=str(file)))
+    problems += [ManifestError(reason, source=file, line=line) for reason, (file, line) in found.problems]
+    warnings = [w for skill, where in found.skills for w in _code_skill_warnings(skill, *where)]
+    return FolderCheck(len(found.skills) + len(found.problems), problems, warnings, [])
+
+
+def _code_skill_warnings(skill: Skill, source: str, line: int | None) -> list[ManifestWarning]:
+    out = []
+    for key, schema in (("inputSchema", skill.input_schema), ("outputSchema", skill.output_schema)):
+        if schema is None:
+            continue
+        for cost in cost_warnings(schema):
+            reason = f"skill {skill.id!r}: {cost.reason}"
+            out.append(ManifestWarning(reason, path=f"{key}{cost.schema_path}", line=line, source=source))
+    extension = skill_schemas_extension([skill])
+    params = extension.params if extension is not None and extension.params else {}
+    for key, reason in params.get(skill.id, {}).get("omitted", {}).items():
+        out.append(
+            ManifestWarning(
+                f"skill {skill.id!r}: {key} schema not published on the card: {reason}",
+                line=line,
+                source=source,
+            )
+        )
+    return out
 
 
 def load_agent_config(folder: Path | str) -> AgentConfig:

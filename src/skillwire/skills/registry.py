@@ -3,8 +3,9 @@
 A :class:`Skill` is what the runtime needs to run one: its card entry, its handler, how to check its input
 (a compiled JSON Schema, or a msgspec Struct conversion) and its output, and where it came from. Skills are
 made by ``skill_from_manifest`` (a parsed SKILL.md plus a handler) or ``skill_from_function`` (a decorated
-function, whose input schema is given or derived from the Struct its first parameter is annotated with:
-one source of truth, exposed as ``skill.input_schema``).
+function, whose input schema is given, or derived from the Struct its ``params`` is annotated with or from
+its typed parameters: one source of truth, exposed as ``skill.input_schema``). Both hold the skill to the
+same rules (a description, at least one tag); a ``def`` handler of either runs in a worker thread.
 
 ``skill.validate_input(value, max_steps=...)`` is the check the executor runs: a skill with a JSON Schema
 validates through its compiled :class:`~skillwire.skills.schema.Validator` with the executor's step budget;
@@ -20,8 +21,9 @@ The registry is a protocol; :class:`InMemorySkillRegistry` is the default. Dupli
 from __future__ import annotations
 
 import inspect
-import typing
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -36,12 +38,15 @@ if TYPE_CHECKING:
     from skillwire.skills.schema import Validator
 
 __all__ = [
+    "CodeSkillsFound",
     "Follower",
     "Handler",
     "InMemorySkillRegistry",
     "Skill",
     "SkillRegistry",
+    "collecting_code_skills",
     "implied_text_input",
+    "report_code_skill",
     "skill_from_function",
     "skill_from_manifest",
 ]
@@ -160,13 +165,16 @@ def implied_text_input(schema: dict[str, Any] | None) -> str | None:
 
 
 def skill_from_manifest(
-    card: SkillCard, handler: Handler, *, follow: Follower | None = None, source: str = "code"
+    card: SkillCard, handler: Callable[..., Any], *, follow: Follower | None = None, source: str = "code"
 ) -> Skill:
-    """A skill for a parsed manifest and its handler; the manifest's schemas check input and output."""
+    """A skill for a parsed manifest and its handler (``async def``, or ``def``: run in a worker thread); the
+    manifest's schemas check input and output."""
+    from skillwire.skills.signature import in_thread
+
     return Skill(
         id=card.id,
         agent_skill=card.to_agent_skill(),
-        handler=handler,
+        handler=handler if inspect.iscoroutinefunction(handler) else in_thread(handler),
         input_schema=card.input_schema,
         output_schema=card.output_schema,
         read_only=card.read_only,
@@ -182,19 +190,31 @@ def skill_from_manifest(
     )
 
 
-def _first_param_annotation(fn: Callable[..., Any]) -> Any:
-    params = list(inspect.signature(fn).parameters.values())
-    if not params:
-        raise SkillwireError(f"skill handler {fn.__qualname__} must take (params, ctx)")
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception:  # unresolvable annotations: treat as untyped
-        return None
-    return hints.get(params[0].name)
+def _described(
+    skill_id: str, handler: Any, name: str | None, description: str | None, tags: list[str]
+) -> None:
+    """A code skill is held to a manifest's rules: an id, a name, a description and at least one tag."""
+    from skillwire.skills.manifest import _ID, MAX_ID_LENGTH
+
+    if len(skill_id) > MAX_ID_LENGTH or not _ID.fullmatch(skill_id):
+        raise SkillwireError(
+            f"skill {skill_id!r}: the id must match [A-Za-z0-9][A-Za-z0-9._-]* and have at most"
+            f" {MAX_ID_LENGTH} characters, as a manifest's"
+        )
+    missing = []
+    if name is not None and not (isinstance(name, str) and name.strip()):
+        missing.append("an empty name (name= must be a non-empty string)")
+    if not (isinstance(description, str) and description.strip()):
+        fn = getattr(handler, "__qualname__", "the handler")
+        missing.append(f"no description (pass description= or give {fn} a docstring)")
+    if not tags or not all(isinstance(tag, str) and tag.strip() for tag in tags):
+        missing.append(f"no tags (pass tags=[...] with at least one non-empty tag; got {tags!r})")
+    if missing:
+        raise SkillwireError(f"skill {skill_id!r} has {' and '.join(missing)}; a manifest requires them too")
 
 
 def skill_from_function(
-    handler: Handler,
+    handler: Callable[..., Any],
     *,
     id: str,
     name: str | None = None,
@@ -211,28 +231,36 @@ def skill_from_function(
     timeout_seconds: float | None = None,
     text_input: str | None = None,
 ) -> Skill:
-    """A programmatic skill. Without ``input_schema``, a msgspec Struct annotation on the handler's first
-    parameter is the schema: the handler then receives an instance of it, and ``skill.input_schema`` is
-    the JSON Schema msgspec derives from it. ``timeout_seconds`` is the manifest's
-    ``executionHints.timeoutSeconds``: how long one run may take. ``text_input`` is the input property a
-    text message fills (the manifest's ``textInput``; default: see :func:`implied_text_input`)."""
-    if not inspect.iscoroutinefunction(handler):
-        raise SkillwireError(f"skill handler {getattr(handler, '__qualname__', handler)!r} must be async def")
+    """A programmatic skill (see :mod:`skillwire.skills.signature` for the handler's two forms).
+
+    ``def`` handlers run in a worker thread, ``async def`` ones on the event loop. The input schema is
+    ``input_schema=``, or the Struct the ``params`` parameter is annotated with (the handler then receives
+    an instance), or the typed parameters (``def convert(amount: float, currency: str = "EUR")``, called with
+    keyword arguments); ``skill.input_schema`` is the JSON Schema msgspec derives. Like a manifest, a skill
+    needs a description (``description=`` or the docstring's first paragraph) and at least one tag; a
+    contradiction (``input_schema=`` with a Struct annotation or typed parameters) is refused.
+    ``timeout_seconds`` is the manifest's ``executionHints.timeoutSeconds``: how long one run may take.
+    ``text_input`` is the input property a text message fills (the manifest's ``textInput``; default: see
+    :func:`implied_text_input`)."""
+    from skillwire.skills.signature import read_signature
+
+    doc = inspect.getdoc(handler) or ""
+    description = description or doc.split("\n\n")[0].strip() or None
+    _described(id, handler, name, description, list(tags or []))
+    call = read_signature(handler, skill_id=id, input_schema=input_schema)
     check_input: Check = _no_check
     input_validator = _compiled(input_schema) if input_schema is not None else None
     output_validator = _compiled(output_schema) if output_schema is not None else None
-    annotation = _first_param_annotation(handler)
     if input_validator is not None:
         check_input = _validator_check(input_validator)
-    elif isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
-        input_schema = msgspec.json.schema(annotation)
-        check_input = _struct_check(annotation)
+    elif call.struct is not None:
+        input_schema = msgspec.json.schema(call.struct)
+        check_input = _struct_check(call.struct)
     check_output = _validator_check(output_validator)
-    doc = inspect.getdoc(handler) or ""
     agent_skill = AgentSkill(
         id=id,
         name=name or id.replace("-", " ").replace("_", " ").title(),
-        description=description or doc.split("\n\n")[0] or id,
+        description=description or id,
         tags=list(tags or []),
         examples=list(examples or []),
         input_modes=list(input_modes or []),
@@ -242,7 +270,7 @@ def skill_from_function(
     return Skill(
         id=id,
         agent_skill=agent_skill,
-        handler=handler,
+        handler=call.handler,
         input_schema=input_schema,
         output_schema=output_schema,
         read_only=read_only,
@@ -254,6 +282,49 @@ def skill_from_function(
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
         text_input=text_input or implied_text_input(input_schema),
     )
+
+
+#: Where a code skill is defined: (file, line of its function), or ("", None) when unknown.
+Location = tuple[str, int | None]
+
+
+@dataclass(slots=True)
+class CodeSkillsFound:
+    """What importing a code agent made (``collecting_code_skills``): the skills with where each is defined,
+    and the problems of those that could not be made, each with where it is."""
+
+    skills: list[tuple[Skill, Location]] = field(default_factory=list)
+    problems: list[tuple[str, Location]] = field(default_factory=list)
+
+
+# Set while ``skillwire skills check`` imports a code agent, so that one import reports every skill.
+_found: ContextVar[CodeSkillsFound | None] = ContextVar("skillwire_code_skills", default=None)
+
+
+@contextmanager
+def collecting_code_skills() -> Iterator[CodeSkillsFound]:
+    """While active, ``@agent.skill`` records the skills it makes and the problems it meets (rather than
+    raising them): for checking every code skill of a module in one import."""
+    found = CodeSkillsFound()
+    token = _found.set(found)
+    try:
+        yield found
+    finally:
+        _found.reset(token)
+
+
+def report_code_skill(skill: Skill | None, handler: Any, error: SkillwireError | None = None) -> bool:
+    """Record a skill made, or the error of one that could not be, if a check collects them (True then)."""
+    found = _found.get()
+    if found is None:
+        return False
+    code = getattr(handler, "__code__", None)
+    where: Location = (code.co_filename, code.co_firstlineno) if code is not None else ("", None)
+    if skill is not None:
+        found.skills.append((skill, where))
+    if error is not None:
+        found.problems.append((str(error), where))
+    return True
 
 
 @runtime_checkable
