@@ -66,8 +66,8 @@ class Agent:
         documentation_url: str | None = None,
         icon_url: str | None = None,
         streaming: bool = True,
-        default_input_modes: Sequence[str] = ("text/plain",),
-        default_output_modes: Sequence[str] = ("text/plain",),
+        default_input_modes: Sequence[str] = ("text/plain", "application/json"),
+        default_output_modes: Sequence[str] = ("text/plain", "application/json"),
         extended_card: AgentCard | None = None,
         extended_card_enabled: bool | None = None,
         registry: SkillRegistry | None = None,
@@ -241,7 +241,12 @@ class Agent:
         runtime: TaskRuntime | None = None
         if handler is None:
             runtime = TaskRuntime(
-                self._executor(limits), task_store, bus, extended_card=self.extended_card, limits=limits
+                self._executor(limits),
+                task_store,
+                bus,
+                extended_card=self.extended_card,
+                limits=limits,
+                input_modes=self.default_input_modes,
             )
             handler = runtime if wrap is None else wrap(runtime)
         return A2AApplication(
