@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from skillwire.agent import DEFAULT_STORE, Agent
-from skillwire.cli import calls
+from skillwire.cli import calls, scaffold
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.stores.base import open_store
@@ -130,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
         "--strict", action="store_true", help="fail (exit 1) on warnings too, such as exponential schemas"
     )
     calls.add_parsers(sub)
+    scaffold.add_parsers(sub)
     return parser
 
 
@@ -225,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:
             return calls.run(args)
+        if args.command in scaffold.COMMANDS:
+            return scaffold.run(args)
     except SkillwireError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return 2
