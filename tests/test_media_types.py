@@ -263,3 +263,13 @@ async def test_an_executor_artifact_the_client_does_not_accept_stops_the_executo
     assert isinstance(task, Task) and task.status.state is TaskState.FAILED
     assert task.status.message is not None and "application/json" in task.status.message.text()
     assert reached == []
+
+
+async def test_the_mock_agent_takes_any_part() -> None:
+    """MockAgent stands in for any agent: a client's file reaches its rules (here: the default echo)."""
+    from skillwire.testing import MockAgent
+
+    mock = MockAgent("Anything")
+    async with mock.client() as client:
+        reply = await client.send(message(Part(raw=PNG, media_type="image/png")))
+    assert isinstance(reply, Message) and reply.parts[0].media_type == "image/png"

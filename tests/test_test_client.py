@@ -163,3 +163,8 @@ async def test_the_guides_test_client_example_runs() -> None:
     exec(compile(example, str(GUIDE), "exec"), namespace)
     await asyncio.to_thread(namespace["test_greets"])
     await namespace["test_greets_as_a_stream"]()
+
+
+def test_closing_the_sync_client_inside_the_with_is_harmless() -> None:
+    with greeter().test_client() as client:
+        client.close()

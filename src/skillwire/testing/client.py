@@ -146,15 +146,31 @@ class AgentTestClient:
             loop.close()
             raise
         self._loop = loop
-        return SyncClient(aclient, loop)
+        return _SyncTestClient(aclient, loop, self._stop)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        """Shut the app down on its loop, then stop the loop (once: closing the client inside the ``with``
+        does it too)."""
         loop, self._loop = self._loop, None
         if loop is None:
             return
         try:
-            loop.run(self.__aexit__(exc_type, exc, tb))
+            loop.run(self.__aexit__(None, None, None))
         finally:
             loop.close()
+
+
+class _SyncTestClient(SyncClient):
+    """A SyncClient whose ``close`` also shuts down the app it runs beside (on the same loop)."""
+
+    def __init__(self, aclient: Client, loop: _LoopThread, stop: Callable[[], None]) -> None:
+        super().__init__(aclient, loop)
+        self._stop = stop
+
+    def close(self) -> None:
+        self._stop()
