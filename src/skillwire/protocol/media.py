@@ -40,7 +40,7 @@ def _essence(media_type: str) -> str:
 
 def accepts(modes: Sequence[str], media_type: str) -> bool:
     """Whether ``modes`` accept ``media_type`` (an empty ``modes`` accepts everything)."""
-    if not modes:
+    if not modes or media_type in modes:  # the common case, spelled as declared
         return True
     wanted = _essence(media_type)
     kind = wanted.split("/", 1)[0]
