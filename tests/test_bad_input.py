@@ -40,6 +40,7 @@ from conftest import (
     user_message,
 )
 from skillwire import Limits
+from skillwire.protocol.media import accepts
 from skillwire.protocol.operations import OPERATIONS_BY_METHOD
 from skillwire.wire.sse import SSEDecoder
 
@@ -522,8 +523,9 @@ def test_send_message_with_wrong_typed_fields(api: Api, params: dict[str, Any]) 
     event(f"code {code}")
     if code is not None:
         # -32001: a taskId that names no task; -32004: one of the (finished) tasks; -32003: a push
-        # notification config on an agent without push notifications.
-        assert code in (-32602, -32001, -32004, -32003), answer
+        # notification config on an agent without push notifications; -32005: a part of a media type the
+        # agent does not accept (a file part).
+        assert code in (-32602, -32001, -32004, -32003, -32005), answer
         if code == -32602:
             fields = [
                 v["field"]
@@ -536,7 +538,11 @@ def test_send_message_with_wrong_typed_fields(api: Api, params: dict[str, Any]) 
     task = answer["result"]["task"]
     assert task["status"]["state"] in TASK_STATES
     configuration = params.get("configuration")
+    accepted = configuration.get("acceptedOutputModes") if isinstance(configuration, dict) else None
     if not (isinstance(configuration, dict) and configuration.get("returnImmediately")):
+        if accepted and not accepts(accepted, "text/plain"):  # the echo's text artifact is refused
+            assert task["status"]["state"] == "TASK_STATE_FAILED", task
+            return
         assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
         sent = "\n".join(p.get("text", "") for p in params["message"]["parts"] if "text" in p)
         assert echoed_text(task) == sent

@@ -76,7 +76,8 @@ async def files_agent(context: RequestContext, events: TaskEvents) -> None:
 
 @pytest.fixture
 def files_server(serve: Serve) -> RunningServer:
-    return serve(Agent("Files", "Echoes files.", executor=files_agent).asgi(store="memory://"))
+    agent = Agent("Files", "Echoes files.", executor=files_agent, default_input_modes=["*/*"])
+    return serve(agent.asgi(store="memory://"))
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -130,7 +130,8 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
         {"url": srv.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
-    assert card["defaultInputModes"] == ["text/plain"] and card["defaultOutputModes"] == ["text/plain"]
+    # a skill's input is text or a data part, its result a text or a data artifact
+    assert card["defaultInputModes"] == card["defaultOutputModes"] == ["text/plain", "application/json"]
     assert "max-age=" in response.headers["cache-control"]
     assert response.headers["last-modified"].endswith("GMT")
     etag = response.headers["etag"]

@@ -134,7 +134,7 @@ def test_card_is_accepted_by_the_v03_resolver(
     assert {("JSONRPC", srv.url), ("HTTP+JSON", srv.url)} <= interfaces
     assert card["capabilities"]["streaming"] is True
     assert [skill["id"] for skill in card["skills"]] == ["tck"]
-    assert card["defaultInputModes"] == ["text/plain"]
+    assert card["defaultInputModes"] == ["*/*"]  # the TCK agent takes any part (CORE-SEND-003)
     # The sdk's ClientFactory finds an endpoint for each transport: JSON-RPC at the root, REST under it.
     assert {t: u.rstrip("/") for t, u in out["transport_urls"].items()} == {
         "JSONRPC": srv.url,

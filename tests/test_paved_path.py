@@ -56,7 +56,7 @@ def shop() -> Agent:
             "type": "object",
             "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
             "required": ["amount", "to"],
-        }
+        },
     )
     async def convert(params: dict[str, Any], ctx: SkillContext) -> dict[str, Any]:
         """Converts an amount."""

@@ -155,6 +155,9 @@ agent = Agent(
     "Implements the behaviours the A2A conformance suite asks for by message prefix.",
     card_v03_fields=False,
     executor=tck,
+    # CORE-SEND-003 sends a part of a media type no agent declares and expects it accepted: this agent takes
+    # any part (an agent that declares less refuses the others with -32005, docs/conformance.md).
+    default_input_modes=["*/*"],
     skills=[
         AgentSkill(
             id="tck",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -43,6 +43,9 @@ from skillwire.skills.registry import (
 )
 from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
+
+if TYPE_CHECKING:
+    from skillwire.testing.client import AgentTestClient
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
 
@@ -78,8 +81,8 @@ class Agent:
         documentation_url: str | None = None,
         icon_url: str | None = None,
         streaming: bool = True,
-        default_input_modes: Sequence[str] = ("text/plain",),
-        default_output_modes: Sequence[str] = ("text/plain",),
+        default_input_modes: Sequence[str] = ("text/plain", "application/json"),
+        default_output_modes: Sequence[str] = ("text/plain", "application/json"),
         extended_card: AgentCard | None = None,
         extended_card_enabled: bool | None = None,
         registry: SkillRegistry | None = None,
@@ -278,7 +281,12 @@ class Agent:
         runtime: TaskRuntime | None = None
         if handler is None:
             runtime = TaskRuntime(
-                self._executor(limits), task_store, bus, extended_card=self.extended_card, limits=limits
+                self._executor(limits),
+                task_store,
+                bus,
+                extended_card=self.extended_card,
+                limits=limits,
+                input_modes=self.default_input_modes,
             )
             handler = runtime if wrap is None else wrap(runtime)
         return A2AApplication(
@@ -324,6 +332,32 @@ class Agent:
                 raise
         if app.startup_error is not None:
             raise SkillwireError(f"cannot start: {app.startup_error}") from app.startup_error
+
+    def test_client(
+        self,
+        *,
+        store: str | TaskStore = "memory://",
+        limits: Limits | None = None,
+        bindings: Sequence[str] = ("JSONRPC", "HTTP+JSON"),
+        headers: dict[str, str] | None = None,
+        extensions: Sequence[str] = (),
+        shutdown_grace: float = 0.0,
+    ) -> AgentTestClient:
+        """A client for this agent in process, for its tests: ``with`` gives a SyncClient, ``async with`` a
+        Client. Each ``with`` serves a fresh app (``store``: an empty memory store by default) and runs its
+        lifespan; streams arrive event by event (:class:`~skillwire.testing.StreamingASGITransport`)::
+
+            with agent.test_client() as client:
+                assert client.send("Ada").status.state is TaskState.COMPLETED
+
+        ``shutdown_grace`` is how long tasks still running at the end of the ``with`` may take (0: failed at
+        once). A ``store`` given as a TaskStore object is opened and closed by each ``with``."""
+        from skillwire.testing.client import AgentTestClient
+
+        def make_app() -> A2AApplication:
+            return self.asgi(store=store, limits=limits, shutdown_grace=shutdown_grace)
+
+        return AgentTestClient(make_app, bindings=bindings, headers=headers, extensions=extensions)
 
 
 def _check_handler(handler: RequestHandler | None, wrap: RuntimeWrapper | None) -> None:

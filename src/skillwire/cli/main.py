@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
-from skillwire.cli import calls
+from skillwire.cli import calls, scaffold
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
@@ -224,6 +224,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--json", action="store_true", help="print the skills and their schemas as JSON")
     calls.add_parsers(sub)
+    scaffold.add_parsers(sub)
     return parser
 
 
@@ -430,6 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:
             return calls.run(args)
+        if args.command in scaffold.COMMANDS:
+            return scaffold.run(args)
     except SkillwireError as exc:
         print(f"skillwire: {exc}", file=sys.stderr)
         return 2

@@ -54,6 +54,12 @@ class RequestContext(msgspec.Struct, frozen=True):
     def tenant(self) -> str:
         return self.call.tenant
 
+    @property
+    def accepted_output_modes(self) -> list[str]:
+        """The media types the client accepts in the answer (``configuration.acceptedOutputModes``); empty:
+        any. The runtime fails a task whose artifact has a part of another type."""
+        return self.configuration.accepted_output_modes if self.configuration is not None else []
+
 
 Work = Callable[["TaskEvents"], Awaitable[None]]
 
@@ -69,6 +75,9 @@ class Executor(ABC):
       default) runs ``execute(context, events)``.
     * ``timeout(context)``: the seconds the run for ``context`` may take; None (the default) for the agent's
       ``Limits.task_timeout``.
+    * ``input_modes(context)``: the media types the message's target accepts (a skill's inputModes); a part
+      of another type is refused with ContentTypeNotSupportedError before any task exists. None (the
+      default) for the agent's ``defaultInputModes``.
     * ``resume(task)`` is asked at start-up about each task a previous process left SUBMITTED or WORKING and
       may return the ``Work`` that carries it on, or None (the default) to let it be failed.
 
@@ -83,6 +92,9 @@ class Executor(ABC):
         return None
 
     def timeout(self, context: RequestContext) -> float | None:
+        return None
+
+    def input_modes(self, context: RequestContext) -> Sequence[str] | None:
         return None
 
     def resume(self, task: Task) -> Work | None:
@@ -136,6 +148,12 @@ class TaskEvents:
         """The task's current state, or None while no task exists yet."""
         task = self._run.task
         return None if task is None else task.status.state
+
+    @property
+    def accepted_output_modes(self) -> list[str]:
+        """The media types the client accepts in artifacts (empty: any); an artifact with a part of another
+        type fails the task."""
+        return self._run.accepted_output_modes
 
     def agent_message(self, content: Message | str | Sequence[Part]) -> Message:
         """An agent message in this task's context (text, parts or a ready Message)."""

@@ -23,6 +23,7 @@ copies the lists that change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from skillwire.errors import (
     InvalidAgentResponseError,
     TaskNotCancelableError,
 )
+from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     Artifact,
     Message,
@@ -141,6 +143,9 @@ class TaskRun:
         self.task_id = origin.task.id if origin is not None else message.task_id
         self.context_id = origin.task.context_id if origin is not None else message.context_id
         self.key = (tenant, self.task_id)
+        config = request.configuration
+        #: The media types the client accepts in artifacts (empty: any).
+        self.accepted_output_modes = config.accepted_output_modes if config is not None else []
         #: Seconds the executor may take (None: no deadline).
         self.deadline: float | None = None
         self.lock, self._commit_lock = asyncio.Lock(), asyncio.Lock()
@@ -334,6 +339,8 @@ class TaskRun:
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         if self.replied:
             raise InvalidAgentResponseError("the agent already replied with a message")
+        if self.accepted_output_modes:
+            await self._refuse_unaccepted(artifact)
         async with self.lock:
             if self.failure is not None:
                 raise self.failure
@@ -367,6 +374,26 @@ class TaskRun:
                 )
             )
             self._write_behind()
+
+    async def _refuse_unaccepted(self, artifact: Artifact) -> None:
+        """Fail the task, and stop the executor, if ``artifact`` has a part of a media type the client said it
+        does not accept (``acceptedOutputModes``): the part is never delivered. As at a deadline, the task is
+        failed first, then the executor is cancelled: this call raises CancelledError in the executor (in
+        another task of its own, InvalidAgentResponseError)."""
+        refused = refused_part(artifact.parts, self.accepted_output_modes)
+        if refused is None:
+            return
+        index, media_type = refused
+        reason = (
+            f"The agent produced an artifact part of type {media_type}, which the client does not accept"
+            f" (acceptedOutputModes: {', '.join(self.accepted_output_modes)}), so the task was stopped."
+        )
+        log.warning("task %s: artifact %s part %d: %s", self.task_id, artifact.artifact_id, index, reason)
+        with contextlib.suppress(TaskNotCancelableError):  # it ended meanwhile
+            await self.stop(TaskState.FAILED, reason)
+        if asyncio.current_task() is self.runner:
+            await asyncio.sleep(0)  # where the cancellation stop() asked for reaches the executor
+        raise InvalidAgentResponseError(reason)
 
     async def release(self) -> None:
         """Answer a blocking caller now with the task as it is; the work goes on."""

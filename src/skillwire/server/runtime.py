@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -24,6 +24,7 @@ import msgspec
 from skillwire.errors import (
     A2AError,
     ConcurrentUpdateError,
+    ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
@@ -34,6 +35,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol.limits import Limits
+from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     AgentCard,
     CancelTaskRequest,
@@ -54,7 +56,7 @@ from skillwire.protocol.models import (
 from skillwire.protocol.states import TaskState
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext
-from skillwire.server.executor import Executor, Work
+from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.run import (
     CANCELED_MESSAGE,
@@ -154,8 +156,12 @@ class TaskRuntime(BaseRequestHandler):
         *,
         extended_card: AgentCard | None = None,
         limits: Limits | None = None,
+        input_modes: Sequence[str] = (),
     ) -> None:
+        """``input_modes`` are the agent's defaultInputModes: a message part of another media type is refused
+        (unless the executor's ``input_modes`` says otherwise for that message); empty: any."""
         self.executor = executor
+        self.input_modes = list(input_modes)
         self.store = store
         self.limits = limits = limits or Limits()
         self.bus: EventBus = bus or InProcessEventBus(
@@ -447,6 +453,7 @@ class TaskRuntime(BaseRequestHandler):
         context = run.request_context()
         executor = self.executor
         try:
+            self._check_input_modes(context)
             work = await executor.admit(context)
             deadline = executor.timeout(context)
             run.deadline = deadline if deadline is not None else self.limits.task_timeout
@@ -454,6 +461,24 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             self.forget(run)
             raise
+
+    def _check_input_modes(self, context: RequestContext) -> None:
+        """Refuse a message with a part of a media type its target does not accept: the executor's
+        ``input_modes`` (a skill's inputModes), else the agent's defaultInputModes."""
+        modes = self.executor.input_modes(context)
+        if modes is None:
+            modes = self.input_modes
+        refused = refused_part(context.message.parts, modes)
+        if refused is None:
+            return
+        index, media_type = refused
+        listed = ", ".join(modes)
+        raise ContentTypeNotSupportedError(
+            f"Message part {index} is {media_type}, which this agent does not accept here; it accepts:"
+            f" {listed}",
+            field_violations=[(f"params.message.parts[{index}]", f"media type must be one of: {listed}")],
+            metadata={"mediaType": media_type, "inputModes": ",".join(modes)},
+        )
 
     @staticmethod
     async def _read(read: Awaitable[T]) -> T:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET
 
 from skillwire.errors import SkillwireError
+from skillwire.protocol.media import accepts
 from skillwire.protocol.models import Artifact, Message, Part, Role, Task
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext, Caller
@@ -175,6 +176,18 @@ class SkillContext:
     @property
     def tenant(self) -> str:
         return self.call.tenant
+
+    @property
+    def accepted_output_modes(self) -> list[str]:
+        """The media types the client accepts in artifacts (its ``acceptedOutputModes``; empty: any). An
+        artifact, or a result, with a part of another type fails the task: choose the form with
+        :meth:`accepts_output`."""
+        return self.events.accepted_output_modes
+
+    def accepts_output(self, media_type: str) -> bool:
+        """Whether the client accepts an artifact part of ``media_type`` (``"image/png"``); a result string is
+        ``text/plain``, any other result ``application/json``."""
+        return accepts(self.events.accepted_output_modes, media_type)
 
     @property
     def files(self) -> list[Part]:

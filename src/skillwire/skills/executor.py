@@ -190,6 +190,11 @@ class SkillExecutor(Executor):
         except A2AError:
             return None
 
+    def input_modes(self, context: RequestContext) -> list[str] | None:
+        """The media types the routed skill accepts (its inputModes), or None for the agent's
+        defaultInputModes; a routing error (no such skill) is raised as ``admit`` would."""
+        return self._skill_for(context).agent_skill.input_modes or None
+
     # -- the executor seam --------------------------------------------------------------------------------
 
     async def admit(self, context: RequestContext) -> Work:

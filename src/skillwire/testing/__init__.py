@@ -11,6 +11,7 @@
         task = await client.send("weather?")
 """
 
+from skillwire.testing.client import AgentTestClient
 from skillwire.testing.mock import (
     MockAgent,
     Pause,
@@ -22,6 +23,7 @@ from skillwire.testing.mock import (
 from skillwire.testing.transport import StreamingASGITransport
 
 __all__ = [
+    "AgentTestClient",
     "MockAgent",
     "Pause",
     "ReceivedRequest",

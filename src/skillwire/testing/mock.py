@@ -501,6 +501,8 @@ class MockAgent:
             executor=_ScriptedExecutor(self),
             skills=self.skills,
             streaming=self.streaming,
+            # a stand-in for any agent: it takes every part (a rule may still answer with an error)
+            default_input_modes=["*/*"],
         )
         # Tasks still running when the mock stops (a stream the test left, an unreleased Pause) are failed at
         # once: a test should not wait for them.
