@@ -334,11 +334,11 @@ def test_timeout_bounds_each_request(capsys: pytest.CaptureFixture[str]) -> None
     with socket.socket() as silent:  # accepts connections (the backlog) and never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
-        started = time.monotonic()
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         assert main(["card", url, "--timeout", "0.5", "--retries", "0"]) == 3
-        assert time.monotonic() - started < 10  # the default would wait 60 s for the card
-    assert "Traceback" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "ReadTimeout: no answer within 0.5 s" in err  # the default would wait 60 s for the card
+    assert "Traceback" not in err
     with pytest.raises(SystemExit):
         main(["card", url, "--timeout", "0"])
 

@@ -48,7 +48,7 @@ class Order(msgspec.Struct):
 
 def shop() -> Agent:
     """Two skills (so a message must name one) with several kinds of input."""
-    agent = Agent("Shop", "Converts, plans and orders.")
+    agent = Agent("Shop", "Converts, plans and orders.", default_input_modes=["*/*"])  # files too
 
     @agent.skill(
         tags=["shop"],

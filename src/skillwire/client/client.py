@@ -208,7 +208,7 @@ class _CardSource:
         try:
             response = await self._http.get(self.url, headers=headers, timeout=self._timeout)
         except httpx.TransportError as exc:
-            raise AgentConnectionError(f"{type(exc).__name__}: {exc}") from exc
+            raise AgentConnectionError.of(exc) from exc
         if response.status_code == 304 and self.card is not None:
             return self.card
         if response.status_code != 200:

@@ -48,6 +48,22 @@ class TaskFailedError(ClientError):
 class AgentConnectionError(ClientError):
     """The agent could not be reached or the connection broke (the httpx error is the ``__cause__``)."""
 
+    @classmethod
+    def of(cls, exc: Exception) -> AgentConnectionError:
+        """The error for an httpx transport error; a timeout says how long was waited."""
+        text = str(exc)
+        request = getattr(exc, "request", None) if _has_request(exc) else None
+        timeouts = request.extensions.get("timeout") if request is not None else None
+        if not text and isinstance(timeouts, dict):
+            waited = timeouts.get(_PHASES.get(type(exc).__name__, "read"))
+            if isinstance(waited, int | float):
+                text = f"no answer within {waited:g} s"
+        return cls(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+#: httpx's timeout errors -> the phase of ``Timeout`` each is about.
+_PHASES = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "write", "PoolTimeout": "pool"}
+
 
 class HTTPStatusError(ClientError):
     """An HTTP error response without an A2A error in it. ``retry_after`` is the ``Retry-After`` header in
@@ -65,3 +81,11 @@ class NoCompatibleInterfaceError(ClientError):
 
 class InvalidResponseError(ClientError):
     """The agent's answer does not decode as the A2A v1.0 message expected."""
+
+
+def _has_request(exc: Exception) -> bool:
+    """Whether an httpx error knows its request (reading ``.request`` of one that does not raises)."""
+    try:
+        return getattr(exc, "request", None) is not None
+    except RuntimeError:
+        return False

@@ -114,7 +114,7 @@ async def _connection_errors() -> AsyncIterator[None]:
     try:
         yield
     except httpx.TransportError as exc:
-        raise AgentConnectionError(f"{type(exc).__name__}: {exc}") from exc
+        raise AgentConnectionError.of(exc) from exc
 
 
 class _HttpTransport:
