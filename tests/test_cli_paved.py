@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pty
 import queue
+import select
 import shutil
 import signal
 import socket
@@ -378,6 +380,38 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path, processes: list[Served]) -> 
     )
     assert shell.returncode == 0 and "completed" in shell.stdout and len(shell.stdout.splitlines()) == 1
     assert "Traceback" not in shell.stderr and "BrokenPipe" not in shell.stderr
+    # and from a terminal, as a person types it: the pipeline's stdin and stderr are a pty
+    leader, follower = pty.openpty()
+    try:
+        typed = subprocess.run(
+            ["bash", "-c", f"'{sys.executable}' -m skillwire tasks list {served.url} | head -1"],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            cwd=tmp_path,
+            timeout=PROCESS_TIMEOUT,
+        )
+    finally:
+        os.close(follower)
+    on_terminal = _drain(leader)
+    assert typed.returncode == 0 and len(typed.stdout.splitlines()) == 1
+    assert b"Traceback" not in on_terminal and b"BrokenPipe" not in on_terminal, on_terminal
+
+
+def _drain(fd: int) -> bytes:
+    """What a pty's other side wrote, once it is closed (read until the pty says EOF or EIO)."""
+    chunks: list[bytes] = []
+    try:
+        while select.select([fd], [], [], 0)[0]:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:  # EIO: the follower side is closed and everything was read
+        pass
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def test_module_attribute_is_found_in_the_working_directory(tmp_path: Path, processes: list[Served]) -> None:
