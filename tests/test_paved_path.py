@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from conftest import EXAMPLES, RunningServer
-from skillwire import Agent, Client, Part, SkillContext, SyncClient, Task
+from skillwire import Agent, Client, Part, SkillContext, SkillwireError, SyncClient, Task
 from skillwire.errors import InvalidParamsError, ManifestError
 from skillwire.server.app import A2AApplication
 from skillwire.skills.manifest import SkillCard
@@ -190,6 +190,10 @@ def test_text_input_must_name_an_input_property() -> None:
         """Handles."""
 
     assert skill_from_function(handler, id="h", tags=["t"], text_input="q").text_input == "q"
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    assert skill_from_function(handler, id="h", tags=["t"], input_schema=schema, text_input="name").text_input
+    with pytest.raises(SkillwireError, match="text_input='nmae' is not a property of its input schema"):
+        skill_from_function(handler, id="h", tags=["t"], input_schema=schema, text_input="nmae")
 
 
 # -- addressing a skill from Python ---------------------------------------------------------------------

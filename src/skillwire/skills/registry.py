@@ -280,8 +280,22 @@ def skill_from_function(
         input_validator=input_validator,
         output_validator=output_validator,
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
-        text_input=text_input or implied_text_input(input_schema),
+        text_input=_text_input(id, text_input, input_schema),
     )
+
+
+def _text_input(skill_id: str, declared: str | None, schema: dict[str, Any] | None) -> str | None:
+    """The property a text message fills: the declared one, which must be a property of the input schema's
+    top level (as a manifest's ``textInput`` must), else the implied one."""
+    if declared is None:
+        return implied_text_input(schema)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if isinstance(properties, dict) and declared not in properties:
+        raise SkillwireError(
+            f"skill {skill_id!r}: text_input={declared!r} is not a property of its input schema"
+            f" (properties: {', '.join(properties)}); a manifest's textInput is refused the same way"
+        )
+    return declared
 
 
 #: Where a code skill is defined: (file, line of its function), or ("", None) when unknown.
