@@ -108,6 +108,17 @@ def _uvicorn_level(level: str) -> str:
     return "warning" if level.lower() == "info" else level
 
 
+#: The uvicorn settings every skillwire server shares: the access log is skillwire's own (one line per
+#: request, ``skillwire.access``), the lifespan runs, no Server header, no WebSockets.
+_COMMON: dict[str, Any] = {
+    "access_log": False,
+    "lifespan": "on",
+    "timeout_graceful_shutdown": 10,
+    "server_header": False,
+    "ws": "none",
+}
+
+
 def build_server(
     app: A2AApplication,
     *,
@@ -120,14 +131,10 @@ def build_server(
     connection budgets of ``app.limits``."""
     config = uvicorn.Config(
         app,
+        **_COMMON,
         host=host,
         port=port,
         log_level=_uvicorn_level(log_level),
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=10,
-        server_header=False,
-        ws="none",
         **_protocol_options(app.limits, grpc=app.grpc_port is not None),
     )
     # The one answer skillwire leaves incomplete on purpose is a stream dropped at its write deadline (the
@@ -249,15 +256,11 @@ def serve_reloading(
     configure_logging(log_level)
     config = uvicorn.Config(
         factory,
+        **_COMMON,
         factory=True,
         host=host,
         port=port,
         log_level=_uvicorn_level(log_level),
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=10,
-        server_header=False,
-        ws="none",
         reload=True,
         reload_dirs=[folder],
         reload_includes=list(includes),
