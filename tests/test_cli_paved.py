@@ -182,6 +182,17 @@ def test_agent_run_prints_the_serve_banner(tmp_path: Path, popen: Callable[..., 
     assert httpx.get(f"http://127.0.0.1:{port}{CARD}", timeout=PROCESS_TIMEOUT).json()["name"] == "Run Me"
 
 
+def test_agent_run_takes_the_serve_variables(tmp_path: Path, popen: Callable[..., Lines]) -> None:
+    port = free_port()
+    (tmp_path / "run_me.py").write_text(RUN_AGENT.replace("port=int(sys.argv[1])", ""), encoding="utf-8")
+    env = {"SKILLWIRE_PORT": str(port), "SKILLWIRE_STORE": "memory://", "SKILLWIRE_LOG_LEVEL": "warning"}
+    lines = popen([sys.executable, "run_me.py"], cwd=tmp_path, env=env)
+    assert "memory://" in lines.until("task store:")
+    assert f"skillwire: serving 'Run Me' at http://127.0.0.1:{port}/" in "".join(lines.seen)
+    assert httpx.get(f"http://127.0.0.1:{port}{CARD}", timeout=PROCESS_TIMEOUT).json()["name"] == "Run Me"
+    assert not (tmp_path / ".skillwire").exists()  # the variable's store, not the default file
+
+
 # -- SKILLWIRE_* variables ---------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -306,17 +307,26 @@ class Agent:
 
     def run(
         self,
-        host: str = "127.0.0.1",
-        port: int = 8000,
+        host: str | None = None,
+        port: int | None = None,
         *,
-        store: str | TaskStore = DEFAULT_STORE,
-        log_level: str = "info",
+        store: str | TaskStore | None = None,
+        log_level: str | None = None,
         on_ready: Callable[[], None] | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
-        SkillwireError if it cannot start (the store cannot be opened, ...)."""
+        SkillwireError if it cannot start (the store cannot be opened, ...).
+
+        What is not given comes, as for ``skillwire serve``, from ``SKILLWIRE_HOST``, ``SKILLWIRE_PORT``,
+        ``SKILLWIRE_STORE`` and ``SKILLWIRE_LOG_LEVEL``, else the defaults: ``127.0.0.1``, 8000, the
+        agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``."""
         from skillwire.server.serve import print_banner, serve
+
+        host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
+        port = port if port is not None else _env_port()
+        store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
+        log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
         app = self.asgi(store=store)
 
@@ -358,6 +368,13 @@ class Agent:
             return self.asgi(store=store, limits=limits, shutdown_grace=shutdown_grace)
 
         return AgentTestClient(make_app, bindings=bindings, headers=headers, extensions=extensions)
+
+
+def _env_port() -> int:
+    value = os.environ.get("SKILLWIRE_PORT", "8000")
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise SkillwireError(f"SKILLWIRE_PORT={value!r}: expected a port number (0 to 65535)")
+    return int(value)
 
 
 def _check_handler(handler: RequestHandler | None, wrap: RuntimeWrapper | None) -> None:
