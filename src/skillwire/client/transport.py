@@ -38,7 +38,6 @@ from skillwire.errors import A2AError, MethodNotFoundError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import OPERATIONS, Operation, spec_of
 from skillwire.wire.codec import JsonRpcCodec, RestCodec, jsonrpc_codec, rest_codec
-from skillwire.wire.errors import error_from_status
 from skillwire.wire.jsonrpc import read_response
 from skillwire.wire.sse import SSEDecoder
 
@@ -48,7 +47,6 @@ __all__ = [
     "JsonRpcTransport",
     "RestTransport",
     "Transport",
-    "error_from_details",
 ]
 
 A2A_VERSION = "1.0"
@@ -58,9 +56,6 @@ R = TypeVar("R")
 RESPONSE_TYPES: dict[Operation, type[msgspec.Struct] | None] = {
     s.operation: s.response_type for s in OPERATIONS if not s.streaming
 }
-
-#: The AIP-193 ``error`` object of an HTTP+JSON answer as its A2AError (None if it holds none).
-error_from_details = error_from_status
 
 
 class Transport(Protocol):

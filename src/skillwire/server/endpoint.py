@@ -35,7 +35,6 @@ from skillwire.server.asgi import (
     Receive,
     Scope,
     Send,
-    error_headers,
     header_map,
     read_body,
     send_bytes,
@@ -328,8 +327,3 @@ def _as_a2a(exc: Exception, what: str) -> A2AError:
         return exc
     log.error("%s failed", what, exc_info=exc)
     return InternalError()
-
-
-def answer_headers(error: A2AError) -> Headers | None:
-    """The extra headers an error answer carries (``Retry-After`` when busy), or None."""
-    return error_headers(error) or None

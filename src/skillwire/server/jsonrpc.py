@@ -19,8 +19,8 @@ from skillwire.errors import A2AError, InvalidRequestError, ServerBusyError
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
-from skillwire.server.asgi import SSE_HEADERS, Scope
-from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request, answer_headers
+from skillwire.server.asgi import SSE_HEADERS, Scope, error_headers
+from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request
 from skillwire.wire.codec import JsonRpcCodec, jsonrpc_codec
 from skillwire.wire.jsonrpc import JsonRpcFailure, RequestId, ResultFramer, parse_envelope
 from skillwire.wire.sse import encode_event
@@ -57,8 +57,8 @@ class _Frames:
             return Answer(200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream")
         status = 503 if busy else 200
         if not self.expects_response:
-            return Answer(204 if status == 200 else status, b"", answer_headers(error))
-        return Answer(status, body, answer_headers(error))
+            return Answer(204 if status == 200 else status, b"", error_headers(error))
+        return Answer(status, body, error_headers(error))
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(self.request_id, error)

@@ -27,8 +27,8 @@ from skillwire.errors import A2AError, MethodNotFoundError, VersionNotSupportedE
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
-from skillwire.server.asgi import Scope
-from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request, answer_headers
+from skillwire.server.asgi import Scope, error_headers
+from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request
 from skillwire.wire.budget import exceeded
 from skillwire.wire.codec import RestCodec, rest_codec
 
@@ -50,7 +50,7 @@ class _Frames:
         return 200, self.codec.encode_result(operation, result)
 
     def error(self, error: A2AError, streaming: bool) -> Answer:
-        return Answer(error.http_status, self.codec.encode_error(error), answer_headers(error))
+        return Answer(error.http_status, self.codec.encode_error(error), error_headers(error))
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(error)
