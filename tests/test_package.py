@@ -19,14 +19,15 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"protocol"},
     "wire": {"errors", "protocol"},
     "stores": {"errors", "protocol"},
-    "server": {"errors", "protocol", "wire", "stores"},
+    "security": {"errors", "protocol"},
+    "server": {"errors", "protocol", "wire", "stores", "security"},
     "client": {"errors", "protocol", "wire"},
-    "skills": {"errors", "protocol", "wire", "stores", "server"},
+    "skills": {"errors", "protocol", "wire", "stores", "server", "security"},
     # the public test kit sits on top: its mock agent is a real agent, driven by a real client
-    "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client"},
+    "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},
     # agent.test_client() loads the test kit lazily, in that method only: agent never imports the client
-    "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing"},
-    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client"},
+    "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing", "security"},
+    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},
 }
 
 

@@ -23,8 +23,13 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- ExtendedAgentCardNotConfiguredError  -32007  400  FAILED_PRECONDITION EXTENDED_AGENT_CARD_NOT_CONFIGURED
     +-- ExtensionSupportRequiredError        -32008  400  FAILED_PRECONDITION EXTENSION_SUPPORT_REQUIRED
     +-- VersionNotSupportedError             -32009  400  FAILED_PRECONDITION VERSION_NOT_SUPPORTED
+    +-- UnauthenticatedError                 -32040  401  UNAUTHENTICATED     UNAUTHENTICATED
+    +-- PermissionDeniedError                -32041  403  PERMISSION_DENIED   PERMISSION_DENIED
 
-MethodNotFoundError also answers "not implemented"; ServerBusyError carries Retry-After; StreamDroppedError is
+MethodNotFoundError also answers "not implemented"; UnauthenticatedError (no or bad credentials) carries the
+``WWW-Authenticate`` challenges of the agent's schemes and PermissionDeniedError (authenticated, but not
+enough) never says whether what was asked for exists: the spec leaves their JSON-RPC codes to the
+implementation, so -32040 and -32041 are skillwire's, and both answer HTTP 401/403 on JSON-RPC too; ServerBusyError carries Retry-After; StreamDroppedError is
 a stream that fell behind its task; ResponseTooLargeError asks for less. The HTTP and gRPC columns follow the
 v1.0.1 table of the A2A specification. Bindings never keep a code table of their own: they read these class
 attributes (tests/test_errors.py checks that the table above says what the classes say).
@@ -75,6 +80,8 @@ __all__ = [
     "StreamDroppedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
+    "UnauthenticatedError",
+    "PermissionDeniedError",
     "UnsupportedOperationError",
     "ValidationError",
     "VersionNotSupportedError",
@@ -396,6 +403,39 @@ class VersionNotSupportedError(A2AError):
     a2a_specific = True
 
 
+class UnauthenticatedError(A2AError):
+    """No credentials, or credentials that do not verify: HTTP 401 with ``WWW-Authenticate``."""
+
+    code = -32040
+    http_status = 401
+    grpc_status = "UNAUTHENTICATED"
+    reason = "UNAUTHENTICATED"
+    default_message = "Authentication required"
+    a2a_specific = True
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        challenges: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, metadata=metadata)
+        #: ``WWW-Authenticate`` values, one per scheme that has a challenge (``Bearer``, ``Basic ...``).
+        self.challenges = challenges or []
+
+
+class PermissionDeniedError(A2AError):
+    """Authenticated, but the credentials do not grant what the call needs (a scope, a tenant): HTTP 403."""
+
+    code = -32041
+    http_status = 403
+    grpc_status = "PERMISSION_DENIED"
+    reason = "PERMISSION_DENIED"
+    default_message = "Permission denied"
+    a2a_specific = True
+
+
 #: Every protocol error class by JSON-RPC code, for decoders (the client maps codes back to classes).
 ERRORS_BY_CODE: dict[int, type[A2AError]] = {
     cls.code: cls
@@ -414,5 +454,7 @@ ERRORS_BY_CODE: dict[int, type[A2AError]] = {
         ExtendedAgentCardNotConfiguredError,
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
+        UnauthenticatedError,
+        PermissionDeniedError,
     )
 }

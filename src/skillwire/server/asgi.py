@@ -16,7 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any, TypeVar
 
-from skillwire.errors import A2AError, ServerBusyError
+from skillwire.errors import A2AError, ServerBusyError, UnauthenticatedError
 from skillwire.wire.sse import KEEPALIVE
 
 __all__ = [
@@ -97,9 +97,12 @@ async def send_bytes(
 
 
 def error_headers(error: A2AError) -> list[tuple[bytes, bytes]]:
-    """The headers an error response carries besides the usual ones: ``Retry-After`` when busy."""
+    """The headers an error response carries besides the usual ones: ``Retry-After`` when busy, the
+    ``WWW-Authenticate`` challenges when credentials are missing or wrong."""
     if isinstance(error, ServerBusyError):
         return [(b"retry-after", str(error.retry_after).encode())]
+    if isinstance(error, UnauthenticatedError):
+        return [(b"www-authenticate", c.encode("latin-1", "replace")) for c in error.challenges]
     return []
 
 

@@ -20,6 +20,8 @@ from skillwire.errors import (
     A2AError,
     InternalError,
     InvalidParamsError,
+    PermissionDeniedError,
+    UnauthenticatedError,
 )
 
 __all__ = ["error_from_jsonrpc", "error_from_status"]
@@ -30,6 +32,9 @@ _ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERROR
 _ERRORS_BY_STATUS: dict[str, type[A2AError]] = {
     "INVALID_ARGUMENT": InvalidParamsError,  # -32602
     "INTERNAL": InternalError,  # -32603
+    # another server's 401/403 (a proxy, an a2a-sdk agent) carries no ErrorInfo of ours
+    "UNAUTHENTICATED": UnauthenticatedError,
+    "PERMISSION_DENIED": PermissionDeniedError,
 }
 
 
