@@ -40,6 +40,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
+from skillwire.security import APIKey, Security
 from skillwire.wire import v03
 from test_interop_v03 import tck_agent
 
@@ -260,9 +261,10 @@ async def test_extended_card(serve: Callable[[Any], RunningServer], binding: str
         registry=agent.registry,
         extended_card=extended,
         provider=agent.provider,
+        security=Security(APIKey(keys={"v03": "v03-extended-key"})),  # an extended card needs one
     )
     srv = serve(with_card.asgi(store="memory://"))
-    async with httpx.AsyncClient(timeout=WAIT) as http:
+    async with httpx.AsyncClient(timeout=WAIT, headers={"X-API-Key": "v03-extended-key"}) as http:
         client = await v03_client(srv.url, binding, http)
         assert client.card.capabilities.extended_agent_card is True
         card = await client.get_extended_card()

@@ -20,7 +20,7 @@ import grpc
 import httpx
 import msgspec
 import pytest
-from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client import Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc
 from a2a.utils import errors as sdk_errors
@@ -44,8 +44,10 @@ from skillwire.cli.main import load_agent
 from skillwire.errors import UnsupportedOperationError, VersionNotSupportedError
 from skillwire.protocol.models import AgentInterface, GetTaskRequest
 from skillwire.protocol.operations import OPERATIONS, OperationSpec, spec_of
+from skillwire.security import APIKey, Security
 from skillwire.server.grpc import GRPC_STATUSES_V1_0_0, GrpcServer
 from skillwire.server.grpc_limits import server_options
+from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.runtime import TaskRuntime
 from skillwire.wire.grpc_service import RPCS, STATUS_DETAILS_KEY, read_status, rich_status
@@ -126,6 +128,7 @@ async def start() -> AsyncIterator[Start]:
         limits: Limits | None = None,
         channel_options: list[tuple[str, Any]] | None = None,
         status_overrides: Mapping[type[A2AError], str] = {},
+        security: Security | None = None,
     ) -> Running:
         agent = load_agent(str(EXAMPLES / agent_name))
         agent.extended_card_enabled = extended_card_enabled
@@ -136,7 +139,10 @@ async def start() -> AsyncIterator[Start]:
         await runtime.start()
         spy = Spy(handler or runtime)
         server = GrpcServer(
-            Dispatcher(spy, lambda: card.capabilities), limits=limits, status_overrides=status_overrides
+            Dispatcher(spy, lambda: card.capabilities),
+            limits=limits,
+            status_overrides=status_overrides,
+            guard=Guard(security) if security is not None else None,
         )
         await server.start()
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{server.port}", options=channel_options)
@@ -541,8 +547,13 @@ async def test_extended_card_unsupported_not_configured_and_served(start: Start)
             AgentInterface(url="127.0.0.1:1", protocol_binding="GRPC", protocol_version="1.0")
         ],
     )
-    served = await start(extended_card_enabled=True, extended_card=extended)
-    card = await within(served.stub.GetExtendedAgentCard(pb.GetExtendedAgentCardRequest(), metadata=V1))
+    # it is served to authenticated callers only
+    keys = Security(APIKey(keys={"tester": "grpc-extended-key"}))
+    served = await start(extended_card_enabled=True, extended_card=extended, security=keys)
+    anonymous = await fails(served.stub.GetExtendedAgentCard(pb.GetExtendedAgentCardRequest(), metadata=V1))
+    assert (anonymous.code, anonymous.reason) == (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")
+    keyed = (*V1, ("x-api-key", "grpc-extended-key"))
+    card = await within(served.stub.GetExtendedAgentCard(pb.GetExtendedAgentCardRequest(), metadata=keyed))
     assert card.name == "TCK agent (extended)"
     assert card.supported_interfaces[0].protocol_binding == "GRPC"
     assert [s.id for s in card.skills] == ["tck"]
@@ -1113,11 +1124,14 @@ async def test_sdk_extended_card(start: Start) -> None:
             await within(client.get_extended_agent_card(pb.GetExtendedAgentCardRequest()))
 
     extended = msgspec.structs.replace(running.card, name="extended")
-    served = await start(extended_card_enabled=True, extended_card=extended)
+    keys = Security(APIKey(keys={"sdk": "sdk-extended-key"}))
+    served = await start(extended_card_enabled=True, extended_card=extended, security=keys)
     async with ClientFactory(
         ClientConfig(supported_protocol_bindings=["GRPC"], grpc_channel_factory=grpc.aio.insecure_channel)
     ).create(sdk_card(served)) as client:
-        got = await within(client.get_extended_agent_card(pb.GetExtendedAgentCardRequest()))
+        # the a2a-sdk client passes the key as a service parameter (gRPC metadata)
+        keyed = ClientCallContext(service_parameters={"X-API-Key": "sdk-extended-key"})
+        got = await within(client.get_extended_agent_card(pb.GetExtendedAgentCardRequest(), context=keyed))
     assert got.name == "extended"
 
 

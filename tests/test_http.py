@@ -35,6 +35,7 @@ from skillwire import (
     TaskState,
 )
 from skillwire.protocol.models import GetTaskRequest
+from skillwire.security import APIKey, Security
 from skillwire.wire.sse import SSEDecoder
 
 TIMEOUT = 10.0
@@ -340,10 +341,20 @@ async def test_extended_card(serve: Any, client: httpx.AsyncClient) -> None:
         default_output_modes=["text/plain"],
         skills=[],
     )
-    configured, _ = gated_agent(extended_card=extended)
+    # the extended card needs authentication: an agent offering one declares security
+    keys = Security(APIKey(keys={"tester": "extended-card-key"}))
+    configured, _ = gated_agent(extended_card=extended, security=keys)
     srv3 = serve(configured.asgi(store="memory://"))
+    anonymous = await post(client, srv3, rpc("GetExtendedAgentCard", {}))
+    assert anonymous.status_code == 401
+    assert_rpc_error(anonymous.json(), -32040)
     got = assert_rpc_result(
-        (await post(client, srv3, rpc("GetExtendedAgentCard", {}))).json(), "GetExtendedAgentCard"
+        (
+            await post(
+                client, srv3, rpc("GetExtendedAgentCard", {}), headers={"X-API-Key": "extended-card-key"}
+            )
+        ).json(),
+        "GetExtendedAgentCard",
     )
     assert got["name"] == "Gated (full)"
     # built without interfaces, it is served with the public card's, for the URL the client reached
@@ -352,13 +363,15 @@ async def test_extended_card(serve: Any, client: httpx.AsyncClient) -> None:
         "protocolBinding": "JSONRPC",
         "protocolVersion": "1.0",
     }
-    rest = (await client.get(srv3.url + "/extendedAgentCard", headers=A2A_V1)).json()
+    key = {"X-API-Key": "extended-card-key"}
+    assert (await client.get(srv3.url + "/extendedAgentCard", headers=A2A_V1)).status_code == 401
+    rest = (await client.get(srv3.url + "/extendedAgentCard", headers={**A2A_V1, **key})).json()
     assert rest["supportedInterfaces"] == got["supportedInterfaces"]
     # v0.3 clients (no A2A-Version) get it in v0.3 shape, with its url: it used to be an HTTP 500
-    v03_rpc = await client.post(srv3.url + "/", json=rpc("agent/getAuthenticatedExtendedCard"))
+    v03_rpc = await client.post(srv3.url + "/", json=rpc("agent/getAuthenticatedExtendedCard"), headers=key)
     assert v03_rpc.status_code == 200
     assert v03_rpc.json()["result"]["url"] == srv3.url
-    v03_rest = await client.get(srv3.url + "/v1/card")
+    v03_rest = await client.get(srv3.url + "/v1/card", headers=key)
     assert v03_rest.status_code == 200 and v03_rest.json()["name"] == "Gated (full)"
 
 

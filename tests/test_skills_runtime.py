@@ -124,7 +124,7 @@ async def test_params_are_the_data_part_or_the_text(store: TaskStore) -> None:
     @agent.skill(tags=["test"])
     async def look(params: Any, ctx: SkillContext) -> None:
         """The look skill."""
-        seen.append((params, [p.filename for p in ctx.files], ctx.message.message_id, ctx.caller.id))
+        seen.append((params, [p.filename for p in ctx.files], ctx.message.message_id, ctx.principal.subject))
 
     rt = runtime_for(agent, store)
     await send(rt, message(Part(text="a"), Part(text="b")))

@@ -28,6 +28,8 @@ import msgspec
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
+from skillwire.security.policy import Security
+from skillwire.security.principal import Principal
 from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
@@ -84,12 +86,13 @@ class Agent:
         streaming: bool = True,
         default_input_modes: Sequence[str] = ("text/plain", "application/json"),
         default_output_modes: Sequence[str] = ("text/plain", "application/json"),
-        extended_card: AgentCard | None = None,
+        extended_card: AgentCard | Callable[[Principal], AgentCard] | None = None,
         extended_card_enabled: bool | None = None,
         registry: SkillRegistry | None = None,
         read_only: bool = False,
         extensions: Sequence[AgentExtension] = (),
         card_v03_fields: bool = True,
+        security: Security | None = None,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -114,6 +117,9 @@ class Agent:
         self.extensions = list(extensions)
         #: Whether the agent card also carries the v0.3 fields (url, protocolVersion, ...) for v0.3 clients.
         self.card_v03_fields = card_v03_fields
+        #: The schemes and requirements enforced on every call (None: every caller is anonymous). A skill's
+        #: securityRequirements must name its schemes and are checked on top of the agent's.
+        self.security = security
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -210,6 +216,32 @@ class Agent:
         """The skills on the card: all of them, or only the read-only ones in read-only mode."""
         return [s for s in self.registry if s.read_only or not self.read_only]
 
+    def check_security(self) -> None:
+        """Refuse what cannot be enforced: a skill's securityRequirements naming a scheme the agent does
+        not declare (or any, when it declares none), and an extended card without security (the spec wants
+        it authenticated). Start-up and ``skills check`` call it."""
+        declared = self.security.schemes if self.security is not None else {}
+        for skill in [*self.served_skills()]:
+            for alternative in skill.security_sets:
+                for name, _ in alternative:
+                    if name not in declared:
+                        known = ", ".join(sorted(declared)) or "none: the agent declares no security"
+                        raise SkillwireError(
+                            f"skill {skill.id!r}: securityRequirements name scheme {name!r}, which the agent"
+                            f" does not declare (declared: {known})"
+                        )
+        for entry in self.skills:
+            for req in entry.security_requirements:
+                for name in req.schemes:
+                    if name not in declared:
+                        raise SkillwireError(
+                            f"skill {entry.id!r}: securityRequirements name undeclared scheme {name!r}"
+                        )
+        if self.extended_card is not None and self.security is None:
+            raise SkillwireError(
+                "an extended agent card must be served to authenticated callers only: declare security=..."
+            )
+
     def _executor(self, limits: Limits | None = None) -> Executor:
         limits = limits or Limits()
         if self.executor is not None:
@@ -222,6 +254,7 @@ class Agent:
             read_only=self.read_only,
             schema_steps=limits.schema_steps,
             offload_bytes=limits.offload_decode_bytes,
+            security=self.security,
         )
 
     def card(self) -> AgentCard:
@@ -246,6 +279,8 @@ class Agent:
                 extensions=extensions,
                 extended_agent_card=self.extended_card_enabled,
             ),
+            security_schemes=self.security.card_schemes() if self.security is not None else {},
+            security_requirements=self.security.card_requirements() if self.security is not None else [],
             default_input_modes=self.default_input_modes,
             default_output_modes=self.default_output_modes,
             skills=[*self.skills, *(_card_entry(s) for s in served)],
@@ -277,6 +312,7 @@ class Agent:
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
+        self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
         runtime: TaskRuntime | None = None
@@ -303,6 +339,7 @@ class Agent:
             grpc_host=grpc_host,
             grpc_status_overrides=grpc_status_overrides,
             card_v03_fields=self.card_v03_fields,
+            security=self.security,
         )
 
     def run(

@@ -67,6 +67,7 @@ __all__ = [
     "JSONParseError",
     "ManifestError",
     "MethodNotFoundError",
+    "PermissionDeniedError",
     "PushNotificationNotSupportedError",
     "RenderError",
     "ResponseTooLargeError",
@@ -81,7 +82,6 @@ __all__ = [
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnauthenticatedError",
-    "PermissionDeniedError",
     "UnsupportedOperationError",
     "ValidationError",
     "VersionNotSupportedError",
@@ -419,8 +419,9 @@ class UnauthenticatedError(A2AError):
         *,
         challenges: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        field_violations: list[tuple[str, str]] | None = None,
     ) -> None:
-        super().__init__(message, metadata=metadata)
+        super().__init__(message, metadata=metadata, field_violations=field_violations)
         #: ``WWW-Authenticate`` values, one per scheme that has a challenge (``Bearer``, ``Basic ...``).
         self.challenges = challenges or []
 

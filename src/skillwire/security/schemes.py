@@ -153,6 +153,15 @@ class Scheme(ABC):
             granted={self.name: granted},
         )
 
+    def _adopt(self, verdict: Principal | str) -> Principal:
+        """A verifier callable's answer as this scheme's principal: a subject (scopes from ``scopes=``), or a
+        Principal whose scheme and ``granted`` are filled in when it leaves them out."""
+        if isinstance(verdict, str):
+            return self._principal(verdict, getattr(self, "_scopes", {}).get(verdict, ()))
+        if verdict.scheme:
+            return verdict
+        return self._principal(verdict.subject, verdict.scopes, verdict.claims)
+
     def _refuse(self, why: str) -> UnauthenticatedError:
         challenge = self.challenge()
         return UnauthenticatedError(
@@ -264,9 +273,7 @@ class APIKey(Scheme):
     def _verdict(self, verdict: Verdict) -> Principal:
         if verdict is None or verdict == "":
             raise self._refuse("The API key is not valid")
-        if isinstance(verdict, Principal):
-            return verdict
-        return self._principal(verdict, self._scopes.get(verdict, ()))
+        return self._adopt(verdict)
 
 
 # -- HTTP basic ------------------------------------------------------------------------------------------
@@ -362,9 +369,7 @@ class HTTPBasic(Scheme):
                 verdict = await verdict
             if verdict is None or verdict == "":
                 raise self._refuse("The user name or password is not valid")
-            if isinstance(verdict, Principal):
-                return verdict
-            return self._principal(verdict, self._scopes.get(verdict, ()))
+            return self._adopt(verdict)
         token = hmac.new(self._cache_key, pair.encode(), hashlib.sha256).digest()
         hit = self._cache.get(token)
         now = time.monotonic()
@@ -416,9 +421,7 @@ class MutualTLS(Scheme):
                 verdict = await verdict
             if verdict is None or verdict == "":
                 raise self._refuse(f"The client certificate {subject!r} is not allowed")
-            if isinstance(verdict, Principal):
-                return verdict
-            subject = verdict
+            return self._adopt(verdict)
         elif self._subjects is not None and subject not in self._subjects:
             raise self._refuse(f"The client certificate {subject!r} is not allowed")
         return self._principal(subject, self._scopes.get(subject, ()))

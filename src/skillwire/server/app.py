@@ -33,10 +33,12 @@ from skillwire.errors import (
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.protocol.operations import Operation
+from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
 from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
+from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.rest import RestEndpoint
@@ -73,8 +75,13 @@ class A2AApplication:
         grpc_host: str = "127.0.0.1",
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
         card_v03_fields: bool = True,
+        security: Security | None = None,
     ) -> None:
+        """``security``: the schemes and requirements enforced on every operation of every binding (the card
+        at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous."""
         self.card = card
+        self.security = security
+        self.guard = Guard(security) if security is not None else None
         self.limits = limits = limits or Limits()
         self.handler = handler
         self.runtime = runtime
@@ -113,6 +120,7 @@ class A2AApplication:
             keepalive=keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
+            guard=self.guard,
         )
 
     def _capabilities(self) -> AgentCapabilities:
@@ -186,6 +194,8 @@ class A2AApplication:
             if self.store is not None:
                 await self.store.open()
                 opened = True
+            if self.security is not None:
+                await self.security.start()
             if self.runtime is not None:
                 await self.runtime.start()
         except BaseException:
@@ -194,6 +204,9 @@ class A2AApplication:
             if opened and self.store is not None:
                 with contextlib.suppress(Exception):
                     await self.store.close()
+            if self.security is not None:
+                with contextlib.suppress(Exception):
+                    await self.security.close()
             raise
         self._started = True
         if self.grpc_port is not None:
@@ -206,6 +219,7 @@ class A2AApplication:
                 limits=self.limits,
                 activate=self._activate,
                 status_overrides=self.grpc_status_overrides,
+                guard=self.guard,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url
@@ -255,6 +269,8 @@ class A2AApplication:
                 await self.runtime.stop(self.shutdown_grace)
             if self.store is not None:
                 await self.store.close()
+            if self.security is not None:
+                await self.security.close()
         finally:
             if stopping is not None:
                 await stopping

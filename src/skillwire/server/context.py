@@ -10,25 +10,17 @@ from collections.abc import Mapping
 
 import msgspec
 
-__all__ = ["ANONYMOUS", "CallContext", "Caller", "requested_extensions"]
+from skillwire.security.principal import ANONYMOUS, Principal
 
-
-class Caller(msgspec.Struct, frozen=True):
-    """Who is calling. Anonymous until authentication is configured."""
-
-    id: str = "anonymous"
-    authenticated: bool = False
-    scopes: frozenset[str] = frozenset()
-
-
-ANONYMOUS = Caller()
+__all__ = ["ANONYMOUS", "CallContext", "partition", "requested_extensions", "split_partition"]
 
 
 class CallContext(msgspec.Struct, frozen=True):
     #: The negotiated protocol version (``Major.Minor``).
     protocol_version: str = "1.0"
     tenant: str = ""
-    caller: Caller = ANONYMOUS
+    #: Who is calling (anonymous when the agent declares no security).
+    principal: Principal = ANONYMOUS
     #: Extension URIs the client activated.
     extensions: frozenset[str] = frozenset()
     #: The binding that carried the call: ``JSONRPC``, ``HTTP+JSON`` or ``GRPC``.
@@ -41,6 +33,21 @@ class CallContext(msgspec.Struct, frozen=True):
     #: Size of the request as received (body bytes, or the gRPC message), so work that grows with the input
     #: (schema validation) can move off the event loop for large requests.
     request_bytes: int = 0
+
+
+def partition(tenant: str, principal: Principal) -> str:
+    """The store and bus key of the tasks ``principal`` owns in ``tenant``: the tenant itself when anonymous
+    (an agent without security), else the tenant and the principal's owner key, so that one caller's GetTask,
+    ListTasks, CancelTask, SubscribeToTask and follow-up messages never reach another's tasks (they answer
+    TaskNotFound, as for a task that does not exist). NUL separates them: it is refused in tenants."""
+    owner = principal.owner
+    return f"{tenant}\x00{owner}" if owner else tenant
+
+
+def split_partition(key: str) -> tuple[str, str]:
+    """(tenant, owner) of a :func:`partition` key."""
+    tenant, _, owner = key.partition("\x00")
+    return tenant, owner
 
 
 def requested_extensions(headers: Mapping[str, str]) -> frozenset[str]:

@@ -5,6 +5,7 @@ is the binding's (:class:`HttpEndpoint`'s abstract methods), while what the byte
 version's codec (:mod:`skillwire.wire.codec`)::
 
     accept      method and path: is this call ours?     JSON-RPC: POST only (405);  REST: a route (404, 405)
+    guard       credentials, before the body is read     the agent's Security: 401, 403 (none: anonymous)
     receive     Content-Type, then the body             JSON (JSON-RPC: an error; REST: 415), max_body_bytes (413)
     decode      version, codec, operation, params       off the event loop past offload_decode_bytes
     context     extensions activated, CallContext       the same on every binding, gRPC included
@@ -28,6 +29,7 @@ from skillwire.errors import A2AError, ContentTypeNotSupportedError, InternalErr
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
+from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.server import access
 from skillwire.server.asgi import (
     BodyTooLarge,
@@ -41,6 +43,7 @@ from skillwire.server.asgi import (
     stream_sse,
 )
 from skillwire.server.context import CallContext, requested_extensions
+from skillwire.server.guard import Guard, check_tenant_name
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.sse import encode_event
 
@@ -122,6 +125,7 @@ class Request(msgspec.Struct, frozen=True):
     headers: dict[str, str]
     route: Any
     body: bytes
+    principal: Principal = ANONYMOUS
 
 
 class HttpEndpoint:
@@ -138,6 +142,7 @@ class HttpEndpoint:
         keepalive: float,
         activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
         base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.limits = limits
@@ -146,6 +151,8 @@ class HttpEndpoint:
         self._activate = activate
         #: the base URL of a request (the app's public URL, or where the client reached it)
         self._base_url = base_url
+        #: the agent's security policy at the door (None: no security, every caller is anonymous)
+        self.guard = guard
 
     # -- the steps a binding implements --------------------------------------------------------------------
 
@@ -176,7 +183,8 @@ class HttpEndpoint:
             route = self.accept(scope, headers)
             if route is None:
                 return False
-            request = Request(scope, headers, route, await self._receive(route, receive, headers))
+            principal = ANONYMOUS if self.guard is None else await self._authenticate(route, scope, headers)
+            request = Request(scope, headers, route, await self._receive(route, receive, headers), principal)
             activated = self._activate(requested_extensions(headers))
             echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
             if len(request.body) > self.limits.offload_decode_bytes:  # off the loop: its cost grows with it
@@ -192,6 +200,15 @@ class HttpEndpoint:
             return False
         await self._serve(call, request, activated, echo, receive, send)
         return True
+
+    async def _authenticate(self, route: Any, scope: Scope, headers: Mapping[str, str]) -> Principal:
+        assert self.guard is not None
+        try:
+            return await self.guard.http(scope, headers)
+        except A2AError as error:  # 401 or 403, before the body is read
+            raise self.refuse(route, error, error.http_status) from None
+        except Exception as exc:  # a scheme's bug (a verifier callable that raised): never a 500 with a trace
+            raise self.refuse(route, _as_a2a(exc, "authenticating a request"), 500) from None
 
     def _decode(self, request: Request) -> Call | None:
         try:
@@ -223,9 +240,15 @@ class HttpEndpoint:
 
     def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
+        tenant = getattr(call.params, "tenant", "") or ""
+        if tenant:
+            check_tenant_name(tenant)
+            if self.guard is not None:
+                self.guard.check_tenant(request.principal, tenant)
         return CallContext(
             protocol_version=call.version,
-            tenant=getattr(call.params, "tenant", "") or "",
+            tenant=tenant,
+            principal=request.principal,
             extensions=activated,
             binding=self.binding,
             headers=request.headers,

@@ -144,6 +144,12 @@ class TaskEvents:
         return self._run.context_id
 
     @property
+    def call(self) -> CallContext:
+        """The call this run serves: its principal and tenant (for a task taken back after a restart, its
+        owner as the store keeps it)."""
+        return self._run.call
+
+    @property
     def state(self) -> TaskState | None:
         """The task's current state, or None while no task exists yet."""
         task = self._run.task

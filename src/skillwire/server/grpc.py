@@ -80,12 +80,21 @@ from skillwire.wire.grpc_service import (
 # isort: split
 import grpc  # type: ignore[import-untyped]
 
-from skillwire.errors import A2AError, InternalError, InvalidParamsError, JSONParseError, MethodNotFoundError
+from skillwire.errors import (
+    A2AError,
+    InternalError,
+    InvalidParamsError,
+    JSONParseError,
+    MethodNotFoundError,
+    UnauthenticatedError,
+)
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
+from skillwire.security.principal import ANONYMOUS
 from skillwire.server import access
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
+from skillwire.server.guard import Guard, check_tenant_name
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -140,7 +149,10 @@ StatusOverrides = Mapping[type[A2AError], str]
 
 async def _abort(context: Any, error: A2AError, overrides: StatusOverrides) -> NoReturn:
     code, status = rich_status(error, overrides)
-    await context.abort(code, error.message, trailing_metadata=((STATUS_DETAILS_KEY, status),))
+    trailing: tuple[tuple[str, Any], ...] = ((STATUS_DETAILS_KEY, status),)
+    if isinstance(error, UnauthenticatedError):  # the HTTP bindings' WWW-Authenticate challenges
+        trailing += tuple(("www-authenticate", challenge) for challenge in error.challenges)
+    await context.abort(code, error.message, trailing_metadata=trailing)
     raise AssertionError("grpc's context.abort returned")  # pragma: no cover
 
 
@@ -227,12 +239,18 @@ class _Servicer:
     Dispatcher."""
 
     def __init__(
-        self, dispatcher: Dispatcher, activate: Activate, limits: Limits, overrides: StatusOverrides
+        self,
+        dispatcher: Dispatcher,
+        activate: Activate,
+        limits: Limits,
+        overrides: StatusOverrides,
+        guard: Guard | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
         self.limits = limits
         self.overrides = overrides
+        self.guard = guard
 
     def method_handlers(self) -> dict[str, Any]:
         """grpc's method handler of every rpc, by rpc name."""
@@ -262,20 +280,28 @@ class _Servicer:
     ) -> tuple[Any, CallContext, tuple[tuple[str, str], ...]]:
         """The request Struct, the call's context, and the initial metadata to answer with."""
         request_type = rpc.spec.request_type
+        headers = _metadata(context)
+        # credentials first, as on the HTTP bindings (where the body is not even read without them)
+        principal = ANONYMOUS if self.guard is None else await self.guard.grpc(headers, context)
         if isinstance(request, _Undecodable):  # checked first, as JSON-RPC parses before it negotiates
             raise JSONParseError(
                 f"The request is not a valid lf.a2a.v1.{request_type.__name__}: {request.reason}"
             )
-        headers = _metadata(context)
         version = negotiate_version(headers.get("a2a-version"), V1_ONLY)
         params = to_struct(request, request_type)
         check_shape(params, self.limits, "")  # the decoded-JSON budgets, as on the HTTP bindings
         activated = self.activate(requested_extensions(headers))
         # echoed, like the A2A-Extensions response header of the HTTP bindings
         initial = (("a2a-extensions", ",".join(sorted(activated))),) if activated else ()
+        tenant = getattr(params, "tenant", "") or ""
+        if tenant:
+            check_tenant_name(tenant)
+            if self.guard is not None:
+                self.guard.check_tenant(principal, tenant)
         call = CallContext(
             protocol_version=version,
-            tenant=getattr(params, "tenant", "") or "",
+            tenant=tenant,
+            principal=principal,
             extensions=activated,
             binding="GRPC",
             headers=headers,
@@ -382,8 +408,10 @@ class GrpcServer:
         credentials: Any = None,
         activate: Activate | None = None,
         status_overrides: Mapping[type[A2AError], str] = {},
+        guard: Guard | None = None,
     ) -> None:
         check_overrides(status_overrides)
+        self.guard = guard
         self.dispatcher = dispatcher
         self.activate = activate or _all_requested
         self.host = host
@@ -404,7 +432,7 @@ class GrpcServer:
         if self._server is not None:
             raise RuntimeError("the gRPC server is already started")
         server = grpc.aio.server(options=server_options(self.limits))
-        servicer = _Servicer(self.dispatcher, self.activate, self.limits, self.status_overrides)
+        servicer = _Servicer(self.dispatcher, self.activate, self.limits, self.status_overrides, self.guard)
         handlers = servicer.method_handlers()
         # The service's own rpcs first; _Unknown answers every other method.
         server.add_generic_rpc_handlers(

@@ -2,7 +2,8 @@
 envelope and answers.
 
 JSON-RPC errors travel with HTTP 200 (the body carries the error), except for a body over the size limit
-(413, refused before reading when ``Content-Length`` says so), a method other than POST (405), and a busy
+(413, refused before reading when ``Content-Length`` says so), a method other than POST (405), missing or
+wrong credentials (401 with ``WWW-Authenticate``), credentials that fall short (403), and a busy
 server (503 with ``Retry-After``; the body is the -32603 error with ErrorInfo ``SERVER_BUSY``). A
 notification (no ``id``) is answered 204 with no body. The protocol version (``A2A-Version`` header, or
 query parameter) picks the codec (:func:`skillwire.wire.codec.jsonrpc_codec`); a version that is not served
@@ -15,7 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from skillwire.errors import A2AError, InvalidRequestError, ServerBusyError
+from skillwire.errors import (
+    A2AError,
+    InvalidRequestError,
+    PermissionDeniedError,
+    ServerBusyError,
+    UnauthenticatedError,
+)
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
@@ -28,6 +35,8 @@ from skillwire.wire.sse import encode_event
 __all__ = ["JsonRpcEndpoint"]
 
 _V10 = jsonrpc_codec("1.0")
+#: Errors answered with their own HTTP status (401, 403) rather than under 200.
+_AUTH_ERRORS = (UnauthenticatedError, PermissionDeniedError)
 _SSE_EXTRA = [h for h in SSE_HEADERS if h[0] != b"content-type"]
 
 
@@ -55,7 +64,7 @@ class _Frames:
             # v0.3 clients read a streaming call's answer only as SSE: the error is its one event (but they
             # check the HTTP status first, so busy is a 503 like on every other call)
             return Answer(200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream")
-        status = 503 if busy else 200
+        status = 503 if busy else error.http_status if isinstance(error, _AUTH_ERRORS) else 200
         if not self.expects_response:
             return Answer(204 if status == 200 else status, b"", error_headers(error))
         return Answer(status, body, error_headers(error))
@@ -77,7 +86,10 @@ class JsonRpcEndpoint(HttpEndpoint):
         return True
 
     def refuse(self, route: Any, error: A2AError, status: int) -> Answer:
-        # only a size the server will not read changes the HTTP status; the body says the rest
+        # only a size the server will not read and missing or insufficient credentials change the HTTP
+        # status (as a plain HTTP client or proxy expects them); the body says the rest
+        if isinstance(error, _AUTH_ERRORS):
+            return Answer(error.http_status, _V10.encode_error(None, error), error_headers(error))
         return Answer(413 if status == 413 else 200, _V10.encode_error(None, error))
 
     def decode(self, request: Request) -> Call:

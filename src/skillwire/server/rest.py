@@ -110,7 +110,7 @@ class RestEndpoint(HttpEndpoint):
         return route.method in _BODY_METHODS
 
     def refuse(self, route: _Route, error: A2AError, status: int) -> Answer:
-        return Answer(status, route.codec.encode_error(error, status))
+        return Answer(status, route.codec.encode_error(error, status), error_headers(error))
 
     def decode(self, request: Request) -> Call | None:
         r: _Route = request.route

@@ -32,6 +32,7 @@ from skillwire.errors import (
     StoreError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnauthenticatedError,
     UnsupportedOperationError,
 )
 from skillwire.protocol.limits import Limits
@@ -54,8 +55,9 @@ from skillwire.protocol.models import (
     new_id,
 )
 from skillwire.protocol.states import TaskState
+from skillwire.security.principal import Principal
 from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
-from skillwire.server.context import CallContext
+from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.run import (
@@ -154,7 +156,7 @@ class TaskRuntime(BaseRequestHandler):
         store: TaskStore,
         bus: EventBus | None = None,
         *,
-        extended_card: AgentCard | None = None,
+        extended_card: AgentCard | Callable[[Principal], AgentCard] | None = None,
         limits: Limits | None = None,
         input_modes: Sequence[str] = (),
     ) -> None:
@@ -246,7 +248,7 @@ class TaskRuntime(BaseRequestHandler):
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
         run = self._new_run(
-            SendMessageRequest(message=first), CallContext(tenant=tenant), first, tenant, stored, resumed=True
+            SendMessageRequest(message=first), _owner_context(tenant), first, tenant, stored, resumed=True
         )
         run.deadline = self.limits.task_timeout
         await run.start(work, eager=False)
@@ -362,7 +364,7 @@ class TaskRuntime(BaseRequestHandler):
                 f"This server is running {len(self._runs)} tasks, its limit: try again shortly",
                 retry_after=self.limits.retry_after,
             )
-        tenant = request.tenant or call.tenant
+        tenant = _partition(request, call)
         if not message.task_id:
             task_id = new_id()
             context_id = message.context_id or new_id()
@@ -522,7 +524,7 @@ class TaskRuntime(BaseRequestHandler):
         return EventStream(sub)
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
-        tenant = request.tenant or call.tenant
+        tenant = _partition(request, call)
         stored = await self._read(
             self.store.get(request.id, tenant=tenant, history_length=request.history_length)
         )
@@ -536,7 +538,7 @@ class TaskRuntime(BaseRequestHandler):
         page = await self._read(
             self.store.list_tasks(
                 TaskQuery(
-                    tenant=request.tenant or call.tenant,
+                    tenant=_partition(request, call),
                     context_id=request.context_id,
                     state=None if request.status is TaskState.UNSPECIFIED else request.status,
                     updated_after=request.status_timestamp_after,
@@ -558,7 +560,7 @@ class TaskRuntime(BaseRequestHandler):
         )
 
     async def on_cancel_task(self, request: CancelTaskRequest, call: CallContext) -> Task:
-        key = (request.tenant or call.tenant, request.id)
+        key = (_partition(request, call), request.id)
         run = self._runs.get(key)
         if run is not None:
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
@@ -582,7 +584,7 @@ class TaskRuntime(BaseRequestHandler):
         return canceled
 
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
-        key = (request.tenant or call.tenant, request.id)
+        key = (_partition(request, call), request.id)
         sub = self.bus.subscribe(key)
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
@@ -604,7 +606,28 @@ class TaskRuntime(BaseRequestHandler):
     ) -> Any:
         if self.extended_card is None:
             raise ExtendedAgentCardNotConfiguredError()
-        return self.extended_card
+        if not call.principal.authenticated:  # the spec: it MUST require authentication
+            raise UnauthenticatedError("The extended agent card is served to authenticated callers only")
+        card = self.extended_card
+        return card(call.principal) if callable(card) else card
+
+
+def _partition(request: Any, call: CallContext) -> str:
+    """Where the tasks a call may reach are kept: its tenant and, when the agent has security, its
+    principal (see :func:`skillwire.server.context.partition`)."""
+    return partition(request.tenant or call.tenant, call.principal)
+
+
+def _owner_context(key: str) -> CallContext:
+    """The call context of a task taken back at start-up: its tenant and owner from where it is stored (the
+    owner's subject and scheme; scopes and claims are not stored)."""
+    tenant, owner = split_partition(key)
+    if not owner:
+        return CallContext(tenant=tenant)
+    scheme, _, subject = owner.partition(":")
+    return CallContext(
+        tenant=tenant, principal=Principal(subject=subject, scheme=scheme, granted={scheme: frozenset()})
+    )
 
 
 def _busy(key: Key) -> UnsupportedOperationError:

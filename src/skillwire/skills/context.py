@@ -37,18 +37,30 @@ from skillwire.errors import SkillwireError
 from skillwire.protocol.media import accepts
 from skillwire.protocol.models import Artifact, Message, Part, Role, Task
 from skillwire.protocol.states import TaskState
-from skillwire.server.context import CallContext, Caller
+from skillwire.security.principal import Principal
+from skillwire.server.context import CallContext
 from skillwire.server.executor import TaskEvents
 
 if TYPE_CHECKING:
     from skillwire.skills.registry import Skill
 
-__all__ = ["ASK_KEY", "Answer", "InputNeeded", "NotJson", "SkillContext", "json_problem"]
+__all__ = [
+    "ASK_KEY",
+    "AUTH_KEY",
+    "Answer",
+    "AuthNeeded",
+    "InputNeeded",
+    "NotJson",
+    "SkillContext",
+    "json_problem",
+]
 
 log = logging.getLogger("skillwire.skills")
 
 #: Metadata key marking an agent message as the prompt of the n-th ``ctx.ask`` of a task.
 ASK_KEY = "skillwireAsk"
+#: Metadata key of the status message of ``ctx.require``: what the task waits for (scheme names, scopes).
+AUTH_KEY = "skillwireAuthRequired"
 _PROGRESS_STATES = frozenset({TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED})
 
 
@@ -70,6 +82,15 @@ class Answer:
 
 class InputNeeded(Exception):
     """Raised by ``ctx.ask`` when the answer is not known yet; the executor turns it into INPUT_REQUIRED."""
+
+    def __init__(self, prompt: Message) -> None:
+        super().__init__(prompt.text())
+        self.prompt = prompt
+
+
+class AuthNeeded(Exception):
+    """Raised by ``ctx.require`` when the caller's credentials fall short; the executor turns it into
+    AUTH_REQUIRED."""
 
     def __init__(self, prompt: Message) -> None:
         super().__init__(prompt.text())
@@ -169,9 +190,10 @@ class SkillContext:
         return self.events.context_id
 
     @property
-    def caller(self) -> Caller:
-        """Who is calling (anonymous until authentication is configured)."""
-        return self.call.caller
+    def principal(self) -> Principal:
+        """Who is calling: subject, scheme, scopes and claims (anonymous when the agent declares no
+        security). Work delegated with :meth:`delegate` keeps the principal that started it."""
+        return self.call.principal
 
     @property
     def tenant(self) -> str:
@@ -294,12 +316,59 @@ class SkillContext:
             )
         )
 
+    async def require(
+        self,
+        scopes: Sequence[str] = (),
+        *,
+        schemes: Sequence[str] = (),
+        message: str | None = None,
+    ) -> Principal:
+        """The caller's principal if it grants every one of ``scopes`` (through one of ``schemes`` when
+        given); else the task moves to AUTH_REQUIRED with ``message`` (or one saying what is missing) and the
+        run ends, as for :meth:`ask`. The client gets credentials that grant more (out of band: a new token
+        with more scopes) and sends a message on the task with them; the handler then runs again from the
+        start, as after an answer, and this call now returns. Entering AUTH_REQUIRED grants nothing by
+        itself: the check is made on the new message's credentials, and the task stays its owner's (a token
+        for another subject or scheme does not reach it)."""
+        principal = self.call.principal
+        wanted = frozenset(scopes)
+        granted = (
+            [principal.granted[n] for n in schemes if n in principal.granted]
+            if schemes
+            else [principal.scopes]
+        )
+        if principal.authenticated and any(wanted <= g for g in granted):
+            return principal
+        needed = ", ".join(sorted(wanted)) or "authenticated credentials"
+        via = f" through {' or '.join(schemes)}" if schemes else ""
+        text = (
+            message
+            or f"This step needs {needed}{via}: send a message on this task with credentials that grant it."
+        )
+        base = self.events.agent_message(text)
+        raise AuthNeeded(
+            Message(
+                message_id=base.message_id,
+                context_id=base.context_id,
+                task_id=base.task_id,
+                role=Role.AGENT,
+                parts=base.parts,
+                metadata={
+                    **(base.metadata or {}),
+                    AUTH_KEY: {"scopes": sorted(wanted), "schemes": list(schemes)},
+                },
+            )
+        )
+
     async def delegate(self, ref: Any, message: str | Message | None = None) -> None:
         """Hand the task to external work identified by ``ref`` (JSON); the caller is answered now and the
         skill's ``follow(ref, ctx)`` carries the task to its end, across restarts too."""
         if self.skill.follow is None:
             raise SkillwireError(f"skill {self.skill.id!r} delegates but has no follow() to follow the work")
-        await self.events.set_metadata("delegation", {"skillId": self.skill.id, "ref": ref})
+        delegation: dict[str, Any] = {"skillId": self.skill.id, "ref": ref}
+        if self.call.principal.scopes:  # what follow() may rely on after a restart (the owner is the task's)
+            delegation["scopes"] = sorted(self.call.principal.scopes)
+        await self.events.set_metadata("delegation", delegation)
         await self.events.working(message or "The work continues elsewhere.")
         await self.events.release()
         self.delegated = ref

@@ -42,9 +42,16 @@ from skillwire.errors import A2AError, InvalidParamsError, SkillError, SkillReje
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
-from skillwire.server.context import CallContext
+from skillwire.security.policy import Security
 from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
-from skillwire.skills.context import InputNeeded, NotJson, SkillContext, json_problem, recorded_answers
+from skillwire.skills.context import (
+    AuthNeeded,
+    InputNeeded,
+    NotJson,
+    SkillContext,
+    json_problem,
+    recorded_answers,
+)
 from skillwire.skills.registry import Skill, SkillRegistry
 
 __all__ = ["Outcome", "OutcomeHook", "SkillExecutor", "params_of", "routed_skill_id"]
@@ -143,8 +150,11 @@ class SkillExecutor(Executor):
         read_only: bool = False,
         schema_steps: int | None = _DEFAULTS.schema_steps,
         offload_bytes: int | None = _DEFAULTS.offload_decode_bytes,
+        security: Security | None = None,
     ) -> None:
         self.registry = registry
+        #: the agent's policy: a skill's securityRequirements are checked with it when the skill is chosen
+        self.security = security
         self.hooks = list(hooks)
         self.read_only = read_only
         self.schema_steps = schema_steps
@@ -200,6 +210,9 @@ class SkillExecutor(Executor):
     async def admit(self, context: RequestContext) -> Work:
         """Route the message and check its input before any task exists; the work that runs the skill."""
         skill = self._skill_for(context)
+        if self.security is not None and skill.security_sets:
+            # on top of the agent's requirements, which the request met at the door; on every turn
+            self.security.authorize(context.call.principal, skill.security_sets, f"Skill {skill.id!r}")
         if context.task is not None:
             return functools.partial(self._next_turn, skill, context)
         params = await self._checked_input(skill, context)
@@ -265,11 +278,19 @@ class SkillExecutor(Executor):
 
         async def carry_on(events: TaskEvents) -> None:
             first = task.history[0] if task.history else None
+            call = events.call  # the task's owner, as the runtime knows it from where the task is stored
+            scopes = delegation.get("scopes")
+            if call.principal.authenticated and isinstance(scopes, list):
+                granted = frozenset(str(s) for s in scopes)
+                principal = msgspec.structs.replace(
+                    call.principal, scopes=granted, granted={call.principal.scheme: granted}
+                )
+                call = msgspec.structs.replace(call, principal=principal)
             ctx = SkillContext(
                 skill,
                 events,
                 message=first or events.agent_message("(resumed)"),
-                call=CallContext(),
+                call=call,
                 task=task,
                 params=params_of(first, skill.text_input) if first is not None else None,
             )
@@ -338,6 +359,9 @@ class SkillExecutor(Executor):
         except InputNeeded as need:
             state = TaskState.INPUT_REQUIRED
             await events.status(TaskState.INPUT_REQUIRED, need.prompt)
+        except AuthNeeded as need:
+            state = TaskState.AUTH_REQUIRED
+            await events.status(TaskState.AUTH_REQUIRED, need.prompt)
         except SkillError as exc:
             error = exc
             state = TaskState.REJECTED if isinstance(exc, SkillRejectedError) else TaskState.FAILED

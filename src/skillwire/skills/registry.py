@@ -31,6 +31,7 @@ import msgspec
 
 from skillwire.errors import SkillwireError, ValidationError
 from skillwire.protocol.models import AgentSkill, SecurityRequirement
+from skillwire.security.policy import requirement_sets
 
 if TYPE_CHECKING:
     from skillwire.skills.context import SkillContext
@@ -128,6 +129,12 @@ class Skill:
     timeout_seconds: float | None = None
     #: The input property a text message fills: ``{text_input: <text>}``; None: ``{"text": <text>}``.
     text_input: str | None = None
+
+    @property
+    def security_sets(self) -> Any:
+        """The skill's securityRequirements as an OR of AND-sets (empty: the agent's alone)."""
+        reqs = self.agent_skill.security_requirements
+        return requirement_sets(reqs) if reqs else ()
 
     def validate_input(self, value: Any, *, max_steps: int | None = None) -> Any:
         """The handler's params for ``value`` (raises ValidationError); ``max_steps`` is the schema budget."""

@@ -1,0 +1,76 @@
+"""Authentication at the door of every binding: the agent's :class:`~skillwire.security.Security` policy
+applied to a request before anything else is done for it (its body is not even read).
+
+The HTTP bindings call :meth:`Guard.http` right after the route is known, gRPC :meth:`Guard.grpc` before
+the request is converted; both answer with the :class:`Principal` or raise the 401/403 error. The agent card
+at ``/.well-known/agent-card.json`` is the one route that never passes here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from skillwire.errors import InvalidParamsError
+from skillwire.security.policy import Security
+from skillwire.security.principal import Principal
+from skillwire.security.schemes import Presented
+from skillwire.server.asgi import Scope
+
+__all__ = ["Guard", "PeerName", "check_tenant_name"]
+
+
+class PeerName(msgspec.Struct, frozen=True):
+    """A verified client certificate's subject (RFC 4514), as the TLS layer handed it over."""
+
+    subject: str
+
+
+class Guard:
+    def __init__(self, security: Security) -> None:
+        self.security = security
+
+    async def http(self, scope: Scope, headers: Mapping[str, str]) -> Principal:
+        return await self.security.authenticate(
+            Presented(headers, scope.get("query_string", b""), _http_peer(scope))
+        )
+
+    async def grpc(self, metadata: Mapping[str, str], context: Any) -> Principal:
+        return await self.security.authenticate(Presented(metadata, b"", _grpc_peer(context)))
+
+    def check_tenant(self, principal: Principal, tenant: str) -> None:
+        self.security.check_tenant(principal, tenant)
+
+
+def check_tenant_name(tenant: str) -> None:
+    """Refuse a tenant that could be taken for another caller's partition (see ``context.partition``)."""
+    if "\x00" in tenant:
+        raise InvalidParamsError(
+            "tenant must not contain NUL", field_violations=[("tenant", "must not contain NUL")]
+        )
+
+
+def _http_peer(scope: Scope) -> PeerName | None:
+    """The client certificate's subject from the ASGI TLS extension (``skillwire serve --tls-client-ca``
+    puts it there; so does any ASGI server implementing the extension)."""
+    tls = (scope.get("extensions") or {}).get("tls")
+    name = tls.get("client_cert_name") if isinstance(tls, dict) else None
+    return PeerName(name) if isinstance(name, str) and name else None
+
+
+def _grpc_peer(context: Any) -> PeerName | None:
+    """The client certificate's subject of a gRPC call over mutual TLS."""
+    try:
+        auth = context.auth_context()
+    except Exception:  # not a TLS channel, or no auth context on this grpc
+        return None
+    subject = auth.get("x509_subject") or auth.get("x509_common_name")
+    if not subject:
+        return None
+    raw = subject[0]
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    if "x509_subject" not in auth:  # only the common name: say so in the RFC 4514 form
+        text = f"CN={text}"
+    return PeerName(text) if text else None
