@@ -28,7 +28,7 @@ import msgspec
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
-from skillwire.security.policy import Security
+from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
 from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
@@ -141,6 +141,7 @@ class Agent:
         follow: Follower | None = None,
         timeout_seconds: float | None = None,
         text_input: str | None = None,
+        security: Sequence[Requirement] = (),
     ) -> Callable[[F], F]:
         """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
@@ -155,7 +156,9 @@ class Agent:
         ``input_schema``, the Struct or the typed parameters are the input schema (both at once is refused).
         ``timeout_seconds`` is the skill's deadline (like a manifest's ``executionHints.timeoutSeconds``;
         default: ``Limits.task_timeout``). ``text_input`` names the input property a text message fills (a
-        manifest's ``textInput``)."""
+        manifest's ``textInput``). ``security`` is the skill's securityRequirements, checked on top of the
+        agent's (``[{"bearer": ["deploy"]}]``: a token with that scope); they must name schemes the agent's
+        ``security=`` declares."""
 
         def register(handler: F) -> F:
             try:
@@ -173,6 +176,7 @@ class Agent:
                         follow=follow,
                         timeout_seconds=timeout_seconds,
                         text_input=text_input,
+                        security_requirements=as_card(requirement_sets(security)),
                     )
                 )
             except SkillwireError as exc:

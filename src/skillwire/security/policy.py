@@ -31,7 +31,7 @@ from skillwire.protocol.models import SecurityRequirement, StringList
 from skillwire.security.principal import Principal
 from skillwire.security.schemes import Presented, Scheme
 
-__all__ = ["Requirement", "Security", "requirement_sets"]
+__all__ = ["Requirement", "Security", "as_card", "requirement_sets"]
 
 #: One alternative: scheme name -> the scopes it needs (all of them, with every scheme named).
 Requirement = Mapping[str, Sequence[str]]

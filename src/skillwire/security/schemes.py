@@ -244,6 +244,10 @@ class APIKey(Scheme):
     def card(self) -> dict[str, Any]:
         return self._entry(location=self.location, name=self.parameter)
 
+    def challenge(self) -> str:
+        # No registered HTTP scheme names API keys; this one says where the key goes, in RFC 9110 syntax.
+        return f'ApiKey in="{self.location}", name="{self.parameter}"'
+
     def _read(self, presented: Presented) -> str | None:
         if self.location == "header":
             return presented.header(self.parameter)
