@@ -45,6 +45,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
+from skillwire.security import APIKey, Security
 from skillwire.server.handler import RequestHandler
 
 FAST = RetryPolicy(retries=3, base=0.0, cap=0.01)
@@ -197,8 +198,11 @@ async def test_extended_card_is_served(serve: Any) -> None:
     agent = example_agent("tck")
     agent.extended_card = msgspec.structs.replace(agent.card(), name="TCK agent (extended)")
     agent.extended_card_enabled = True
+    agent.security = Security(APIKey(keys={"tester": "grpc-client-key"}))  # it needs authentication
     srv = serve(agent.asgi(store="memory://", grpc_port=0))
-    async with grpc_client(srv) as client:
+    interface = select_interface(srv.app.card_for(srv.url), ["GRPC"])
+    keyed = GrpcTransport(interface.url, timeout=WAIT, headers={"x-api-key": "grpc-client-key"})
+    async with grpc_client(srv, keyed) as client:
         assert client.card.capabilities.extended_agent_card
         card = await client.get_extended_card()
     assert card.name == "TCK agent (extended)" and card.skills

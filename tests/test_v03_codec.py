@@ -874,9 +874,11 @@ def test_error_codes(cls: type[A2AError]) -> None:
 
 
 def test_v03_error_codes_are_the_v03_ones() -> None:
-    """-32001..-32007 keep their codes (v0.3 names -32007 AuthenticatedExtendedCardNotConfiguredError)."""
+    """-32001..-32007 keep their codes (v0.3 names -32007 AuthenticatedExtendedCardNotConfiguredError), and
+    so do skillwire's own -32040/-32041 (credentials missing or short, the same at both versions)."""
     v03_codes = {
         -32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32006, -32007,
+        -32040, -32041,
     }  # fmt: skip
     assert {v03.error_code(cls()) for cls in ERRORS_BY_CODE.values()} == v03_codes
     assert ExtendedAgentCardNotConfiguredError.code == t03.AuthenticatedExtendedCardNotConfiguredError().code

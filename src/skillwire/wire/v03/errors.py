@@ -22,9 +22,11 @@ from skillwire.errors import (
     InvalidAgentResponseError,
     InvalidParamsError,
     InvalidRequestError,
+    PermissionDeniedError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
+    UnauthenticatedError,
     UnsupportedOperationError,
 )
 from skillwire.protocol.operations import Operation
@@ -36,11 +38,13 @@ _O = Operation
 #: A2A error codes that exist only in v1.0 (-32008 ExtensionSupportRequired, -32009 VersionNotSupported, and
 #: any later ones): v0.3 has no code for them, so they travel as -32600 InvalidRequest.
 _V10_ONLY_CODES = range(-32099, -32007)
+#: skillwire's own codes (credentials missing or short) mean the same at both versions: kept as they are.
+_SKILLWIRE_CODES = frozenset({UnauthenticatedError.code, PermissionDeniedError.code})
 
 
 def error_code(error: A2AError) -> int:
     """The v0.3 JSON-RPC code of ``error``: the v1.0 code, or -32600 for a v1.0-only error."""
-    return InvalidRequestError.code if error.code in _V10_ONLY_CODES else error.code
+    return _v03_code(type(error))
 
 
 def error_data(error: A2AError) -> dict[str, Any]:
@@ -58,7 +62,8 @@ _ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERROR
 
 
 def _v03_code(cls: type[A2AError]) -> int:
-    return InvalidRequestError.code if cls.code in _V10_ONLY_CODES else cls.code
+    v10_only = cls.code in _V10_ONLY_CODES and cls.code not in _SKILLWIRE_CODES
+    return InvalidRequestError.code if v10_only else cls.code
 
 
 def decode_error(error: Any) -> A2AError:
