@@ -10,8 +10,9 @@ Requirements are the spec's: a list of alternatives (OR), each naming schemes th
     )
 
 Without ``require``, any one declared scheme is enough. A request is authenticated once, before any work
-or lookup: every scheme it presents credentials for is checked (a wrong one fails the call even when
-another is right), then the requirements are matched. No alternative met for lack of credentials is 401
+or lookup: every scheme it presents credentials for is checked, then the requirements are matched against
+the schemes that accepted them (a scheme that refused credentials another scheme accepted decides nothing:
+two schemes may read the same header). No alternative met for lack of credentials is 401
 (``UnauthenticatedError`` with each scheme's challenge); an alternative whose schemes are all present but
 whose scopes fall short is 403 (``PermissionDeniedError``). A skill's ``securityRequirements`` are checked
 the same way, on top of the agent's, when the skill is chosen.
@@ -119,16 +120,30 @@ class Security:
         """The principal of a request that meets the agent's requirements; raises UnauthenticatedError (401)
         or PermissionDeniedError (403)."""
         found: dict[str, Principal] = {}
+        refused: UnauthenticatedError | None = None
         for name, scheme in self.schemes.items():
-            principal = await scheme.authenticate(presented)
+            try:
+                principal = await scheme.authenticate(presented)
+            except UnauthenticatedError as error:
+                # Two schemes may read the same credentials (a Bearer JWT scheme and an OAuth 2 one both
+                # read Authorization): a scheme that refuses them decides nothing while another accepts.
+                refused = refused or error
+                continue
             if principal is not None:
                 found[name] = principal
         if not found:
+            if refused is not None:  # credentials were there and wrong: say so
+                raise refused
             raise UnauthenticatedError(
                 "This agent needs credentials: " + _describe(self.requirements), challenges=self._challenges
             )
         granted = {name: p.scopes for name, p in found.items()}
-        alternative = self._match(granted, self.requirements)
+        try:
+            alternative = self._match(granted, self.requirements)
+        except UnauthenticatedError:
+            if refused is not None:  # what was missing was presented, and refused
+                raise refused from None
+            raise
         primary = found[alternative[0][0]] if alternative else next(iter(found.values()))
         return Principal(
             subject=primary.subject,
