@@ -606,6 +606,13 @@ async def test_introspection_checks_issuer_and_audience(idp: IdP, closing: Any) 
     await refused(scheme, idp.opaque_token(aud="x"), r"\(aud\)")
     await refused(scheme, idp.opaque_token(), r"\(aud\)")
     await refused(scheme, idp.opaque_token(aud=AUDIENCE, iss="https://other"), r"\(iss\)")
+    await refused(scheme, idp.opaque_token(aud=[{"not": "a string"}, 1]), r"\(aud\)")
+
+
+async def test_introspection_answer_with_a_nan_expiry_is_refused(idp: IdP, closing: Any) -> None:
+    scheme = closing(OAuth2(flows=FLOWS, introspection=introspection(idp)))
+    await refused(scheme, idp.opaque_token(exp=float("nan")), "exp or nbf is not a date")
+    await refused(scheme, idp.opaque_token(exp=True), "exp or nbf is not a date")
 
 
 async def test_introspection_answers_are_cached_briefly_and_never_past_exp(idp: IdP, closing: Any) -> None:
