@@ -8,6 +8,8 @@
 See docs/security.md for each scheme, the requirements, tenants and the threat model.
 """
 
+from skillwire.security.introspection import Introspection
+from skillwire.security.jwks import KeyCache
 from skillwire.security.policy import Requirement, Security, requirement_sets
 from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.security.schemes import (
@@ -20,13 +22,19 @@ from skillwire.security.schemes import (
     hash_password,
     keys_from_env,
 )
+from skillwire.security.tokens import Bearer, OAuth2, OpenIDConnect
 
 __all__ = [
     "ANONYMOUS",
     "APIKey",
+    "Bearer",
     "Certificate",
     "HTTPBasic",
+    "Introspection",
+    "KeyCache",
     "MutualTLS",
+    "OAuth2",
+    "OpenIDConnect",
     "Presented",
     "Principal",
     "Requirement",
