@@ -224,7 +224,7 @@ def test_each_connection_carries_its_own_certificate(pki: Pki, echo_server: Any)
             assert (tls["client_cert_name"], tls["client_cert_chain"]) == (None, [])
 
 
-def test_plain_http_has_no_tls_extension(echo_server: Any) -> None:
+def test_plain_http_has_no_tls_extension() -> None:
     port = free_port()
     config = uvicorn_config(None, tls_echo, http="h11", host="127.0.0.1", port=port, lifespan="off")
     server = _Started(config)
