@@ -48,6 +48,7 @@ from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
 
 if TYPE_CHECKING:
+    from skillwire.server.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
@@ -305,6 +306,7 @@ class Agent:
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
+        tls: TLSConfig | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -312,7 +314,8 @@ class Agent:
         own in front of it: ``wrap=lambda runtime: MyLoggingHandler(runtime)`` (at most one of the two).
         ``grpc_port`` also serves the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free
         port), whose status codes ``grpc_status_overrides`` may change (``GRPC_STATUSES_V1_0_0`` of
-        :mod:`skillwire.server.grpc`).
+        :mod:`skillwire.server.grpc`). ``tls`` (:class:`~skillwire.server.tls.TLSConfig`) is the certificate
+        gRPC and skillwire's own HTTP server (``run()``, ``skillwire serve``) serve with, mutual TLS included.
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -344,6 +347,7 @@ class Agent:
             grpc_status_overrides=grpc_status_overrides,
             card_v03_fields=self.card_v03_fields,
             security=self.security,
+            tls=tls,
         )
 
     def run(
@@ -354,6 +358,10 @@ class Agent:
         store: str | TaskStore | None = None,
         log_level: str | None = None,
         on_ready: Callable[[], None] | None = None,
+        tls_cert: str | None = None,
+        tls_key: str | None = None,
+        tls_client_ca: str | None = None,
+        tls_client_cert: str | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
@@ -361,15 +369,22 @@ class Agent:
 
         What is not given comes, as for ``skillwire serve``, from ``SKILLWIRE_HOST``, ``SKILLWIRE_PORT``,
         ``SKILLWIRE_STORE`` and ``SKILLWIRE_LOG_LEVEL``, else the defaults: ``127.0.0.1``, 8000, the
-        agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``."""
+        agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``.
+
+        ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
+        HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
+        ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``):
+        see :mod:`skillwire.server.tls`."""
         from skillwire.server.serve import print_banner, serve
+        from skillwire.server.tls import tls_from
 
         host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
         port = port if port is not None else _env_port()
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
-        app = self.asgi(store=store)
+        tls = tls_from(tls_cert, tls_key, tls_client_ca, tls_client_cert, env=os.environ)
+        app = self.asgi(store=store, tls=tls)
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)

@@ -27,6 +27,7 @@ from skillwire.cli import calls, scaffold
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
+from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ def _add_serve(sub: Any) -> None:
         default=_env_flag("PLUGINS") or False,
         help="add the skills installed packages offer (entry points)",
     )
+    _add_tls(serve)
     serve.add_argument(
         "--limit",
         action="append",
@@ -182,6 +184,32 @@ def _add_serve(sub: Any) -> None:
         metavar="NAME=VALUE",
         help="set one budget (repeatable), e.g. --limit max_connections=5000 --limit task_timeout=none;"
         " docs/limits.md lists them all",
+    )
+
+
+def _add_tls(serve: Any) -> None:
+    """HTTPS, and gRPC over TLS, with the certificate skillwire presents and the client certificates it asks
+    for (see :mod:`skillwire.server.tls`)."""
+    serve.add_argument(
+        "--tls-cert",
+        default=_env("TLS_CERT"),
+        metavar="PEM",
+        help="serve HTTPS (and gRPC over TLS) with this certificate chain",
+    )
+    serve.add_argument(
+        "--tls-key", default=_env("TLS_KEY"), metavar="PEM", help="the private key of --tls-cert"
+    )
+    serve.add_argument(
+        "--tls-client-ca",
+        default=_env("TLS_CLIENT_CA"),
+        metavar="PEM",
+        help="mutual TLS: ask for client certificates signed by this CA (needs `pip install 'skillwire[tls]'`)",
+    )
+    serve.add_argument(
+        "--tls-client-cert",
+        choices=["required", "optional"],
+        default=_env("TLS_CLIENT_CERT"),
+        help="with --tls-client-ca: whether a client certificate is required (default) or optional",
     )
 
 
@@ -266,6 +294,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         if args.grpc_statuses == "v1.0.0":
             status_overrides = GRPC_STATUSES_V1_0_0
     limits = _limits(args)
+    tls = tls_from(args.tls_cert, args.tls_key, args.tls_client_ca, args.tls_client_cert)
     store = open_store(args.store or default_store(agent.name), limits=limits)
     app = agent.asgi(
         store=store,
@@ -274,6 +303,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         grpc_host=args.host,
         grpc_status_overrides=status_overrides,
         limits=limits,
+        tls=tls,
     )
     return agent, app
 
@@ -301,7 +331,7 @@ def app_from_env() -> A2AApplication:
 def _serve_reloading(args: argparse.Namespace) -> int:
     from skillwire.server.serve import serve_reloading
 
-    _application(args)  # the same errors, up front, as without --reload
+    _, app = _application(args)  # the same errors, up front, as without --reload
     target = Path(args.target)
     folder = target if target.is_dir() else target.parent if target.suffix == ".py" else Path.cwd()
     os.environ.update(_as_env(args))
@@ -315,6 +345,7 @@ def _serve_reloading(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         limits=_limits(args),
         grpc=args.grpc_port is not None,
+        tls=app.tls,
     )
     return 0
 
@@ -332,6 +363,10 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,
         "LIMIT": ",".join(args.limit),
+        **{
+            f"TLS_{name.upper()}": getattr(args, f"tls_{name}")
+            for name in ("cert", "key", "client_ca", "client_cert")
+        },
         "RELOAD": "0",
         **{name: None if flag is None else ("1" if flag else "0") for name, flag in flags.items()},
     }

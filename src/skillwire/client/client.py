@@ -118,6 +118,7 @@ async def _transport(
     timeout: httpx.Timeout,  # noqa: ASYNC109 - the transport's per-request timeouts
     headers: dict[str, str],
     credentials: CredentialsProvider | None,
+    grpc_credentials: Any = None,
 ) -> Transport:
     """The transport for ``interface``; each binding module is imported only when it is used."""
     binding = interface.protocol_binding.upper()
@@ -131,7 +132,9 @@ async def _transport(
 
         if credentials is not None:
             headers = {**headers, **await credential_headers(card, credentials)}
-        return GrpcTransport(interface.url, timeout=timeout.read, headers=headers)
+        return GrpcTransport(
+            interface.url, timeout=timeout.read, headers=headers, credentials=grpc_credentials
+        )
     auth = CardAuth(card, credentials) if credentials is not None else None
     http_type = JsonRpcTransport if binding == "JSONRPC" else RestTransport
     return http_type(interface.url, http, version=version, timeout=timeout, headers=headers, auth=auth)
@@ -274,6 +277,7 @@ class Client:
         headers: dict[str, str] | None = None,
         credentials: CredentialsProvider | Mapping[str, Secret] | None = None,
         extensions: Sequence[str] = (),
+        grpc_credentials: Any = None,
     ) -> Client:
         """Read the agent card at ``base_url`` and connect through the interface it offers that suits
         best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
@@ -284,6 +288,9 @@ class Client:
         :mod:`skillwire.client.auth`); ``extensions`` are the extension URIs to request (the
         ``A2A-Extensions`` header); ``retries`` is a retry count or a RetryPolicy; ``timeout`` is the
         per-request timeout (a stream's ``read`` timeout bounds the wait between two events).
+        ``grpc_credentials`` (``grpc.ChannelCredentials``) open the channel when a gRPC interface is chosen:
+        a private CA, a client certificate for mutual TLS (over HTTP, pass an ``http`` client whose
+        ``verify=`` SSL context holds them).
         """
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
@@ -300,7 +307,9 @@ class Client:
             source = _CardSource(url, client_http, timeout, headers or {})
             card = await retry.call(source.fetch)
             interface = select_interface(card, bindings, versions)
-            transport = await _transport(interface, card, client_http, timeout, sent, provider)
+            transport = await _transport(
+                interface, card, client_http, timeout, sent, provider, grpc_credentials
+            )
         except BaseException:
             if owns:
                 await client_http.aclose()

@@ -14,7 +14,13 @@ Needs the ``skillwire[grpc]`` extra (grpcio, protobuf, googleapis-common-protos 
 the same way, and anything else is handed to grpc as a target of its own syntax (``dns:///host:443``,
 ``unix:/path``). The channel is opened on the first call, on the running event loop, and closed by
 :meth:`GrpcTransport.aclose`; a ``channel`` passed in (for credentials or options of your own) is used as is
-and left open. Replies of any size are accepted, as on HTTP.
+and left open. ``credentials`` (``grpc.ChannelCredentials``) open a TLS channel with them instead of the
+system's root certificates, whatever the scheme: a private CA, a client certificate for mutual TLS::
+
+    credentials = grpc.ssl_channel_credentials(ca_pem, private_key=key_pem, certificate_chain=cert_pem)
+    transport = GrpcTransport("https://agent.internal:50051", credentials=credentials)
+
+Replies of any size are accepted, as on HTTP.
 
 Every call carries the metadata ``a2a-version: 1.0`` and the ``headers``, names lower-cased (``authorization``,
 ``a2a-extensions`` ...). Headers that mean something only to HTTP/1.1 or that HTTP/2 and grpc reserve
@@ -224,9 +230,11 @@ class GrpcTransport:
         timeout: float | None = None,
         headers: dict[str, str] | None = None,
         channel: grpc.aio.Channel | None = None,
+        credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.url = url
         self.target, self.secure = grpc_target(url)
+        self.credentials = credentials
         self.timeout = timeout
         self.metadata = _metadata(headers)
         self._channel: Any = channel
@@ -238,9 +246,10 @@ class GrpcTransport:
         if self._closed:
             raise RuntimeError("this GrpcTransport is closed")
         if self._channel is None:
+            credentials = self.credentials or (grpc.ssl_channel_credentials() if self.secure else None)
             self._channel = (
-                grpc.aio.secure_channel(self.target, grpc.ssl_channel_credentials(), options=_CHANNEL_OPTIONS)
-                if self.secure
+                grpc.aio.secure_channel(self.target, credentials, options=_CHANNEL_OPTIONS)
+                if credentials is not None
                 else grpc.aio.insecure_channel(self.target, options=_CHANNEL_OPTIONS)
             )
         if self._stub is None:

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -46,6 +46,9 @@ from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
 from skillwire.wire import v03
 from skillwire.wire.rest import encode_status
+
+if TYPE_CHECKING:
+    from skillwire.server.tls import TLSConfig
 
 __all__ = ["A2AApplication"]
 
@@ -76,6 +79,7 @@ class A2AApplication:
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
         card_v03_fields: bool = True,
         security: Security | None = None,
+        tls: TLSConfig | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous."""
@@ -101,6 +105,9 @@ class A2AApplication:
         self.grpc_host = grpc_host
         self.grpc_status_overrides = grpc_status_overrides
         self.grpc_address: str | None = None
+        #: The certificates skillwire's own servers serve with: the gRPC server, and the uvicorn server
+        #: :func:`~skillwire.server.serve.build_server` makes (an ASGI server of yours brings its own).
+        self.tls = tls
         self._grpc: Any = None
         self._declared = frozenset(e.uri for e in card.capabilities.extensions)
         self._started = False  # start-up ran (and left something to shut down)
@@ -142,9 +149,16 @@ class A2AApplication:
         base = base_url or self.card_endpoint.public_url
         if base:
             return self.card_for(base).supported_interfaces
-        if self.grpc_address:
-            return [AgentInterface(url=self.grpc_address, protocol_binding="GRPC", protocol_version="1.0")]
+        if self.grpc_url:
+            return [AgentInterface(url=self.grpc_url, protocol_binding="GRPC", protocol_version="1.0")]
         return []
+
+    @property
+    def grpc_url(self) -> str | None:
+        """The gRPC interface's URL on the card: ``grpc_address``, behind ``https://`` under TLS."""
+        if self.grpc_address is None or self.tls is None:
+            return self.grpc_address
+        return f"https://{self.grpc_address}"
 
     def card_for(self, base_url: str) -> AgentCard:
         """The public card as served under ``base_url``: JSON-RPC first (preferred), then HTTP+JSON, then
@@ -153,9 +167,9 @@ class A2AApplication:
             jsonrpc_interface(base_url, self.rpc_path),
             AgentInterface(url=base_url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
         ]
-        if self.grpc_address:
+        if self.grpc_url:
             interfaces.append(
-                AgentInterface(url=self.grpc_address, protocol_binding="GRPC", protocol_version="1.0")
+                AgentInterface(url=self.grpc_url, protocol_binding="GRPC", protocol_version="1.0")
             )
         return msgspec.structs.replace(self.card, supported_interfaces=interfaces)
 
@@ -220,6 +234,7 @@ class A2AApplication:
                 activate=self._activate,
                 status_overrides=self.grpc_status_overrides,
                 guard=self.guard,
+                credentials=self.tls.grpc_credentials() if self.tls is not None else None,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url

@@ -19,6 +19,8 @@ from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
+from skillwire.server.tls import TLSConfig
+from skillwire.server.uvicorn_tls import uvicorn_config
 
 __all__ = ["build_server", "configure_logging", "print_banner", "serve", "serve_reloading"]
 
@@ -85,14 +87,16 @@ class _Server(uvicorn.Server):
 def print_banner(
     app: A2AApplication, name: str, *, host: str, port: int, public_url: str | None = None
 ) -> None:
-    """Print where ``app`` serves the agent ``name``: its URL, its card's URL, gRPC, the task store (what
-    ``skillwire serve`` and ``Agent.run()`` print once the server accepts connections)."""
+    """Print where ``app`` serves the agent ``name``: its URL (``https://`` when ``app.tls`` is set), its
+    card's URL, gRPC, the task store (what ``skillwire serve`` and ``Agent.run()`` print once the server
+    accepts connections)."""
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
-    base = public_url.rstrip("/") if public_url else f"http://{shown_host}:{port}"
+    scheme = "http" if app.tls is None else "https"
+    base = public_url.rstrip("/") if public_url else f"{scheme}://{shown_host}:{port}"
     print(f"skillwire: serving {name!r} at {base}/", flush=True)
     print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
-    if app.grpc_address:
-        print(f"  gRPC: {app.grpc_address}", flush=True)
+    if app.grpc_url:
+        print(f"  gRPC: {app.grpc_url}", flush=True)
     if app.store is not None:
         print(f"  task store: {app.store.url}", flush=True)
 
@@ -128,8 +132,9 @@ def build_server(
     on_ready: Callable[[], None] | None = None,
 ) -> uvicorn.Server:
     """A uvicorn server for ``app`` (``.run()`` blocks; set ``.should_exit`` to stop it), with the HTTP
-    connection budgets of ``app.limits``."""
-    config = uvicorn.Config(
+    connection budgets of ``app.limits``, over TLS when ``app.tls`` is set (:mod:`skillwire.server.tls`)."""
+    config = uvicorn_config(
+        app.tls,
         app,
         **_COMMON,
         host=host,
@@ -242,11 +247,13 @@ def serve_reloading(
     public_url: str | None = None,
     limits: Limits | None = None,
     grpc: bool = False,
+    tls: TLSConfig | None = None,
 ) -> None:
     """Serve the application ``factory`` (``"module:function"``, called in each server process) and start a
     fresh process whenever a file matching ``includes`` changes under ``folder``: uvicorn's reloader over
     watchfiles, which alone honours ``reload_includes`` (uvicorn's fallback watches ``*.py`` only). For
-    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`."""
+    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`; over ``tls``
+    when it is set (the factory's app holds it too, for gRPC and the banner)."""
     try:
         import watchfiles  # noqa: F401
     except ImportError:
@@ -254,7 +261,8 @@ def serve_reloading(
     from uvicorn.supervisors.watchfilesreload import WatchFilesReload
 
     configure_logging(log_level)
-    config = uvicorn.Config(
+    config = uvicorn_config(
+        tls,
         factory,
         **_COMMON,
         factory=True,
