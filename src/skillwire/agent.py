@@ -47,6 +47,7 @@ from skillwire.stores.base import TaskStore, open_store
 
 if TYPE_CHECKING:
     from skillwire.testing.client import AgentTestClient
+    from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
 
@@ -90,6 +91,7 @@ class Agent:
         read_only: bool = False,
         extensions: Sequence[AgentExtension] = (),
         card_v03_fields: bool = True,
+        card_signer: CardSigner | Sequence[CardSigner] | None = None,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -114,6 +116,8 @@ class Agent:
         self.extensions = list(extensions)
         #: Whether the agent card also carries the v0.3 fields (url, protocolVersion, ...) for v0.3 clients.
         self.card_v03_fields = card_v03_fields
+        #: Signs the public and extended cards served (several: one signature each, for key rotation).
+        self.card_signer = card_signer
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -266,6 +270,7 @@ class Agent:
         grpc_port: int | None = None,
         grpc_host: str = "127.0.0.1",
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
+        allowed_hosts: Sequence[str] | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -273,7 +278,9 @@ class Agent:
         own in front of it: ``wrap=lambda runtime: MyLoggingHandler(runtime)`` (at most one of the two).
         ``grpc_port`` also serves the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free
         port), whose status codes ``grpc_status_overrides`` may change (``GRPC_STATUSES_V1_0_0`` of
-        :mod:`skillwire.server.grpc`).
+        :mod:`skillwire.server.grpc`). ``allowed_hosts`` are the Host headers served (others are refused,
+        and the card names the one a request used); without it or ``public_url`` the card names the address
+        each connection reached (docs/security.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -303,6 +310,8 @@ class Agent:
             grpc_host=grpc_host,
             grpc_status_overrides=grpc_status_overrides,
             card_v03_fields=self.card_v03_fields,
+            allowed_hosts=allowed_hosts,
+            card_signer=self.card_signer,
         )
 
     def run(
@@ -313,14 +322,17 @@ class Agent:
         store: str | TaskStore | None = None,
         log_level: str | None = None,
         on_ready: Callable[[], None] | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
         SkillwireError if it cannot start (the store cannot be opened, ...).
 
         What is not given comes, as for ``skillwire serve``, from ``SKILLWIRE_HOST``, ``SKILLWIRE_PORT``,
-        ``SKILLWIRE_STORE`` and ``SKILLWIRE_LOG_LEVEL``, else the defaults: ``127.0.0.1``, 8000, the
-        agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``."""
+        ``SKILLWIRE_STORE``, ``SKILLWIRE_LOG_LEVEL`` and ``SKILLWIRE_ALLOWED_HOSTS``, else the defaults:
+        ``127.0.0.1``, 8000, the agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``, and on a loopback
+        address its loopback names (``127.0.0.1``, ``localhost``, ``[::1]``: other Hosts are refused)."""
+        from skillwire.server.hosts import served_hosts
         from skillwire.server.serve import print_banner, serve
 
         host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
@@ -328,7 +340,11 @@ class Agent:
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
-        app = self.asgi(store=store)
+        try:
+            hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
+        except ValueError as exc:
+            raise SkillwireError(f"allowed hosts: {exc}") from None
+        app = self.asgi(store=store, allowed_hosts=hosts)
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)
