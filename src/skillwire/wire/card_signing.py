@@ -249,7 +249,12 @@ class CardSigner:
             raise ValueError(f"card signing algorithm {self.alg!r}: expected one of {', '.join(ALGORITHMS)}")
         self.kid = kid or self.key.kid or self.key.thumbprint()
         self.jku = jku
-        self.signature(_PROBE)  # a key that cannot sign with ``alg`` (ES256 with an RSA key) fails here
+        from joserfc.errors import JoseError
+
+        try:  # a key that cannot sign with ``alg`` (ES256 with an RSA key) fails here, not when serving
+            self.signature(_PROBE)
+        except JoseError as exc:
+            raise ValueError(f"this key cannot sign with {self.alg}: {exc.description or exc}") from None
 
     @classmethod
     def from_file(cls, path: str | Path, *, kid: str | None = None, alg: str | None = None) -> CardSigner:
