@@ -140,7 +140,7 @@ def _add_serve(sub: Any) -> None:
         default=None,
         metavar="HOST[:PORT]",
         help="a Host header to serve (repeatable; others are refused, 400); SKILLWIRE_ALLOWED_HOSTS takes"
-        " them comma-separated. Default: on a loopback --host, 127.0.0.1, localhost and [::1] at --port;"
+        " them comma-separated. Default: on a loopback --host, 127.0.0.1, localhost and [::1] (any port);"
         " elsewhere none (the card names the address each connection reached)",
     )
     serve.add_argument(

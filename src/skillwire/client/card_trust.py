@@ -15,7 +15,7 @@ followed: the agent cannot name the keys it is checked with.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import httpx
 import msgspec
@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CardKeys", "CardTrust"]
 
-#: The keys a client trusts: a JWKS dict, a joserfc KeySet, or the URL of a JWKS.
-CardKeys = Mapping[str, Any] | str | Any  # Any: a joserfc KeySet, not imported until used
+#: The keys a client trusts: a JWKS dict, a joserfc KeySet, or the URL of a JWKS (a string alias: joserfc is
+#: not imported until a card is checked).
+CardKeys: TypeAlias = "Mapping[str, Any] | KeySet | str"
 
 
 class CardTrust:

@@ -39,9 +39,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import time
-import warnings
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -280,10 +280,7 @@ class CardSigner:
         header: dict[str, Any] = {"alg": self.alg, "kid": self.kid, "typ": "JOSE"}
         if jku or self.jku:
             header["jku"] = jku or self.jku
-        with _eddsa_allowed():
-            compact = jws.serialize_compact(
-                header, canonical_card(card), self.key, registry=_registry(self.alg)
-            )
+        compact = jws.serialize_compact(header, canonical_card(card), self.key, registry=_registry(self.alg))
         protected, _, signature = compact.split(".")
         return AgentCardSignature(protected=protected, signature=signature)
 
@@ -313,10 +310,15 @@ _PROBE = AgentCard(
 MAX_CARD_BYTES = 16 * 1024 * 1024
 
 
+@functools.cache
 def _registry(alg: str) -> JWSRegistry:
-    """joserfc's JWS rules for one card signature: only ``alg``; header members it does not know are
-    ignored (RFC 7515 section 4, unless named in ``crit``), and a ``jku`` of null is taken as absent (a2a-sdk's
-    signer writes one when its header's ``jku`` is None)."""
+    """joserfc's JWS rules for card signatures with ``alg`` (one registry per algorithm, made once): only
+    ``alg``; header members it does not know are ignored (RFC 7515 section 4, unless named in ``crit``); a
+    ``jku`` of null is taken as absent (a2a-sdk's signer writes one when its header's ``jku`` is None).
+
+    ``EdDSA`` is looked up without joserfc's warning that RFC 9864 deprecates it for ``Ed25519``: the A2A
+    ecosystem (a2a-sdk's PyJWT) signs and verifies ``EdDSA``, the same algorithm for an Ed25519 key."""
+    from joserfc.errors import UnsupportedAlgorithmError
     from joserfc.jws import JWSRegistry
     from joserfc.registry import HeaderParameter, is_url
 
@@ -324,7 +326,13 @@ def _registry(alg: str) -> JWSRegistry:
         if value is not None:
             is_url(value)
 
-    registry = JWSRegistry(
+    class CardRegistry(JWSRegistry):
+        def get_alg(self, name: str) -> Any:  # joserfc's JWSAlgModel
+            if name != alg or name not in self.algorithms:
+                raise UnsupportedAlgorithmError(f"Algorithm of '{name}' is not allowed")
+            return self.algorithms[name]
+
+    registry = CardRegistry(
         header_registry={"jku": HeaderParameter("JWK Set URL", optional_url)},
         algorithms=[alg],
         strict_check_header=False,
@@ -332,15 +340,6 @@ def _registry(alg: str) -> JWSRegistry:
     registry.max_payload_length = MAX_CARD_BYTES
     registry.max_header_length = 8192
     return registry
-
-
-class _eddsa_allowed(warnings.catch_warnings):
-    """joserfc warns that RFC 9864 deprecates ``EdDSA`` for ``Ed25519``; the A2A ecosystem (a2a-sdk's
-    PyJWT) signs and verifies ``EdDSA``, which names the same algorithm for an Ed25519 key."""
-
-    def __enter__(self) -> None:
-        super().__enter__()
-        warnings.filterwarnings("ignore", message="EdDSA is deprecated")
 
 
 # -- verification --------------------------------------------------------------------------------------------
@@ -414,10 +413,9 @@ def _check(
     if key.alg is not None and key.alg != alg:
         return f"key {kid!r} is for {key.alg}, the signature says {alg}"
     try:
-        with _eddsa_allowed():
-            jws.deserialize_compact(
-                f"{signature.protected}..{signature.signature}", key, registry=_registry(alg), payload=payload
-            )
+        jws.deserialize_compact(
+            f"{signature.protected}..{signature.signature}", key, registry=_registry(alg), payload=payload
+        )
     except JoseError as exc:
         return f"it does not verify with key {kid!r} ({exc.error})"
     except ValueError:
