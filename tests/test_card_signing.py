@@ -27,9 +27,11 @@ from skillwire.models import (
     AgentInterface,
     AgentProvider,
     AgentSkill,
+    SecurityRequirement,
 )
+from skillwire.protocol.models import StringList
 from skillwire.wire import card_signing
-from skillwire.wire.card_signing import ALGORITHMS, canonical_card
+from skillwire.wire.card_signing import ALGORITHMS, canonical_card, signed_part
 
 
 def new_key(alg: str) -> Any:
@@ -401,14 +403,31 @@ def test_a_card_signed_by_a2a_sdk_verifies_here(alg: str) -> None:
         verify_card(signed, jwks(public))
 
 
-def test_a2a_sdk_differs_on_empty_required_fields() -> None:
-    """Where a2a-sdk 1.3 leaves the spec: it drops empty REQUIRED fields too (``"description": ""``), so
-    such a card signed here does not verify there. Recorded so that a change on either side is seen."""
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"description": ""},  # a REQUIRED field, empty
+        # a security requirement without scopes, as bearer and API-key schemes have
+        {"security_requirements": [SecurityRequirement(schemes={"bearer": StringList()})]},
+    ],
+    ids=["empty description", "requirement without scopes"],
+)
+def test_a2a_sdk_differs_on_empty_values(changes: dict[str, Any]) -> None:
+    """Where a2a-sdk 1.3 leaves the spec: it drops every empty value, REQUIRED fields and scope-less
+    security requirements included, so such a card signed here does not verify there (and the sdk's
+    signature would not cover those fields). Recorded so that a change on either side is seen."""
     signer = CardSigner(new_key("ES256"), kid="ours")
-    signed = signer.sign(a_card(description=""))
+    signed = signer.sign(a_card(**changes))
     verify_card(signed, jwks(signer))
     proto = json_format.Parse(msgspec.json.encode(signed), pb.AgentCard())
     from a2a.utils.signing import InvalidSignaturesError
 
     with pytest.raises(InvalidSignaturesError):
         _sdk_verifier(signer)(proto)
+
+
+def test_the_signed_part_of_a_card_drops_what_its_signatures_do_not_cover() -> None:
+    both = {"httpAuthSecurityScheme": {"scheme": "Bearer"}, "type": "http", "scheme": "Basic"}
+    card = a_card(security_schemes={"bearer": both})
+    assert signed_part(card).security_schemes == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
+    assert canonical_card(signed_part(card)) == canonical_card(card)

@@ -318,6 +318,24 @@ async def test_unsigned_v03_members_do_not_matter(serve: Serve, http: httpx.Asyn
             assert all("evil" not in i.url for i in client.card.supported_interfaces)
 
 
+async def test_a_verified_card_keeps_only_the_signed_security_schemes(
+    serve: Serve, http: httpx.AsyncClient
+) -> None:
+    """A card serving both versions writes each scheme's v0.3 members beside its v1.0 ones; they are not
+    signed, so a relay may change them, and the verifying client drops them."""
+    key = signer("card-1")
+    app = signed_agent(key).asgi(store="memory://")
+    schemes = {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT"}}}
+    app.card = msgspec.structs.replace(app.card, security_schemes=schemes)
+    srv = serve(app)
+    card = (await http.get(srv.url + CARD)).json()
+    assert card["securitySchemes"]["bearer"]["type"] == "http"  # the v0.3 shape, beside the v1.0 one
+    card["securitySchemes"]["bearer"]["scheme"] = "Basic"
+    with serve_asgi(card_server(card)) as relayed:
+        async with await Client.connect(relayed, card_keys=jwks(key), retries=0) as client:
+            assert client.card.security_schemes == schemes
+
+
 # -- the official a2a-sdk ---------------------------------------------------------------------------------------
 
 

@@ -7,8 +7,9 @@ card must carry at least one signature that verifies (:func:`skillwire.wire.card
 the call raises :class:`~skillwire.errors.CardSignatureError`.
 
 The card is verified as the v1.0 card it was signed as: its JSON is decoded as a v1.0 AgentCard, so the v0.3
-members an agent may write beside it (``url``, ``additionalInterfaces``, ...) are not signed and are not
-used: the client connects only through the interfaces the signed card lists. A signature's ``jku`` is not
+members an agent may write beside it (``url``, ``additionalInterfaces``, the v0.3 members of each security
+scheme, ...) are not signed and are not used: the client connects only through the interfaces the signed
+card lists, and authenticates as its v1.0 security schemes say. A signature's ``jku`` is not
 followed: the agent cannot name the keys it is checked with.
 """
 
@@ -23,7 +24,7 @@ import msgspec
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
 from skillwire.errors import CardSignatureError
 from skillwire.protocol.models import AgentCard
-from skillwire.wire.card_signing import load_key_set, verify_card
+from skillwire.wire.card_signing import load_key_set, signed_part, verify_card
 
 if TYPE_CHECKING:
     from joserfc.jwk import KeySet
@@ -54,7 +55,8 @@ class CardTrust:
         return await self.check(card)
 
     async def check(self, card: AgentCard) -> AgentCard:
-        """``card`` itself, once one of its signatures verifies; CardSignatureError if none does."""
+        """``card`` as its signatures cover it (:func:`~skillwire.wire.card_signing.signed_part`), once one of
+        them verifies; CardSignatureError if none does."""
         fresh = self._keys is None
         keys = self._keys if self._keys is not None else await self._fetch()
         try:
@@ -63,7 +65,7 @@ class CardTrust:
             if fresh or self._url is None or not card.signatures:
                 raise
             verify_card(card, await self._fetch())  # the agent may have rotated in a key fetched anew
-        return card
+        return signed_part(card)
 
     async def _fetch(self) -> KeySet:
         assert self._url is not None

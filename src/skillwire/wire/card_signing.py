@@ -55,7 +55,15 @@ if TYPE_CHECKING:
     from joserfc.jwk import Key, KeySet
     from joserfc.jws import JWSRegistry
 
-__all__ = ["ALGORITHMS", "MAX_CARD_BYTES", "CardSigner", "canonical_card", "load_key_set", "verify_card"]
+__all__ = [
+    "ALGORITHMS",
+    "MAX_CARD_BYTES",
+    "CardSigner",
+    "canonical_card",
+    "load_key_set",
+    "signed_part",
+    "verify_card",
+]
 
 #: The JWS algorithms cards are signed and verified with: asymmetric only (no ``none``, no HMAC).
 ALGORITHMS = ("ES256", "ES384", "RS256", "PS256", "EdDSA")
@@ -132,17 +140,22 @@ def _present(message: str, value: Any) -> dict[str, Any]:
     return out
 
 
+def signed_part(card: AgentCard) -> AgentCard:
+    """``card`` as far as its signatures cover it: its security schemes without the members the proto lacks
+    (the v0.3 ones beside the v1.0 ones) or holds at their default. What a client uses once it verified."""
+    if not card.security_schemes:
+        return card
+    schemes = {name: _present("SecurityScheme", scheme) for name, scheme in card.security_schemes.items()}
+    return msgspec.structs.replace(card, security_schemes=schemes)
+
+
 def canonical_card(card: AgentCard) -> bytes:
     """The bytes a card's signatures sign: its JCS form under the proto presence rules (see the module).
     Raises CardSignatureError for a card that has none (an integer beyond 2**53, a string that is not
     Unicode)."""
     import rfc8785
 
-    data = msgspec.to_builtins(msgspec.structs.replace(card, signatures=[]))
-    if "securitySchemes" in data:
-        data["securitySchemes"] = {
-            name: _present("SecurityScheme", scheme) for name, scheme in data["securitySchemes"].items()
-        }
+    data = msgspec.to_builtins(msgspec.structs.replace(signed_part(card), signatures=[]))
     try:
         return rfc8785.dumps(data)
     except (rfc8785.CanonicalizationError, ValueError) as exc:
