@@ -431,3 +431,18 @@ def test_the_signed_part_of_a_card_drops_what_its_signatures_do_not_cover() -> N
     card = a_card(security_schemes={"bearer": both})
     assert signed_part(card).security_schemes == {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}
     assert canonical_card(signed_part(card)) == canonical_card(card)
+
+
+def test_importing_skillwire_and_serving_unsigned_loads_no_signing_library() -> None:
+    """joserfc, rfc8785 and cryptography load only once a card is signed or verified."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, skillwire\n"
+        "skillwire.Agent('A', 'a', executor=lambda ctx, events: None).asgi(store='memory://')\n"
+        "print(sorted(m for m in ('joserfc', 'rfc8785', 'cryptography') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[]"]

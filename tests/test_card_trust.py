@@ -420,6 +420,7 @@ def test_serve_signs_with_a_key_file(tmp_path: Path, processes: list[Served], ho
         )
         kid = "jwk-1"
     processes.append(served)
+    assert f"card signed by {kid}; keys: {served.url}{JWKS}" in "".join(served.lines)
     expected = {"keys": [{**key.as_dict(private=False), "kid": kid, "alg": "ES384", "use": "sig"}]}
     assert httpx.get(served.url + JWKS, timeout=PROCESS_TIMEOUT).json() == expected
 

@@ -99,6 +99,9 @@ def print_banner(
     base = public_url.rstrip("/") if public_url else f"http://{shown_host}:{port}"
     print(f"skillwire: serving {name!r} at {base}/", flush=True)
     print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+    if app.card_endpoint.signers:
+        kids = ", ".join(signer.kid for signer in app.card_endpoint.signers)
+        print(f"  card signed by {kids}; keys: {base}/.well-known/jwks.json", flush=True)
     if app.grpc_address:
         print(f"  gRPC: {app.grpc_address}", flush=True)
     if app.store is not None:
