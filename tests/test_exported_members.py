@@ -24,6 +24,8 @@ EXPORTED = [
     "Artifact",
     "BaseRequestHandler",
     "CallContext",
+    "CardSignatureError",
+    "CardSigner",
     "Client",
     "ClientError",
     "Executor",
@@ -56,6 +58,7 @@ EXPORTED = [
     "compile_schema",
     "open_store",
     "validate_json",
+    "verify_card",
 ]
 
 #: The documented subpackages; every other module is internal.

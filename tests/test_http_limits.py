@@ -35,8 +35,8 @@ WAIT = 10.0
 #: A timer that fires soon, so that a test waiting on it is short.
 SHORT = 0.3
 
-CARD_GET = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: test\r\n\r\n"
-CARD_GET_CLOSE = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+CARD_GET = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: localhost\r\n\r\n"
+CARD_GET_CLOSE = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 
 Serve = Callable[[A2AApplication], RunningServer]
 
@@ -98,7 +98,7 @@ def card_is_served(port: int) -> None:
 def rpc_request(method: str, params: dict[str, object]) -> bytes:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
     head = (
-        "POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+        "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     )
     return head.encode() + body
@@ -118,7 +118,7 @@ def read_until(sock: socket.socket, marker: bytes, data: bytes = b"") -> bytes:
 def test_headers_over_the_limit_get_431_and_the_server_stays_responsive(serve: Serve) -> None:
     srv = serve(echo(max_header_bytes=4096))
     with connect(srv.port) as sock:
-        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: test\r\nX-Big: " + b"a" * 3000)
+        sock.sendall(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 3000)
         card_is_served(srv.port)  # meanwhile
         sock.sendall(b"a" * 2000 + b"\r\n\r\n")
         answer = read_until_closed(sock)
@@ -131,7 +131,7 @@ def test_headers_over_the_limit_get_431_and_the_server_stays_responsive(serve: S
 
 def test_headers_just_under_the_limit_are_served(serve: Serve) -> None:
     srv = serve(echo(max_header_bytes=4096))
-    head = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: test\r\nConnection: close\r\nX-Pad: "
+    head = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Pad: "
     request = head + b"a" * (4096 - len(head) - 4) + b"\r\n\r\n"
     assert len(request) == 4096
     with connect(srv.port) as sock:
@@ -158,7 +158,7 @@ def test_one_huge_header_is_cut_at_the_limit_while_it_is_being_sent(serve: Serve
     chunk = b"a" * 65536
     sent = 0
     with connect(srv.port) as sock:
-        sock.sendall(b"POST / HTTP/1.1\r\nHost: test\r\nX-Huge: ")
+        sock.sendall(b"POST / HTTP/1.1\r\nHost: localhost\r\nX-Huge: ")
         with pytest.raises((BrokenPipeError, ConnectionResetError)):
             while sent < total:
                 sock.sendall(chunk)
@@ -171,7 +171,7 @@ def test_one_huge_header_is_cut_at_the_limit_while_it_is_being_sent(serve: Serve
 
 def test_headers_trickled_byte_by_byte_are_cut_at_the_header_timeout(serve: Serve) -> None:
     srv = serve(echo(header_timeout=SHORT, keepalive_timeout=WAIT * 3))
-    trickle = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: test\r\nX-Slow: " + b"a" * 10_000
+    trickle = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: localhost\r\nX-Slow: " + b"a" * 10_000
     answer = b""
     with connect(srv.port) as sock:
         sock.settimeout(SHORT / 6)  # the pace of the trickle: one byte per wait for an answer
@@ -199,7 +199,7 @@ def test_a_body_that_stalls_is_cut_at_the_body_timeout(serve: Serve) -> None:
     srv = serve(echo(body_timeout=SHORT, keepalive_timeout=WAIT * 3))
     with connect(srv.port) as sock:
         sock.sendall(
-            b"POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+            b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
             b"Content-Length: 1000\r\n\r\n" + b'{"jsonrpc": "2.0",'
         )
         answer = read_until_closed(sock)
@@ -213,7 +213,7 @@ def test_an_answer_sent_before_the_body_ended_closes_at_the_body_deadline(serve:
     srv = serve(echo(max_body_bytes=1000, body_timeout=SHORT, keepalive_timeout=WAIT * 3))
     with connect(srv.port) as sock:
         sock.sendall(
-            b"POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+            b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
             b"Content-Length: 100000\r\n\r\n" + b" " * 5000
         )
         answer = read_until_closed(sock)
@@ -390,7 +390,7 @@ def test_without_httptools_serve_falls_back_to_h11_with_its_header_limit(
     card_is_served(served.port)
     with connect(served.port) as sock:
         # h11 bounds what it buffers of an incomplete request: headers that have not ended
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: test\r\nX-Big: " + b"a" * 40_000)
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * 40_000)
         answer = read_until_closed(sock)
     assert status_of(answer) == 400  # what uvicorn's h11 protocol answers at h11's size limit
     card_is_served(served.port)

@@ -16,7 +16,9 @@ Public modules: this one, and three documented subpackages for what is advanced 
 
 * :mod:`skillwire.errors`: the one error tree, every class with its JSON-RPC code, HTTP status and gRPC
   status (``except skillwire.errors.TaskNotFoundError``). The front door carries its roots,
-  :class:`SkillwireError` and :class:`A2AError`, and :class:`SkillError`, which skills raise.
+  :class:`SkillwireError` and :class:`A2AError`, :class:`SkillError`, which skills raise, and
+  :class:`CardSignatureError`, for a card whose signatures do not verify (:class:`CardSigner` signs cards,
+  :func:`verify_card` checks them; docs/security.md).
 * :mod:`skillwire.client`: the client's own failures (``AgentConnectionError``, ``HTTPStatusError``, ...,
   under :class:`ClientError`) and credentials (``Credentials``, ``CredentialsProvider``, ``Secret``).
 * :mod:`skillwire.models`: every A2A message as a Struct, the request and response messages a
@@ -32,7 +34,7 @@ from here.
 import typing as _typing
 
 from skillwire.agent import Agent
-from skillwire.errors import A2AError, SkillError, SkillwireError
+from skillwire.errors import A2AError, CardSignatureError, SkillError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import (
     AgentCapabilities,
@@ -64,6 +66,7 @@ if _typing.TYPE_CHECKING:
     from skillwire.client import Client, ClientError, RetryPolicy, SyncClient, TaskFailedError
     from skillwire.skills.manifest import SkillCard
     from skillwire.skills.schema import compile_schema, validate_json
+    from skillwire.wire.card_signing import CardSigner, verify_card
 
 __version__ = "0.1.0"
 
@@ -78,6 +81,8 @@ _LAZY = {
     "SkillCard": "skillwire.skills.manifest",
     "compile_schema": "skillwire.skills.schema",
     "validate_json": "skillwire.skills.schema",
+    "CardSigner": "skillwire.wire.card_signing",
+    "verify_card": "skillwire.wire.card_signing",
 }
 # The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
 _PUBLIC_MODULES = ("client", "errors", "models", "testing")
@@ -113,6 +118,8 @@ __all__ = [
     "Artifact",
     "BaseRequestHandler",
     "CallContext",
+    "CardSignatureError",
+    "CardSigner",
     "Client",
     "ClientError",
     "Executor",
@@ -145,4 +152,5 @@ __all__ = [
     "compile_schema",
     "open_store",
     "validate_json",
+    "verify_card",
 ]

@@ -50,6 +50,7 @@ from skillwire.stores.base import TaskStore, open_store
 if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
+    from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
 
@@ -94,6 +95,7 @@ class Agent:
         extensions: Sequence[AgentExtension] = (),
         card_v03_fields: bool = True,
         security: Security | None = None,
+        card_signer: CardSigner | Sequence[CardSigner] | None = None,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -121,6 +123,8 @@ class Agent:
         #: The schemes and requirements enforced on every call (None: every caller is anonymous). A skill's
         #: securityRequirements must name its schemes and are checked on top of the agent's.
         self.security = security
+        #: Signs the public and extended cards served (several: one signature each, for key rotation).
+        self.card_signer = card_signer
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -307,6 +311,7 @@ class Agent:
         grpc_host: str = "127.0.0.1",
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
         tls: TLSConfig | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -316,6 +321,9 @@ class Agent:
         port), whose status codes ``grpc_status_overrides`` may change (``GRPC_STATUSES_V1_0_0`` of
         :mod:`skillwire.server.grpc`). ``tls`` (:class:`~skillwire.server.tls.TLSConfig`) is the certificate
         gRPC and skillwire's own HTTP server (``run()``, ``skillwire serve``) serve with, mutual TLS included.
+        ``allowed_hosts`` are the Host headers served (others are refused,
+        and the card names the one a request used); without it or ``public_url`` the card names the address
+        each connection reached (docs/security.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -348,6 +356,8 @@ class Agent:
             card_v03_fields=self.card_v03_fields,
             security=self.security,
             tls=tls,
+            allowed_hosts=allowed_hosts,
+            card_signer=self.card_signer,
         )
 
     def run(
@@ -362,19 +372,22 @@ class Agent:
         tls_key: str | None = None,
         tls_client_ca: str | None = None,
         tls_client_cert: str | None = None,
+        allowed_hosts: Sequence[str] | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
         SkillwireError if it cannot start (the store cannot be opened, ...).
 
         What is not given comes, as for ``skillwire serve``, from ``SKILLWIRE_HOST``, ``SKILLWIRE_PORT``,
-        ``SKILLWIRE_STORE`` and ``SKILLWIRE_LOG_LEVEL``, else the defaults: ``127.0.0.1``, 8000, the
-        agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``.
+        ``SKILLWIRE_STORE``, ``SKILLWIRE_LOG_LEVEL`` and ``SKILLWIRE_ALLOWED_HOSTS``, else the defaults:
+        ``127.0.0.1``, 8000, the agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``, and on a loopback
+        address its loopback names (``127.0.0.1``, ``localhost``, ``[::1]``: other Hosts are refused).
 
         ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
         ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``):
         see :mod:`skillwire.server.tls`."""
+        from skillwire.server.hosts import served_hosts
         from skillwire.server.serve import print_banner, serve
         from skillwire.server.tls import tls_from
 
@@ -384,7 +397,11 @@ class Agent:
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
         tls = tls_from(tls_cert, tls_key, tls_client_ca, tls_client_cert, env=os.environ)
-        app = self.asgi(store=store, tls=tls)
+        try:
+            hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
+        except ValueError as exc:
+            raise SkillwireError(f"allowed hosts: {exc}") from None
+        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts)
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)

@@ -44,6 +44,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     +-- SchemaError               a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError           a JSON value that fails a schema (instance location, schema location, reason)
     +-- RenderError               a template that cannot be rendered (location, reason)
+    +-- CardSignatureError        an agent card whose signatures do not verify (unsigned, unknown or revoked
+    |                             key, algorithm not allowed, tampered with): the card is not to be trusted
     +-- SkillError                raised by a skill handler to end its task: FAILED, with its message
         +-- SkillInvalidRequestError  the input cannot be served as asked: FAILED (``SkillError.invalid_request``)
         +-- SkillRejectedError        a contract or policy refusal: REJECTED (``SkillError.rejected``)
@@ -56,6 +58,7 @@ from typing import Any, ClassVar
 __all__ = [
     "A2AError",
     "AgentNotStartedError",
+    "CardSignatureError",
     "ConcurrentUpdateError",
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
@@ -146,6 +149,15 @@ class RenderError(SkillwireError):
         self.location = location
         self.variable = variable
         super().__init__(f"{location}: {reason}" if location else reason)
+
+
+class CardSignatureError(SkillwireError):
+    """An agent card that cannot be trusted: it carries no signature, or none of its signatures verifies
+    against the keys given (each signature's reason is in the message, and in ``reasons``)."""
+
+    def __init__(self, message: str, *, reasons: list[str] | None = None) -> None:
+        self.reasons = reasons or []
+        super().__init__(message)
 
 
 class SkillError(SkillwireError):

@@ -9,7 +9,8 @@
   (``get`` and ``watch`` take ``--out`` too).
 
 Every command takes ``--header K=V`` and ``--credential SCHEME=SECRET`` (repeatable; a secret goes where the
-card's security scheme of that name says), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
+card's security scheme of that name says), ``--card-keys FILE_OR_URL`` (trust only a card signed with one of
+the keys of that JWKS), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
 ``--timeout SECONDS`` (each request's), ``--json`` (one ProtoJSON object per line: each response or stream
 event) and ``--debug``. URL may be ``host:port`` or ``:port`` (``http://127.0.0.1:port``).
 
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 from skillwire.cli.files import LocalError, check_out_dir, file_part
 from skillwire.cli.output import Screen, json_line, parts_text
 from skillwire.cli.terminal import is_terminal
-from skillwire.errors import A2AError, UnsupportedOperationError
+from skillwire.errors import A2AError, CardSignatureError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
@@ -144,6 +145,21 @@ def _credential(value: str) -> tuple[str, str]:
     return name.strip(), secret
 
 
+def _card_keys(text: str) -> Any:
+    """``--card-keys``: a JWKS URL as it is, or the JWKS a file holds."""
+    if text.startswith(("http://", "https://")):
+        return text
+    try:
+        jwks = json.loads(Path(text).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text} is not JSON: {exc}") from None
+    if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list):
+        raise argparse.ArgumentTypeError(f'{text} is not a JWKS ({{"keys": [...]}})')
+    return jwks
+
+
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -184,6 +200,14 @@ def _common() -> argparse.ArgumentParser:
         default=None,
         metavar="SECONDS",
         help="how long each request may take (default: 10 s to connect, 60 s to read, 30 s otherwise)",
+    )
+    common.add_argument(
+        "--card-keys",
+        type=_card_keys,
+        default=None,
+        metavar="FILE_OR_URL",
+        help="trust only an agent card signed with one of these keys: a JWKS file, or its http(s) URL"
+        " (an unsigned or badly signed card is refused)",
     )
     common.add_argument("--json", action="store_true", help="print ProtoJSON, one object per line")
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")
@@ -288,6 +312,7 @@ class _Call:
             headers=dict(self.args.header),
             credentials=dict(self.args.credential) or None,
             retries=max(self.args.retries, 0),
+            card_keys=self.args.card_keys,
             **({} if self.args.timeout is None else {"timeout": self.args.timeout}),
         )
 
@@ -320,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         return asyncio.run(_with_client(call, handlers[name]))
-    except (A2AError, ClientError, httpx.HTTPError, LocalError) as exc:
+    except (A2AError, ClientError, CardSignatureError, httpx.HTTPError, LocalError) as exc:
         if args.debug:
             traceback.print_exc()
         what = "" if isinstance(exc, LocalError) else f"{call.operation} failed: "

@@ -27,11 +27,13 @@ from skillwire.cli import calls, scaffold
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
+from skillwire.server.hosts import served_hosts
 from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
     from skillwire.server.app import A2AApplication
+    from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["RELOAD_INCLUDES", "app_from_env", "load_agent", "main"]
 
@@ -132,6 +134,28 @@ def _add_serve(sub: Any) -> None:
     )
     serve.add_argument(
         "--public-url", default=_env("PUBLIC_URL"), help="the base URL clients reach the agent at"
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="a Host header to serve (repeatable; others are refused, 400); SKILLWIRE_ALLOWED_HOSTS takes"
+        " them comma-separated. Default: on a loopback --host, 127.0.0.1, localhost and [::1] (any port);"
+        " elsewhere none (the card names the address each connection reached)",
+    )
+    serve.add_argument(
+        "--card-signing-key",
+        default=_env("CARD_SIGNING_KEY"),
+        metavar="PATH",
+        help="sign the agent card with this private key (a PEM, or a JWK in JSON; EC, RSA or Ed25519); its"
+        " public key is served at /.well-known/jwks.json",
+    )
+    serve.add_argument(
+        "--card-signing-kid",
+        default=_env("CARD_SIGNING_KID"),
+        metavar="KID",
+        help="the key id of the signatures (default: the JWK's kid, else its RFC 7638 thumbprint)",
     )
     serve.add_argument(
         "--log-level",
@@ -295,9 +319,18 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
             status_overrides = GRPC_STATUSES_V1_0_0
     limits = _limits(args)
     tls = tls_from(args.tls_cert, args.tls_key, args.tls_client_ca, args.tls_client_cert)
+    if args.card_signing_key:
+        agent.card_signer = _card_signer(args.card_signing_key, args.card_signing_kid)
+    try:
+        hosts = served_hosts(
+            args.host, args.allowed_host, env=_env("ALLOWED_HOSTS"), public_url=args.public_url
+        )
+    except ValueError as exc:
+        raise SkillwireError(f"--allowed-host: {exc}") from None
     store = open_store(args.store or default_store(agent.name), limits=limits)
     app = agent.asgi(
         store=store,
+        allowed_hosts=hosts,
         public_url=args.public_url,
         grpc_port=args.grpc_port,
         grpc_host=args.host,
@@ -306,6 +339,17 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         tls=tls,
     )
     return agent, app
+
+
+def _card_signer(path: str, kid: str | None) -> CardSigner:
+    from skillwire.wire.card_signing import CardSigner
+
+    try:
+        return CardSigner.from_file(path, kid=kid or None)
+    except OSError as exc:
+        raise SkillwireError(f"--card-signing-key {path}: {exc.strerror or exc}") from None
+    except (ValueError, TypeError) as exc:
+        raise SkillwireError(f"--card-signing-key {path}: {exc}") from None
 
 
 def _limits(args: argparse.Namespace) -> Limits:
@@ -359,6 +403,9 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "PORT": str(args.port),
         "STORE": args.store,
         "PUBLIC_URL": args.public_url,
+        "ALLOWED_HOSTS": ",".join(args.allowed_host) if args.allowed_host else None,
+        "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
+        "CARD_SIGNING_KID": args.card_signing_kid,
         "LOG_LEVEL": args.log_level,
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,

@@ -36,6 +36,7 @@ import httpx
 import msgspec
 
 from skillwire.client.auth import CardAuth, CredentialsProvider, Secret, as_provider, credential_headers
+from skillwire.client.card_trust import CardKeys, CardTrust
 from skillwire.client.errors import (
     AgentConnectionError,
     HTTPStatusError,
@@ -196,8 +197,17 @@ class _Content(NamedTuple):
 class _CardSource:
     """Fetches the agent card and revalidates it with ``If-None-Match``."""
 
-    def __init__(self, url: str, http: httpx.AsyncClient, timeout: httpx.Timeout, headers: dict[str, str]):
+    def __init__(
+        self,
+        url: str,
+        http: httpx.AsyncClient,
+        timeout: httpx.Timeout,
+        headers: dict[str, str],
+        trust: CardTrust | None = None,
+    ):
         self.url = url
+        #: the keys cards must be signed with (``card_keys``), or None
+        self.trust = trust
         self._http = http
         self._timeout = timeout
         self._headers = {**headers, "A2A-Version": A2A_VERSION, "Accept": "application/json"}
@@ -217,7 +227,10 @@ class _CardSource:
         if response.status_code != 200:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             raise HTTPStatusError(response.status_code, f"GET {self.url}", retry_after=retry_after)
-        self.card = _decode_card(response.content, self.url)
+        if self.trust is not None:
+            self.card = await self.trust.verified(response.content, self.url)
+        else:
+            self.card = _decode_card(response.content, self.url)
         self.etag = response.headers.get("etag")
         return self.card
 
@@ -278,6 +291,7 @@ class Client:
         credentials: CredentialsProvider | Mapping[str, Secret] | None = None,
         extensions: Sequence[str] = (),
         grpc_credentials: Any = None,
+        card_keys: CardKeys | None = None,
     ) -> Client:
         """Read the agent card at ``base_url`` and connect through the interface it offers that suits
         best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
@@ -291,6 +305,12 @@ class Client:
         ``grpc_credentials`` (``grpc.ChannelCredentials``) open the channel when a gRPC interface is chosen:
         a private CA, a client certificate for mutual TLS (over HTTP, pass an ``http`` client whose
         ``verify=`` SSL context holds them).
+
+        ``card_keys`` (a JWKS dict, a joserfc KeySet, or a JWKS URL) makes the client trust only cards signed
+        with one of those keys: the public card, refreshed or not, and the extended card; any other raises
+        CardSignatureError (:mod:`skillwire.client.card_trust`)::
+
+            client = await Client.connect(url, card_keys="https://agent.example/.well-known/jwks.json")
         """
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
@@ -304,7 +324,8 @@ class Client:
         client_http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         try:
             url = base_url if base_url.endswith(".json") else base_url.rstrip("/") + CARD_PATH
-            source = _CardSource(url, client_http, timeout, headers or {})
+            trust = CardTrust(card_keys, client_http, timeout) if card_keys is not None else None
+            source = _CardSource(url, client_http, timeout, headers or {}, trust)
             card = await retry.call(source.fetch)
             interface = select_interface(card, bindings, versions)
             transport = await _transport(
@@ -365,7 +386,8 @@ class Client:
         """The authenticated extended card (GetExtendedAgentCard)."""
         request = m.GetExtendedAgentCardRequest(tenant=self._tenant)
         card: m.AgentCard = await self._idempotent(_O.GET_EXTENDED_AGENT_CARD, request)
-        return card
+        trust = self._card_source.trust if self._card_source is not None else None
+        return await trust.check(card) if trust is not None else card
 
     # -- messages ----------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
@@ -35,20 +35,23 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterfa
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
-from skillwire.server.card import CARD_PATH, CardEndpoint, jsonrpc_interface
+from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
+from skillwire.server.hosts import AllowedHosts
 from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
+from skillwire.wire import jsonrpc as jsonrpc_wire
 from skillwire.wire import v03
 from skillwire.wire.rest import encode_status
 
 if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
+    from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["A2AApplication"]
 
@@ -80,9 +83,14 @@ class A2AApplication:
         card_v03_fields: bool = True,
         security: Security | None = None,
         tls: TLSConfig | None = None,
+        allowed_hosts: Sequence[str] | None = None,
+        card_signer: CardSigner | Sequence[CardSigner] | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
-        at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous."""
+        at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
+        the Host headers served, others refused (see :mod:`skillwire.server.hosts`); ``card_signer``: one
+        CardSigner, or several (key rotation), that sign the public and extended cards (see
+        :mod:`skillwire.server.card`)."""
         self.card = card
         self.security = security
         self.guard = Guard(security) if security is not None else None
@@ -92,10 +100,20 @@ class A2AApplication:
         self.store = store
         self.rpc_path = rpc_path
         self.shutdown_grace = shutdown_grace
-        self.dispatcher = Dispatcher(handler, self._capabilities, self._interfaces)
-        self.card_endpoint = CardEndpoint(
-            self.card_for, public_url=public_url, extra=self._v03_fields if card_v03_fields else None
+        # (CardSigner is not imported to ask isinstance: signing loads joserfc only once it signs)
+        signers = (
+            list(card_signer) if isinstance(card_signer, Sequence) else [card_signer] if card_signer else []
         )
+        self.allowed_hosts = AllowedHosts(allowed_hosts) if allowed_hosts else None
+        self.card_endpoint = CardEndpoint(
+            self.card_for,
+            public_url=public_url,
+            allowed_hosts=self.allowed_hosts,
+            signers=signers,
+            extra=self._v03_fields if card_v03_fields else None,
+        )
+        sign = self.card_endpoint.sign if signers else None
+        self.dispatcher = Dispatcher(handler, self._capabilities, self._interfaces, sign)
         self.jsonrpc = self._endpoint(JsonRpcEndpoint, keepalive)
         self.rest = self._endpoint(RestEndpoint, keepalive)
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
@@ -293,6 +311,8 @@ class A2AApplication:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            if self.allowed_hosts is not None and not await self._host_allowed(scope, send):
+                return
             if not self._serving:
                 await self._start_on_first_use()
             path = scope["path"]
@@ -306,10 +326,28 @@ class A2AApplication:
                     await self._answer_unavailable(send, self._unavailable)
                 else:
                     await self.card_endpoint(scope, receive, send)
+            elif path == JWKS_PATH and self.card_endpoint.signers:
+                await self.card_endpoint.jwks(scope, receive, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    async def _host_allowed(self, scope: Scope, send: Send) -> bool:
+        """Whether the request's Host is allowed; if not, it is answered 400 in the shape of the route it
+        asked for (a JSON-RPC error at the JSON-RPC path, AIP-193 elsewhere)."""
+        assert self.allowed_hosts is not None
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"host"), None)
+        if self.allowed_hosts.allows(host, scope.get("scheme", "http")):
+            return True
+        error = self.allowed_hosts.refusal(host)
+        path = _below_root(scope)["path"] if scope.get("root_path") else scope["path"]
+        if path == self.rpc_path and scope["method"] == "POST":
+            body = jsonrpc_wire.encode_error(None, error)
+        else:
+            body = encode_status(error, 400)
+        await send_bytes(send, 400, body)
+        return False
 
     @staticmethod
     async def _answer_unavailable(send: Send, error: ServerBusyError) -> None:

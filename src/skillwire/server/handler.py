@@ -56,11 +56,14 @@ class Dispatcher:
         handler: RequestHandler,
         capabilities: Callable[[], AgentCapabilities],
         interfaces: Callable[[str], list[AgentInterface]] | None = None,
+        sign_card: Callable[[AgentCard, str], AgentCard] | None = None,
     ) -> None:
         self.handler = handler
         self._capabilities = capabilities
         #: base URL -> the public card's interfaces, for an extended card that lists none of its own
         self._interfaces = interfaces
+        #: (extended card, base URL) -> the card signed, when the agent signs its cards
+        self._sign_card = sign_card
 
     async def call(self, operation: Operation, params: Any, context: CallContext) -> Any:
         caps = self._capabilities()
@@ -100,6 +103,8 @@ class Dispatcher:
             interfaces = self._interfaces(context.base_url)
             if interfaces:
                 result = msgspec.structs.replace(result, supported_interfaces=interfaces)
+        if operation is Operation.GET_EXTENDED_AGENT_CARD and self._sign_card is not None:
+            result = self._sign_card(result, context.base_url)
         return result
 
 

@@ -19,10 +19,18 @@ from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
+from skillwire.server.hosts import is_loopback
 from skillwire.server.tls import TLSConfig
 from skillwire.server.uvicorn_tls import uvicorn_config
 
-__all__ = ["build_server", "configure_logging", "print_banner", "serve", "serve_reloading"]
+__all__ = [
+    "build_server",
+    "configure_logging",
+    "print_banner",
+    "serve",
+    "serve_reloading",
+    "warn_unnamed",
+]
 
 log = logging.getLogger("skillwire.http")
 
@@ -95,6 +103,9 @@ def print_banner(
     base = public_url.rstrip("/") if public_url else f"{scheme}://{shown_host}:{port}"
     print(f"skillwire: serving {name!r} at {base}/", flush=True)
     print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+    if app.card_endpoint.signers:
+        kids = ", ".join(signer.kid for signer in app.card_endpoint.signers)
+        print(f"  card signed by {kids}; keys: {base}/.well-known/jwks.json", flush=True)
     if app.grpc_url:
         print(f"  gRPC: {app.grpc_url}", flush=True)
     if app.store is not None:
@@ -230,10 +241,24 @@ def serve(
     lowered to fit the descriptors (:mod:`skillwire.server.descriptors`).
     """
     configure_logging(log_level)
+    warn_unnamed(app, host)
     sys.setswitchinterval(0.001)
     raise_fd_limit()
     _return_large_buffers()
     build_server(app, host=host, port=port, log_level=log_level, on_ready=on_ready).run()
+
+
+def warn_unnamed(app: A2AApplication, host: str) -> None:
+    """Warn when a server reachable from other machines has neither a public URL nor allowed hosts: its card
+    then names the address each connection reached (the Host header is never trusted)."""
+    if is_loopback(host) or app.card_endpoint.public_url or app.allowed_hosts is not None:
+        return
+    log.warning(
+        "serving on %s with neither a public URL nor allowed hosts: the agent card names the address each"
+        " connection reached, whatever Host it sent; set --public-url URL or --allowed-host HOST[:PORT]"
+        " (SKILLWIRE_PUBLIC_URL, SKILLWIRE_ALLOWED_HOSTS)",
+        host,
+    )
 
 
 def serve_reloading(
