@@ -30,13 +30,14 @@ import trustme
 import uvicorn
 
 from conftest import EXAMPLES, Served, example_agent, free_port, start_process
-from skillwire import Client, Limits, TaskState
+from skillwire import Agent, Client, Limits, SkillContext, TaskState
 from skillwire.cli.main import main
 from skillwire.client import AgentConnectionError
 from skillwire.client.grpc import GrpcTransport
-from skillwire.errors import SkillwireError, TaskNotFoundError
+from skillwire.errors import SkillwireError, TaskNotFoundError, UnauthenticatedError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
+from skillwire.security import MutualTLS, Security
 from skillwire.server.http import protocol_for
 from skillwire.server.tls import (
     PeerCertificate,
@@ -48,6 +49,7 @@ from skillwire.server.tls import (
 from skillwire.server.uvicorn_tls import TLSH11Protocol, uvicorn_config
 
 WAIT = 15.0  # the cap on every wait, in seconds
+V1 = {"A2A-Version": "1.0"}
 CARD = "/.well-known/agent-card.json"
 ALICE_SUBJECT = "CN=alice,OU=agents,O=Acme"
 
@@ -570,3 +572,69 @@ def test_agent_run_serves_tls_from_its_arguments_and_variables(
     with httpx.Client(verify=pki.client_context("alice"), timeout=WAIT) as http:
         assert http.get(base + CARD).json()["name"] == "Run Me"
     assert handshake(base, pki.client_context(None)).startswith("refused: ")
+
+
+# -- the mutual TLS security scheme -------------------------------------------------------------------------
+
+
+def mtls_agent(subjects: list[str] | None = None) -> Agent:
+    agent = Agent("Mtls", security=Security(MutualTLS(subjects=subjects)))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who."""
+        return f"{ctx.principal.subject} via {ctx.principal.scheme}"
+
+    return agent
+
+
+ALICE_SUBJECT = "CN=alice,OU=agents,O=Acme"
+
+
+async def test_the_mutual_tls_scheme_makes_the_certificate_subject_the_principal(
+    pki: Pki, serve: Any
+) -> None:
+    srv = serve(mtls_agent().asgi(store="memory://", grpc_port=0, tls=pki.tls("optional")))
+    base = f"https://127.0.0.1:{srv.port}"
+    async with httpx.AsyncClient(verify=pki.client_context("alice"), timeout=WAIT) as http:
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            async with await Client.connect(base, http=http, bindings=[binding], retries=0) as client:
+                task = await client.send("hi")
+            assert task.artifacts[0].parts[0].text == f"{ALICE_SUBJECT} via mtls", binding
+    # the handshake let a client without a certificate in (optional): the scheme does not
+    async with httpx.AsyncClient(verify=pki.client_context(None), timeout=WAIT) as http:
+        answer = await http.post(
+            base + "/", json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}, headers=V1
+        )
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == -32040
+    # gRPC over the same certificates (grpcio cannot make them optional: it asks for none)
+    url = f"https://{srv.app.grpc_address}"
+    async with GrpcTransport(url, timeout=WAIT, credentials=pki.grpc_credentials(None)) as transport:
+        with pytest.raises(UnauthenticatedError):
+            await transport.send(Operation.LIST_TASKS, m.ListTasksRequest())
+
+
+async def test_grpc_mutual_tls_principal(pki: Pki, serve: Any) -> None:
+    srv = serve(mtls_agent().asgi(store="memory://", grpc_port=0, tls=pki.tls("required")))
+    url = f"https://{srv.app.grpc_address}"
+    async with GrpcTransport(url, timeout=WAIT, credentials=pki.grpc_credentials("alice")) as transport:
+        sent = await transport.send(
+            Operation.SEND_MESSAGE,
+            m.SendMessageRequest(
+                message=m.Message(message_id="g1", role=m.Role.USER, parts=[m.Part(text="hi")])
+            ),
+        )
+    assert sent.task is not None
+    assert sent.task.artifacts[0].parts[0].text == f"{ALICE_SUBJECT} via mtls"
+
+
+async def test_the_mutual_tls_scheme_narrows_to_its_subjects(pki: Pki, serve: Any) -> None:
+    srv = serve(mtls_agent(subjects=["CN=bob,O=Acme"]).asgi(store="memory://", tls=pki.tls("required")))
+    async with httpx.AsyncClient(verify=pki.client_context("alice"), timeout=WAIT) as http:
+        answer = await http.post(
+            f"https://127.0.0.1:{srv.port}/",
+            json={"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}},
+            headers=V1,
+        )
+    assert answer.status_code == 401
+    assert "is not allowed" in answer.json()["error"]["message"]

@@ -53,24 +53,35 @@ def check_tenant_name(tenant: str) -> None:
 
 
 def _http_peer(scope: Scope) -> PeerName | None:
-    """The client certificate's subject from the ASGI TLS extension (``skillwire serve --tls-client-ca``
-    puts it there; so does any ASGI server implementing the extension)."""
+    """The client certificate's subject from the ASGI TLS extension, which skillwire's uvicorn protocols
+    fill once per connection (``skillwire serve --tls-client-ca``; any ASGI server implementing the extension
+    does too). A certificate the server says failed verification is no certificate."""
     tls = (scope.get("extensions") or {}).get("tls")
-    name = tls.get("client_cert_name") if isinstance(tls, dict) else None
+    if not isinstance(tls, dict) or tls.get("client_cert_error"):
+        return None
+    name = tls.get("client_cert_name")
     return PeerName(name) if isinstance(name, str) and name else None
 
 
+_GRPC_PEERS: dict[bytes, PeerName | None] = {}
+
+
 def _grpc_peer(context: Any) -> PeerName | None:
-    """The client certificate's subject of a gRPC call over mutual TLS."""
+    """The client certificate's subject of a gRPC call over mutual TLS, read from its PEM as on HTTP (the
+    same string for the same certificate); remembered per certificate, as a connection's calls share one."""
     try:
-        auth = context.auth_context()
-    except Exception:  # not a TLS channel, or no auth context on this grpc
+        auth = context.auth_context() or {}
+    except Exception:  # no auth context on this grpc
         return None
-    subject = auth.get("x509_subject") or auth.get("x509_common_name")
-    if not subject:
+    pems = auth.get("x509_pem_cert") or ()
+    if not pems:
         return None
-    raw = subject[0]
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    if "x509_subject" not in auth:  # only the common name: say so in the RFC 4514 form
-        text = f"CN={text}"
-    return PeerName(text) if text else None
+    key = pems[0] if isinstance(pems[0], bytes) else str(pems[0]).encode()
+    if key not in _GRPC_PEERS:
+        from skillwire.server.tls import peer_certificate_from_grpc
+
+        peer = peer_certificate_from_grpc(context)
+        if len(_GRPC_PEERS) >= 256:
+            _GRPC_PEERS.clear()
+        _GRPC_PEERS[key] = PeerName(peer.subject) if peer is not None else None
+    return _GRPC_PEERS[key]
