@@ -179,12 +179,12 @@ Verdict = Principal | str | None
 Verifier = Callable[[str], Verdict | Awaitable[Verdict]]
 
 
-def keys_from_env(variable: str) -> dict[str, str]:
+def keys_from_env(variable: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
     """``principal:key`` pairs, comma-separated, from the environment variable ``variable`` (empty when it is
     unset): ``keys_from_env("AGENT_KEYS")`` for ``AGENT_KEYS="alice:k1,bob:k2"`` is
     ``{"alice": "k1", "bob": "k2"}``."""
     keys: dict[str, str] = {}
-    for pair in (os.environ.get(variable) or "").split(","):
+    for pair in ((os.environ if env is None else env).get(variable) or "").split(","):
         if not pair.strip():
             continue
         principal, sep, key = pair.strip().partition(":")
