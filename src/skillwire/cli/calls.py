@@ -9,7 +9,9 @@
   (``get`` and ``watch`` take ``--out`` too).
 
 Every command takes ``--header K=V`` and ``--credential SCHEME=SECRET`` (repeatable; a secret goes where the
-card's security scheme of that name says), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
+card's security scheme of that name says), ``--allow-origin ORIGIN`` (repeatable: an origin other than the
+URL's that the card may lead the command to with credentials, or from https to plaintext; see
+:mod:`skillwire.client.origins`), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
 ``--timeout SECONDS`` (each request's), ``--json`` (one ProtoJSON object per line: each response or stream
 event) and ``--debug``. URL may be ``host:port`` or ``:port`` (``http://127.0.0.1:port``).
 
@@ -53,6 +55,7 @@ from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
 __all__ = [
+    "ALLOW_ORIGIN_HELP",
     "COMMANDS",
     "EXIT_ERROR",
     "EXIT_FAILED",
@@ -78,6 +81,13 @@ COMMANDS = frozenset({"card", "send", "tasks"})
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+
+#: The help of ``--allow-origin`` (every command that calls an agent has it).
+ALLOW_ORIGIN_HELP = (
+    "another origin (scheme://host[:port]; host:port for plaintext gRPC) the agent card may send this command"
+    " to with your credentials, or from https to plaintext (repeatable); credentials otherwise go only to"
+    " the URL's own origin"
+)
 
 
 # -- argument parsing ----------------------------------------------------------------------------------
@@ -168,6 +178,13 @@ def _common() -> argparse.ArgumentParser:
         metavar="SCHEME=SECRET",
         help="a secret for one of the card's security schemes, e.g. apiKey=s3cret or oidc=@token.txt"
         " (@FILE reads it from a file; repeatable); the card says where it goes",
+    )
+    common.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help=ALLOW_ORIGIN_HELP,
     )
     common.add_argument(
         "--binding",
@@ -287,6 +304,7 @@ class _Call:
             bindings=(self.args.binding,) if self.args.binding else None,
             headers=dict(self.args.header),
             credentials=dict(self.args.credential) or None,
+            allowed_origins=self.args.allow_origin,
             retries=max(self.args.retries, 0),
             **({} if self.args.timeout is None else {"timeout": self.args.timeout}),
         )
@@ -297,7 +315,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `skillwire serve` builds this parser too and should not load the client.
     import httpx
 
-    from skillwire.client.errors import ClientError
+    from skillwire.client.errors import ClientError, UntrustedOriginError
 
     handlers: dict[str, Callable[[_Call, Client], Coroutine[Any, Any, int]]] = {
         "card": _card,
@@ -320,6 +338,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         return asyncio.run(_with_client(call, handlers[name]))
+    except UntrustedOriginError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"skillwire: {exc.explanation}. If you trust it: --allow-origin {exc.origin}", file=sys.stderr)
+        return EXIT_ERROR
     except (A2AError, ClientError, httpx.HTTPError, LocalError) as exc:
         if args.debug:
             traceback.print_exc()

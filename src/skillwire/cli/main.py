@@ -223,6 +223,9 @@ def _parser() -> argparse.ArgumentParser:
         "target", help="a folder (skills or agent.py), a .py file, module:attribute, or a URL"
     )
     listing.add_argument("--json", action="store_true", help="print the skills and their schemas as JSON")
+    listing.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN", help=calls.ALLOW_ORIGIN_HELP
+    )
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     return parser
@@ -361,7 +364,7 @@ def _check(folder: str, *, strict: bool = False) -> int:
     return 0
 
 
-def _list(target: str, *, as_json: bool = False) -> int:
+def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] = ()) -> int:
     """Print each skill of ``target`` with its schemas, as the card publishes them (skill-schemas extension)."""
     import asyncio
     import json
@@ -369,7 +372,7 @@ def _list(target: str, *, as_json: bool = False) -> int:
     from skillwire.skills.schema_card import read_skill_schemas
 
     if target.startswith(("http://", "https://")):
-        card = asyncio.run(_remote_card(target))
+        card = asyncio.run(_remote_card(target, allowed_origins))
     else:
         card = load_agent(target).card()
     schemas = read_skill_schemas(card)
@@ -389,12 +392,14 @@ def _list(target: str, *, as_json: bool = False) -> int:
     return 0
 
 
-async def _remote_card(url: str) -> AgentCard:
-    from skillwire.client import Client
+async def _remote_card(url: str, allowed_origins: Sequence[str]) -> AgentCard:
+    from skillwire.client import Client, UntrustedOriginError
 
     try:
-        async with await Client.connect(url, retries=0) as client:
+        async with await Client.connect(url, retries=0, allowed_origins=allowed_origins) as client:
             return client.card
+    except UntrustedOriginError as exc:
+        raise SkillwireError(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}") from None
     except Exception as exc:  # connection refused, not a card, ...: one line, no traceback
         raise SkillwireError(f"cannot read the agent card at {url}: {exc}") from None
 
@@ -426,7 +431,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "skills" and args.skills_command == "list":
-            return _list(args.target, as_json=args.json)
+            return _list(args.target, as_json=args.json, allowed_origins=args.allow_origin)
         if args.command == "skills":
             return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:
