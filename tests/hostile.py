@@ -59,11 +59,12 @@ def card(interfaces: list[tuple[str, str]], **members: Any) -> dict[str, Any]:
 @dataclass
 class CardServer:
     """Serves ``card`` at the well-known path and answers every other request with ``error`` as a JSON-RPC
-    error; with ``redirect``, answers every request with a 307 to the same path there. Records what it gets
+    error (or with ``result``, when set); with ``redirect``, answers every request with a 307 to the same path there. Records what it gets
     in ``requests``."""
 
     card: dict[str, Any] = field(default_factory=lambda: card([]))
     error: dict[str, Any] = field(default_factory=lambda: {"code": -32603, "message": "no agent here"})
+    result: dict[str, Any] | None = None
     redirect: str | None = None
     requests: list[Seen] = field(default_factory=list)
 
@@ -78,8 +79,8 @@ class CardServer:
         elif scope["path"] == CARD_PATH:
             await _answer(send, 200, json.dumps(self.card).encode())
         else:
-            body = json.dumps({"jsonrpc": "2.0", "id": 1, "error": self.error}).encode()
-            await _answer(send, 200, body)
+            answer = {"error": self.error} if self.result is None else {"result": self.result}
+            await _answer(send, 200, json.dumps({"jsonrpc": "2.0", "id": 1, **answer}).encode())
 
 
 async def _answer(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]] = []) -> None:  # noqa: B006

@@ -36,8 +36,6 @@ import argparse
 import asyncio
 import json
 import re
-import sys
-import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -48,7 +46,7 @@ import msgspec
 if TYPE_CHECKING:
     from skillwire.client import Client
 from skillwire.cli.files import LocalError, check_out_dir, file_part
-from skillwire.cli.output import Screen, json_line, parts_text
+from skillwire.cli.output import Screen, json_line, parts_text, say_error, say_traceback
 from skillwire.cli.terminal import is_terminal
 from skillwire.errors import A2AError, UnsupportedOperationError
 from skillwire.protocol import models as m
@@ -334,27 +332,27 @@ def run(args: argparse.Namespace) -> int:
         if args.command == "send":
             call.files = [file_part(path, args.max_file_size) for path in args.file]
     except LocalError as exc:
-        print(f"skillwire: {exc}", file=sys.stderr)
+        say_error(str(exc))
         return EXIT_USAGE
     try:
         return asyncio.run(_with_client(call, handlers[name]))
     except UntrustedOriginError as exc:
         if args.debug:
-            traceback.print_exc()
-        print(f"skillwire: {exc.explanation}. If you trust it: --allow-origin {exc.origin}", file=sys.stderr)
+            say_traceback()
+        say_error(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}")
         return EXIT_ERROR
     except (A2AError, ClientError, httpx.HTTPError, LocalError) as exc:
         if args.debug:
-            traceback.print_exc()
+            say_traceback()
         what = "" if isinstance(exc, LocalError) else f"{call.operation} failed: "
-        print(f"skillwire: {what}{_describe(exc)}", file=sys.stderr)
+        say_error(f"{what}{_describe(exc)}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         call.screen.interrupted()
         going_on = ""
         if call.task_id and call.state not in TERMINAL_STATES:
             going_on = f"; the task goes on: `skillwire tasks watch {call.url} {call.task_id}`"
-        print(f"skillwire: interrupted{going_on}", file=sys.stderr)
+        say_error(f"interrupted{going_on}")
         return 130
 
 
@@ -372,10 +370,8 @@ async def _with_client(call: _Call, handler: Callable[[_Call, Client], Coroutine
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, A2AError):
-        return f"{exc.message} ({exc.reason})"
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())  # one line
+    """What went wrong, for :func:`say_error` (which puts it on one line)."""
+    return f"{exc.message} ({exc.reason})" if isinstance(exc, A2AError) else str(exc) or type(exc).__name__
 
 
 def _hint(call: _Call, task_id: str, state: TaskState) -> None:
@@ -470,7 +466,7 @@ async def _conclude(call: _Call, client: Client, result: m.Task | m.Message | No
     (each answer sent and shown as ``mode`` says)."""
     while True:
         if result is None:
-            print(f"skillwire: {call.operation} ended without any event", file=sys.stderr)
+            say_error(f"{call.operation} ended without any event")
             return EXIT_ERROR
         if isinstance(result, m.Message):
             return EXIT_OK

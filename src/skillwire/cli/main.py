@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls, scaffold
+from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
@@ -376,17 +377,18 @@ def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] 
     else:
         card = load_agent(target).card()
     schemas = read_skill_schemas(card)
+    # A remote agent's card says what it likes: printed through output.say, which strips control sequences.
     if as_json:
         rows = [{"id": s.id, "name": s.name, **schemas.get(s.id, {})} for s in card.skills]
-        print(json.dumps(rows, indent=2))
+        say(json_text(json.dumps(rows, indent=2)))
         return 0
     for skill in card.skills:
         entry = schemas.get(skill.id, {})
-        print(f"{skill.id}: {skill.description} [{', '.join(skill.tags)}]")
+        say(f"{skill.id}: {skill.description} [{', '.join(skill.tags)}]")
         for key in ("input", "output"):
             shown = json.dumps(entry[key], separators=(",", ":")) if key in entry else None
             reason = entry.get("omitted", {}).get(key)
-            print(f"  {key}: {shown or (f'(not published: {reason})' if reason else '(no schema)')}")
+            say(f"  {key}: {shown or (f'(not published: {reason})' if reason else '(no schema)')}")
     if not card.skills:
         print(f"{target}: no skills", file=sys.stderr)
     return 0
@@ -439,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in scaffold.COMMANDS:
             return scaffold.run(args)
     except SkillwireError as exc:
-        print(f"skillwire: {exc}", file=sys.stderr)
+        say_error(str(exc))  # may quote a remote agent (skills list URL)
         return 2
     except BrokenPipeError:
         # Whoever read the output has gone: stop quietly. Later writes (the interpreter flushes stdout at
