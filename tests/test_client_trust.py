@@ -162,6 +162,10 @@ async def test_a_shared_http_client_with_credentials_counts_too(
             with pytest.raises(UntrustedOriginError):
                 await Client.connect(run.url, http=http, timeout=WAIT, retries=0)
     assert other.got_nothing()
+    async with httpx.AsyncClient() as http:  # a cookie an answer set stays with its domain: not ambient
+        http.cookies.set("sid", "from-an-answer", domain="elsewhere.example")
+        async with await Client.connect(run.url, http=http, timeout=WAIT) as client:
+            assert echoed(await client.send("hi")) == "echo: hi"
 
 
 async def test_without_credentials_the_card_is_followed(

@@ -16,9 +16,9 @@ The rules, applied when :meth:`Client.connect` has chosen an interface:
   an allowed one, else :class:`UntrustedOriginError` is raised before anything is sent there. Credentials
   are the secrets of ``credentials=``, the ``headers=`` whose names look like credentials
   (:func:`is_credential_header`: ``Authorization``, ``Cookie``, ``X-API-Key``, ``*token*`` ...) and, on a
-  shared ``http=`` client, its ``auth``, such headers and its cookies. Without any, the client follows the
-  card wherever it points (a card on ``www.example.com`` may name ``api.example.com``): it sends the
-  messages there, and ``headers=`` that are not credentials.
+  shared ``http=`` client, its ``auth``, such headers and the cookies it sends every host (``cookies=``).
+  Without any, the client follows the card wherever it points (a card on ``www.example.com`` may name
+  ``api.example.com``): it sends the messages there, and ``headers=`` that are not credentials.
 * **No downgrade.** When the URL named is ``https://``, an interface without TLS (``http://``, or a
   plaintext gRPC target) is refused with :class:`InsecureDowngradeError`, credentials or not.
 * Allowing an origin (``allowed_origins=``, ``skillwire ... --allow-origin``) allows both.
@@ -143,11 +143,12 @@ def is_credential_header(name: str) -> bool:
 
 
 def has_ambient_credentials(http: httpx.AsyncClient) -> bool:
-    """Whether a shared httpx client adds credentials to every request by itself: its ``auth``, its
-    cookies, or headers that :func:`is_credential_header` says are credentials."""
+    """Whether a shared httpx client adds credentials to every request by itself: its ``auth``, cookies set
+    for no domain (``cookies=``: sent to every host; one an answer set stays with its domain), or headers
+    that :func:`is_credential_header` says are credentials."""
     return (
         http.auth is not None
-        or bool(http.cookies)
+        or any(not cookie.domain for cookie in http.cookies.jar)
         or any(is_credential_header(name) for name in http.headers)
     )
 
@@ -172,8 +173,7 @@ class OriginPolicy:
         http: httpx.AsyncClient | None,
     ) -> OriginPolicy:
         """The policy of :meth:`Client.connect`: credentialed when it has ``credentials``, a header that
-        carries credentials, or a shared ``http`` client that adds some (read before any request is made,
-        so that cookies the card's answer sets do not count)."""
+        carries credentials, or a shared ``http`` client that adds some to every request."""
         credentialed = (
             credentials is not None
             or any(is_credential_header(name) for name in headers)
