@@ -10,7 +10,9 @@
 
 Every command takes ``--header K=V`` and ``--credential SCHEME=SECRET`` (repeatable; a secret goes where the
 card's security scheme of that name says), ``--card-keys FILE_OR_URL`` (trust only a card signed with one of
-the keys of that JWKS), ``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
+the keys of that JWKS), ``--allow-origin ORIGIN`` (repeatable: an origin other than the URL's that the card
+may lead the command to with credentials, or from https to plaintext; see :mod:`skillwire.client.origins`),
+``--binding`` (JSONRPC, HTTP+JSON or GRPC), ``--retries``,
 ``--timeout SECONDS`` (each request's), ``--json`` (one ProtoJSON object per line: each response or stream
 event) and ``--debug``. URL may be ``host:port`` or ``:port`` (``http://127.0.0.1:port``).
 
@@ -35,8 +37,6 @@ import argparse
 import asyncio
 import json
 import re
-import sys
-import traceback
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
@@ -47,13 +47,14 @@ import msgspec
 if TYPE_CHECKING:
     from skillwire.client import Client
 from skillwire.cli.files import LocalError, check_out_dir, file_part
-from skillwire.cli.output import Screen, json_line, parts_text
+from skillwire.cli.output import Screen, json_line, parts_text, say_error, say_traceback
 from skillwire.cli.terminal import is_terminal
 from skillwire.errors import A2AError, CardSignatureError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
 __all__ = [
+    "ALLOW_ORIGIN_HELP",
     "COMMANDS",
     "EXIT_ERROR",
     "EXIT_FAILED",
@@ -79,6 +80,13 @@ COMMANDS = frozenset({"card", "send", "tasks"})
 MAX_FILE_BYTES = 10 * 1024 * 1024
 
 _FAILED = frozenset({TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED})
+
+#: The help of ``--allow-origin`` (every command that calls an agent has it).
+ALLOW_ORIGIN_HELP = (
+    "another origin (scheme://host[:port]; host:port for plaintext gRPC) the agent card may send this command"
+    " to with your credentials, or from https to plaintext (repeatable); credentials otherwise go only to"
+    " the URL's own origin"
+)
 
 
 # -- argument parsing ----------------------------------------------------------------------------------
@@ -184,6 +192,13 @@ def _common() -> argparse.ArgumentParser:
         metavar="SCHEME=SECRET",
         help="a secret for one of the card's security schemes, e.g. apiKey=s3cret or oidc=@token.txt"
         " (@FILE reads it from a file; repeatable); the card says where it goes",
+    )
+    common.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help=ALLOW_ORIGIN_HELP,
     )
     common.add_argument(
         "--binding",
@@ -311,6 +326,7 @@ class _Call:
             bindings=(self.args.binding,) if self.args.binding else None,
             headers=dict(self.args.header),
             credentials=dict(self.args.credential) or None,
+            allowed_origins=self.args.allow_origin,
             retries=max(self.args.retries, 0),
             card_keys=self.args.card_keys,
             **({} if self.args.timeout is None else {"timeout": self.args.timeout}),
@@ -322,7 +338,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here, not at the top: `skillwire serve` builds this parser too and should not load the client.
     import httpx
 
-    from skillwire.client.errors import ClientError
+    from skillwire.client.errors import ClientError, UntrustedOriginError
 
     handlers: dict[str, Callable[[_Call, Client], Coroutine[Any, Any, int]]] = {
         "card": _card,
@@ -341,22 +357,27 @@ def run(args: argparse.Namespace) -> int:
         if args.command == "send":
             call.files = [file_part(path, args.max_file_size) for path in args.file]
     except LocalError as exc:
-        print(f"skillwire: {exc}", file=sys.stderr)
+        say_error(str(exc))
         return EXIT_USAGE
     try:
         return asyncio.run(_with_client(call, handlers[name]))
+    except UntrustedOriginError as exc:
+        if args.debug:
+            say_traceback()
+        say_error(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}")
+        return EXIT_ERROR
     except (A2AError, ClientError, CardSignatureError, httpx.HTTPError, LocalError) as exc:
         if args.debug:
-            traceback.print_exc()
+            say_traceback()
         what = "" if isinstance(exc, LocalError) else f"{call.operation} failed: "
-        print(f"skillwire: {what}{_describe(exc)}", file=sys.stderr)
+        say_error(f"{what}{_describe(exc)}")
         return EXIT_ERROR
     except KeyboardInterrupt:
         call.screen.interrupted()
         going_on = ""
         if call.task_id and call.state not in TERMINAL_STATES:
             going_on = f"; the task goes on: `skillwire tasks watch {call.url} {call.task_id}`"
-        print(f"skillwire: interrupted{going_on}", file=sys.stderr)
+        say_error(f"interrupted{going_on}")
         return 130
 
 
@@ -374,10 +395,8 @@ async def _with_client(call: _Call, handler: Callable[[_Call, Client], Coroutine
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, A2AError):
-        return f"{exc.message} ({exc.reason})"
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())  # one line
+    """What went wrong, for :func:`say_error` (which puts it on one line)."""
+    return f"{exc.message} ({exc.reason})" if isinstance(exc, A2AError) else str(exc) or type(exc).__name__
 
 
 def _hint(call: _Call, task_id: str, state: TaskState) -> None:
@@ -472,7 +491,7 @@ async def _conclude(call: _Call, client: Client, result: m.Task | m.Message | No
     (each answer sent and shown as ``mode`` says)."""
     while True:
         if result is None:
-            print(f"skillwire: {call.operation} ended without any event", file=sys.stderr)
+            say_error(f"{call.operation} ended without any event")
             return EXIT_ERROR
         if isinstance(result, m.Message):
             return EXIT_OK

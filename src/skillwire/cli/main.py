@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls, scaffold
+from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
@@ -275,6 +276,9 @@ def _parser() -> argparse.ArgumentParser:
         "target", help="a folder (skills or agent.py), a .py file, module:attribute, or a URL"
     )
     listing.add_argument("--json", action="store_true", help="print the skills and their schemas as JSON")
+    listing.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN", help=calls.ALLOW_ORIGIN_HELP
+    )
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     return parser
@@ -443,7 +447,7 @@ def _check(folder: str, *, strict: bool = False) -> int:
     return 0
 
 
-def _list(target: str, *, as_json: bool = False) -> int:
+def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] = ()) -> int:
     """Print each skill of ``target`` with its schemas, as the card publishes them (skill-schemas extension)."""
     import asyncio
     import json
@@ -451,32 +455,35 @@ def _list(target: str, *, as_json: bool = False) -> int:
     from skillwire.skills.schema_card import read_skill_schemas
 
     if target.startswith(("http://", "https://")):
-        card = asyncio.run(_remote_card(target))
+        card = asyncio.run(_remote_card(target, allowed_origins))
     else:
         card = load_agent(target).card()
     schemas = read_skill_schemas(card)
+    # A remote agent's card says what it likes: printed through output.say, which strips control sequences.
     if as_json:
         rows = [{"id": s.id, "name": s.name, **schemas.get(s.id, {})} for s in card.skills]
-        print(json.dumps(rows, indent=2))
+        say(json_text(json.dumps(rows, indent=2)))
         return 0
     for skill in card.skills:
         entry = schemas.get(skill.id, {})
-        print(f"{skill.id}: {skill.description} [{', '.join(skill.tags)}]")
+        say(f"{skill.id}: {skill.description} [{', '.join(skill.tags)}]")
         for key in ("input", "output"):
             shown = json.dumps(entry[key], separators=(",", ":")) if key in entry else None
             reason = entry.get("omitted", {}).get(key)
-            print(f"  {key}: {shown or (f'(not published: {reason})' if reason else '(no schema)')}")
+            say(f"  {key}: {shown or (f'(not published: {reason})' if reason else '(no schema)')}")
     if not card.skills:
         print(f"{target}: no skills", file=sys.stderr)
     return 0
 
 
-async def _remote_card(url: str) -> AgentCard:
-    from skillwire.client import Client
+async def _remote_card(url: str, allowed_origins: Sequence[str]) -> AgentCard:
+    from skillwire.client import Client, UntrustedOriginError
 
     try:
-        async with await Client.connect(url, retries=0) as client:
+        async with await Client.connect(url, retries=0, allowed_origins=allowed_origins) as client:
             return client.card
+    except UntrustedOriginError as exc:
+        raise SkillwireError(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}") from None
     except Exception as exc:  # connection refused, not a card, ...: one line, no traceback
         raise SkillwireError(f"cannot read the agent card at {url}: {exc}") from None
 
@@ -508,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "skills" and args.skills_command == "list":
-            return _list(args.target, as_json=args.json)
+            return _list(args.target, as_json=args.json, allowed_origins=args.allow_origin)
         if args.command == "skills":
             return _check(args.folder, strict=args.strict)
         if args.command in calls.COMMANDS:
@@ -516,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in scaffold.COMMANDS:
             return scaffold.run(args)
     except SkillwireError as exc:
-        print(f"skillwire: {exc}", file=sys.stderr)
+        say_error(str(exc))  # may quote a remote agent (skills list URL)
         return 2
     except BrokenPipeError:
         # Whoever read the output has gone: stop quietly. Later writes (the interpreter flushes stdout at

@@ -1,13 +1,22 @@
 """What the client commands print: ProtoJSON lines, and the :class:`Screen` of one command (cards, task
 listings, tasks, stream events and artifacts as text, the live status line, the answer prompt, the artifact
-files saved with ``--out``)."""
+files saved with ``--out``).
+
+Everything an agent says reaches the terminal through the doors here, which make it harmless (issue 12):
+:func:`say` (a line of text on stdout; what :meth:`Screen.line` prints), :func:`say_error` (a
+``skillwire: ...`` line on stderr) and :func:`say_traceback` (``--debug``) take out every control sequence with
+:func:`~skillwire.cli.terminal.safe_text`; :func:`json_line` and :func:`json_text` keep JSON lossless and
+valid, escaping the controls the JSON encoder writes as they are (DEL, C1, bidi controls).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import sys
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +27,48 @@ from skillwire.cli.files import save_file
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
-__all__ = ["Screen", "json_line", "parts_text"]
+__all__ = ["Screen", "json_line", "json_text", "one_line", "parts_text", "say", "say_error", "say_traceback"]
+
+#: What JSON encoders write as is though a terminal acts on it (DEL, C1 controls, the 8-bit CSI among them)
+#: or reorders text by it (bidi controls); C0 controls they escape already.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _state(state: TaskState) -> str:
     return state.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
+def say(text: str = "") -> None:
+    """Print ``text`` (lines of it) on stdout, without anything in it a terminal would act on."""
+    print(terminal.safe_text(text), flush=True)
+
+
+def say_error(text: str) -> None:
+    """Print ``skillwire: text`` on one line of stderr, without anything in it a terminal would act on."""
+    print(f"skillwire: {one_line(text)}", file=sys.stderr, flush=True)
+
+
+def say_traceback() -> None:
+    """Print the traceback of the exception being handled on stderr (``--debug``), made safe: its message
+    may quote the agent."""
+    sys.stderr.write(terminal.safe_text(traceback.format_exc()))
+    sys.stderr.flush()
+
+
+def one_line(text: str) -> str:
+    """``text`` made safe (:func:`~skillwire.cli.terminal.safe_text`), its runs of white space made one space."""
+    return " ".join(terminal.safe_text(text).split())
+
+
+def json_text(encoded: str) -> str:
+    """JSON text with the characters in ``_JSON_UNSAFE`` written as ``\\uXXXX`` escapes: the same JSON (they
+    can only be inside strings, which read the escapes back as the same characters), safe on a terminal."""
+    return _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", encoded)
+
+
 def json_line(obj: Any) -> None:
-    """Print ``obj`` as ProtoJSON on one line of stdout."""
-    sys.stdout.write(msgspec.json.encode(obj).decode() + "\n")
+    """Print ``obj`` as ProtoJSON on one line of stdout (see :func:`json_text`)."""
+    sys.stdout.write(json_text(msgspec.json.encode(obj).decode()) + "\n")
     sys.stdout.flush()
 
 
@@ -82,8 +123,9 @@ class Screen:
         self._hinted_out = False
 
     def line(self, text: str = "") -> None:
+        """Print ``text`` (:func:`say`), clearing the status line first."""
         self.status.clear()
-        print(text, flush=True)
+        say(text)
 
     def interrupted(self) -> None:
         if self.prompting:
@@ -141,7 +183,7 @@ class Screen:
             out("No tasks.")
         for task in page.tasks:
             note = task.status.message
-            text = " ".join(parts_text(note.parts).split()) if note is not None else ""
+            text = one_line(parts_text(note.parts)) if note is not None else ""
             when = task.status.timestamp.isoformat() if task.status.timestamp is not None else ""
             row = [task.id, _state(task.status.state), task.context_id, when, text]
             out("  ".join(cell for cell in row if cell))

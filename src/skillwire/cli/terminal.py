@@ -1,14 +1,44 @@
-"""The terminal under the client commands: :func:`is_terminal`, the live :class:`StatusLine` drawn while a
-task works, and :func:`read_line`, which reads an answer from stdin without blocking the event loop."""
+"""The terminal under the client commands: :func:`safe_text`, which takes out of an agent's text whatever
+the terminal would act on, :func:`is_terminal`, the live :class:`StatusLine` drawn while a task works, and
+:func:`read_line`, which reads an answer from stdin without blocking the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from typing import IO
 
-__all__ = ["StatusLine", "is_terminal", "read_line"]
+__all__ = ["StatusLine", "is_terminal", "read_line", "safe_text"]
+
+#: What a terminal acts on instead of showing it, the longest forms first:
+#: * a control string (OSC such as the window title ``ESC ] 0 ; ... BEL`` or the clipboard ``ESC ] 52``,
+#:   DCS, SOS, PM, APC), 7-bit or 8-bit, up to its BEL or ST; its body holds no control, so a string left
+#:   open loses only its introducer (below) and each attempt stops at the next control: linear time;
+#: * a CSI sequence (``ESC [`` or 8-bit CSI, parameters, intermediates, final byte), then any other ESC
+#:   sequence (``ESC c``, ``ESC ( 0``, ``ESC 7`` ...);
+#: * a lone control: C0 but newline and tab (so ESC, BEL, backspace, carriage return), DEL, C1;
+#: * the bidi embeddings, overrides and isolates, which reorder what is shown (CVE-2021-42574).
+_UNSAFE = re.compile(
+    r"""
+      (?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]) [^\x00-\x1f\x7f-\x9f]* (?:\x07|\x1b\\|\x9c)
+    | (?:\x1b\[|\x9b) [0-?]* [ -/]* [@-~]
+    | \x1b [ -/]* [0-~]
+    | [\x00-\x08\x0b-\x1f\x7f-\x9f]
+    | [\u202a-\u202e\u2066-\u2069]
+    """,
+    re.VERBOSE,
+)
+
+
+def safe_text(text: str) -> str:
+    """``text`` as a terminal should show it: every control sequence and control character taken out (see
+    ``_UNSAFE``), newlines and tabs kept. Everything an agent says goes through it before it is printed::
+
+        safe_text("done\x1b]0;pwned\x07\x1b[2J!")  # "done!"
+    """
+    return _UNSAFE.sub("", text)
 
 
 def is_terminal(stream: IO[str]) -> bool:
@@ -24,8 +54,8 @@ def is_terminal(stream: IO[str]) -> bool:
 
 
 def _printable(text: str) -> str:
-    """``text`` on one line, without the control characters an agent could use to redraw the terminal."""
-    return " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    """``text`` on one line, without anything an agent could use to redraw the terminal."""
+    return " ".join(safe_text(text).split())
 
 
 class StatusLine:

@@ -14,9 +14,11 @@ from skillwire.client.errors import (
     AgentConnectionError,
     ClientError,
     HTTPStatusError,
+    InsecureDowngradeError,
     InvalidResponseError,
     NoCompatibleInterfaceError,
     TaskFailedError,
+    UntrustedOriginError,
 )
 from skillwire.client.retry import RetryPolicy
 from skillwire.client.sync import SyncClient
@@ -29,6 +31,7 @@ __all__ = [
     "Credentials",
     "CredentialsProvider",
     "HTTPStatusError",
+    "InsecureDowngradeError",
     "InvalidResponseError",
     "JsonRpcTransport",
     "NoCompatibleInterfaceError",
@@ -38,4 +41,5 @@ __all__ = [
     "SyncClient",
     "TaskFailedError",
     "Transport",
+    "UntrustedOriginError",
 ]

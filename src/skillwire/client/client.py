@@ -44,6 +44,7 @@ from skillwire.client.errors import (
     NoCompatibleInterfaceError,
     TaskFailedError,
 )
+from skillwire.client.origins import OriginPolicy
 from skillwire.client.progress import StreamProgress
 from skillwire.client.retry import RetryPolicy, parse_retry_after
 from skillwire.client.transport import A2A_VERSION, JsonRpcTransport, RestTransport, Transport
@@ -119,6 +120,7 @@ async def _transport(
     timeout: httpx.Timeout,  # noqa: ASYNC109 - the transport's per-request timeouts
     headers: dict[str, str],
     credentials: CredentialsProvider | None,
+    follow_redirects: bool | None,
     grpc_credentials: Any = None,
 ) -> Transport:
     """The transport for ``interface``; each binding module is imported only when it is used."""
@@ -138,7 +140,15 @@ async def _transport(
         )
     auth = CardAuth(card, credentials) if credentials is not None else None
     http_type = JsonRpcTransport if binding == "JSONRPC" else RestTransport
-    return http_type(interface.url, http, version=version, timeout=timeout, headers=headers, auth=auth)
+    return http_type(
+        interface.url,
+        http,
+        version=version,
+        timeout=timeout,
+        headers=headers,
+        auth=auth,
+        follow_redirects=follow_redirects,
+    )
 
 
 #: A file for ``send(files=...)``: a path (read, named and typed from its name), or ``(name, bytes,
@@ -195,7 +205,8 @@ class _Content(NamedTuple):
 
 
 class _CardSource:
-    """Fetches the agent card and revalidates it with ``If-None-Match``."""
+    """Fetches the agent card and revalidates it with ``If-None-Match`` (following redirects only when
+    ``follow_redirects`` is not False: the caller's headers may carry credentials)."""
 
     def __init__(
         self,
@@ -204,6 +215,7 @@ class _CardSource:
         timeout: httpx.Timeout,
         headers: dict[str, str],
         trust: CardTrust | None = None,
+        follow_redirects: bool | None = None,
     ):
         self.url = url
         #: the keys cards must be signed with (``card_keys``), or None
@@ -211,6 +223,7 @@ class _CardSource:
         self._http = http
         self._timeout = timeout
         self._headers = {**headers, "A2A-Version": A2A_VERSION, "Accept": "application/json"}
+        self._follow: Any = follow_redirects if follow_redirects is not None else httpx.USE_CLIENT_DEFAULT
         self.etag: str | None = None
         self.card: m.AgentCard | None = None
 
@@ -219,7 +232,9 @@ class _CardSource:
         if self.etag is not None and self.card is not None:
             headers["If-None-Match"] = self.etag
         try:
-            response = await self._http.get(self.url, headers=headers, timeout=self._timeout)
+            response = await self._http.get(
+                self.url, headers=headers, timeout=self._timeout, follow_redirects=self._follow
+            )
         except httpx.TransportError as exc:
             raise AgentConnectionError.of(exc) from exc
         if response.status_code == 304 and self.card is not None:
@@ -292,6 +307,7 @@ class Client:
         extensions: Sequence[str] = (),
         grpc_credentials: Any = None,
         card_keys: CardKeys | None = None,
+        allowed_origins: Sequence[str] = (),
     ) -> Client:
         """Read the agent card at ``base_url`` and connect through the interface it offers that suits
         best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
@@ -311,6 +327,18 @@ class Client:
         CardSignatureError (:mod:`skillwire.client.card_trust`)::
 
             client = await Client.connect(url, card_keys="https://agent.example/.well-known/jwks.json")
+
+        The card cannot send the client elsewhere (:mod:`skillwire.client.origins`): with credentials
+        (``credentials``, or ``headers`` such as ``Authorization``), an interface on another origin than
+        ``base_url``'s raises :class:`UntrustedOriginError` and nothing is sent there; without, the client
+        goes where the card says. An ``https`` ``base_url`` whose card names an interface without TLS raises
+        :class:`InsecureDowngradeError` either way. ``allowed_origins`` lists the other origins allowed for
+        both, as ``scheme://host[:port]`` (``grpc://host:port`` or ``host:port`` for plaintext gRPC)::
+
+            client = await Client.connect(
+                "https://agents.example.com", credentials={"apiKey": key},
+                allowed_origins=["https://api.example.com"],
+            )
         """
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
@@ -319,17 +347,22 @@ class Client:
         sent = dict(headers or {})
         if extensions:
             sent["A2A-Extensions"] = ", ".join(extensions)
+        policy = OriginPolicy.for_connect(
+            base_url, allowed_origins, credentials=credentials, headers=sent, http=http
+        )
         provider = as_provider(credentials) if credentials is not None else None
         owns = http is None
         client_http = http if http is not None else httpx.AsyncClient(timeout=timeout)
         try:
             url = base_url if base_url.endswith(".json") else base_url.rstrip("/") + CARD_PATH
             trust = CardTrust(card_keys, client_http, timeout) if card_keys is not None else None
-            source = _CardSource(url, client_http, timeout, headers or {}, trust)
+            source = _CardSource(url, client_http, timeout, headers or {}, trust, policy.follow_redirects)
             card = await retry.call(source.fetch)
             interface = select_interface(card, bindings, versions)
+            policy.check(interface, url)
+            follow = policy.follow_redirects
             transport = await _transport(
-                interface, card, client_http, timeout, sent, provider, grpc_credentials
+                interface, card, client_http, timeout, sent, provider, follow, grpc_credentials
             )
         except BaseException:
             if owns:
@@ -376,14 +409,16 @@ class Client:
 
     async def refresh_card(self) -> m.AgentCard:
         """Revalidate the cached card (``If-None-Match``; a 304 keeps it) and return the current one.
-        The interface in use does not change."""
+        The interface in use does not change, whatever the new card names: a card cannot move a connected
+        client to another origin."""
         if self._card_source is None:
             raise RuntimeError("this client was made without card discovery")
         self._card = await self.retry.call(self._card_source.fetch)
         return self._card
 
     async def get_extended_card(self) -> m.AgentCard:
-        """The authenticated extended card (GetExtendedAgentCard)."""
+        """The authenticated extended card (GetExtendedAgentCard), asked for over the interface in use;
+        the interfaces it names are not followed."""
         request = m.GetExtendedAgentCardRequest(tenant=self._tenant)
         card: m.AgentCard = await self._idempotent(_O.GET_EXTENDED_AGENT_CARD, request)
         trust = self._card_source.trust if self._card_source is not None else None

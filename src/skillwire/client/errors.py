@@ -10,6 +10,9 @@ binding. The failures below belong to the client side of the conversation::
         +-- HTTPStatusError            an HTTP failure that carries no protocol error (429, 503, a proxy's 502)
         +-- NoCompatibleInterfaceError the card offers no interface this client can speak
         +-- InvalidResponseError       the agent answered with something that is not A2A v1.0
+        +-- UntrustedOriginError       the card names an interface on an origin this client may not send its
+            |                          credentials to (see :mod:`skillwire.client.origins`)
+            +-- InsecureDowngradeError an https URL whose card names an interface without TLS
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ __all__ = [
     "AgentConnectionError",
     "ClientError",
     "HTTPStatusError",
+    "InsecureDowngradeError",
     "InvalidResponseError",
     "NoCompatibleInterfaceError",
     "TaskFailedError",
+    "UntrustedOriginError",
 ]
 
 
@@ -81,6 +86,30 @@ class NoCompatibleInterfaceError(ClientError):
 
 class InvalidResponseError(ClientError):
     """The agent's answer does not decode as the A2A v1.0 message expected."""
+
+
+class UntrustedOriginError(ClientError):
+    """The agent card names an interface on an origin the client will not use as configured: it has
+    credentials and the origin is neither the one named nor an allowed one. Nothing was sent there.
+
+    ``explanation`` says what was refused and why (the message adds how to allow it), ``card_url`` is the
+    card's URL, ``interface_url`` the URL it names, ``origin`` that URL's origin and ``named_origin`` the
+    one of the URL the client was given; ``allowed_origins=[origin]`` allows it."""
+
+    def __init__(
+        self, explanation: str, *, card_url: str, interface_url: str, origin: str, named_origin: str
+    ) -> None:
+        self.explanation = explanation
+        self.card_url = card_url
+        self.interface_url = interface_url
+        self.origin = origin
+        self.named_origin = named_origin
+        super().__init__(f"{explanation}. If you trust it, allow it explicitly: allowed_origins=[{origin!r}]")
+
+
+class InsecureDowngradeError(UntrustedOriginError):
+    """The client was given an https URL and the card names an interface without TLS (``http://``, a
+    plaintext gRPC target): refused, credentials or not, unless that origin is allowed."""
 
 
 def _has_request(exc: Exception) -> bool:

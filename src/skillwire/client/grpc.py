@@ -82,6 +82,7 @@ import grpc  # type: ignore[import-untyped]
 from a2a.types import a2a_pb2_grpc
 
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
+from skillwire.client.origins import grpc_target
 from skillwire.client.transport import A2A_VERSION
 from skillwire.errors import (
     ERRORS_BY_CODE,
@@ -117,25 +118,8 @@ _NOT_METADATA = frozenset(
     }
 )
 
-_SECURE_SCHEMES = {"grpcs": True, "https": True, "grpc": False, "http": False}
-
 #: No limit on the size of a reply (grpc's own default is 4 MiB; HTTP has none).
 _CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),)
-
-
-def grpc_target(url: str) -> tuple[str, bool]:
-    """The grpc target for an interface ``url`` and whether it needs TLS::
-
-    grpc_target("grpcs://agent.example:443")  # ("agent.example:443", True)
-    grpc_target("[::1]:50051")                 # ("[::1]:50051", False)
-    """
-    url = url.strip()
-    scheme, sep, rest = url.partition("://")
-    secure = _SECURE_SCHEMES.get(scheme.lower()) if sep else False
-    if secure is None:  # grpc's own target syntax: dns:///host:port, ipv4:..., unix://...
-        return url, False
-    authority = rest.partition("/")[0] if sep else url.rstrip("/")
-    return authority, secure
 
 
 def _metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str | bytes], ...]:

@@ -122,6 +122,7 @@ class _HttpTransport:
         timeout: httpx.Timeout | None = None,
         headers: dict[str, str] | None = None,
         auth: httpx.Auth | None = None,
+        follow_redirects: bool | None = None,
     ) -> None:
         self.url = url
         self._http = http
@@ -131,6 +132,9 @@ class _HttpTransport:
         self._headers = {**(headers or {}), "A2A-Version": version}
         #: Per-request credentials (:class:`skillwire.client.auth.CardAuth`); else the httpx client's own.
         self._auth: Any = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
+        #: False for a transport with credentials (a redirect would carry them elsewhere); None: the
+        #: httpx client's own setting.
+        self._follow: Any = follow_redirects if follow_redirects is not None else httpx.USE_CLIENT_DEFAULT
         #: What the bytes mean at ``version`` (ValueError for a version without a codec).
         self.codec = self._codec_of(version)
         self._ids = itertools.count(1)
@@ -148,7 +152,13 @@ class _HttpTransport:
         headers = {**self._headers, "Content-Type": "application/json"} if body is not None else self._headers
         async with _connection_errors():
             return await self._http.request(
-                method, url, content=body, headers=headers, timeout=self._timeout, auth=self._auth
+                method,
+                url,
+                content=body,
+                headers=headers,
+                timeout=self._timeout,
+                auth=self._auth,
+                follow_redirects=self._follow,
             )
 
     async def _sse(
@@ -162,7 +172,9 @@ class _HttpTransport:
             request = self._http.build_request(
                 method, url, content=body, headers=headers, timeout=self._timeout
             )
-            response = await self._http.send(request, stream=True, auth=self._auth)
+            response = await self._http.send(
+                request, stream=True, auth=self._auth, follow_redirects=self._follow
+            )
             try:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
                     raise self._failure(operation, response, await response.aread())

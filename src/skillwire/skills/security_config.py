@@ -68,7 +68,10 @@ class SecuritySpec:
 def parse_security(value: Any, *, source: str, lines: Mapping[tuple[Any, ...], int]) -> SecuritySpec:
     def fail(reason: str, *path: Any) -> ManifestError:
         return ManifestError(
-            reason, path=".".join(str(p) for p in ("security", *path)), line=lines.get(("security", *path)), source=source
+            reason,
+            path=".".join(str(p) for p in ("security", *path)),
+            line=lines.get(("security", *path)),
+            source=source,
         )
 
     if not isinstance(value, dict):
@@ -97,7 +100,9 @@ def parse_security(value: Any, *, source: str, lines: Mapping[tuple[Any, ...], i
                     key,
                 )
         if kind == "apiKey" and "keys" in settings:
-            raise fail("API keys are secrets: give `keysFromEnv: VARIABLE`, not `keys`", "schemes", name, "keys")
+            raise fail(
+                "API keys are secrets: give `keysFromEnv: VARIABLE`, not `keys`", "schemes", name, "keys"
+            )
         if kind == "basic" and "users" in settings:
             raise fail("give `usersFromEnv: VARIABLE` (user:hash pairs)", "schemes", name, "users")
         checked[str(name)] = dict(settings)
@@ -140,7 +145,9 @@ def build_security(spec: SecuritySpec, env: Mapping[str, str] | None = None) -> 
         try:
             schemes.append(_scheme(name, resolved, env))
         except (ValueError, TypeError) as exc:
-            raise ManifestError(f"security scheme {name!r}: {exc}", path=f"security.schemes.{name}", source=spec.source) from None
+            raise ManifestError(
+                f"security scheme {name!r}: {exc}", path=f"security.schemes.{name}", source=spec.source
+            ) from None
     if not schemes:
         return None
     kept = {s.name for s in schemes}
@@ -194,7 +201,10 @@ def _scheme(name: str, s: Mapping[str, Any], env: Mapping[str, str]) -> Scheme:
         if "usersFromEnv" not in s:
             raise ValueError("a basic scheme needs usersFromEnv")
         return HTTPBasic(
-            name, users=_pairs(s["usersFromEnv"], env), realm=s.get("realm", "skillwire"), scopes=s.get("scopes"),
+            name,
+            users=_pairs(s["usersFromEnv"], env),
+            realm=s.get("realm", "skillwire"),
+            scopes=s.get("scopes"),
             description=description,
         )
     if kind == "mutualTLS":
