@@ -27,6 +27,7 @@ from conftest import (
 )
 from conftest import start_process as start
 from skillwire import Client
+from skillwire.security import APIKey, Security
 from skillwire.server.hosts import AllowedHosts, parse_host, served_hosts
 from skillwire.server.serve import warn_unnamed
 from test_mounting import base_of, fastapi_app, run
@@ -72,6 +73,7 @@ def guarded(serve: Any) -> RunningServer:
     agent = example_agent("greeter")
     agent.extended_card = agent.card()
     agent.extended_card_enabled = True
+    agent.security = Security(APIKey(keys={"tester": "hosts-key"}))  # the extended card needs it
     app = agent.asgi(store="memory://", allowed_hosts=["agent.example", "127.0.0.1"])
     return serve(app)  # type: ignore[no-any-return]
 
@@ -99,8 +101,14 @@ async def test_an_allowed_host_is_the_cards_host_and_the_card_varies_by_host(
         "preferredTransport",
         "additionalInterfaces",
         "supportsAuthenticatedExtendedCard",
+        "security",
     ):
-        card.pop(member)
+        card.pop(member, None)
+    # the v0.3 shape written beside each scheme's v1.0 one (type, in, name, ...)
+    card["securitySchemes"] = {
+        name: {k: v for k, v in scheme.items() if k.endswith("SecurityScheme")}
+        for name, scheme in card["securitySchemes"].items()
+    }
     assert_proto(card, "AgentCard")
 
 
@@ -153,7 +161,7 @@ def test_a_request_without_a_host_is_refused(guarded: RunningServer) -> None:
 
 
 async def test_a_client_reaching_an_allowed_host_uses_the_card(guarded: RunningServer) -> None:
-    async with await Client.connect(guarded.url, retries=0) as client:
+    async with await Client.connect(guarded.url, retries=0, credentials={"apiKey": "hosts-key"}) as client:
         assert client.card.supported_interfaces[0].url == guarded.url
         extended = await client.get_extended_card()
         assert extended.supported_interfaces[0].url == guarded.url

@@ -28,6 +28,7 @@ from conftest import start_process as start
 from skillwire import Agent, CardSignatureError, CardSigner, Client, SyncClient, Task
 from skillwire.cli.main import main
 from skillwire.client.grpc import GrpcTransport
+from skillwire.security import APIKey, Security
 from skillwire.wire.card_signing import ALGORITHMS
 
 WAIT = 15.0
@@ -64,7 +65,12 @@ def signed_agent(*signers: CardSigner, extended: bool = False) -> Agent:
     if extended:
         agent.extended_card = msgspec.structs.replace(agent.card(), name="Greeter (extended)")
         agent.extended_card_enabled = True
+        agent.security = Security(APIKey(keys={"tester": EXTENDED_KEY}))  # it is for authenticated callers
     return agent
+
+
+EXTENDED_KEY = "extended-card-key"
+KEYED = {"apiKey": EXTENDED_KEY}
 
 
 @pytest.fixture
@@ -183,7 +189,9 @@ async def test_a_jwks_url_is_fetched_again_when_the_agent_rotated(serve: Serve) 
 async def test_the_extended_card_is_signed_and_verified(serve: Serve, binding: str) -> None:
     key = signer("card-1")
     srv = serve(signed_agent(key, extended=True).asgi(store="memory://"))
-    async with await Client.connect(srv.url, card_keys=jwks(key), bindings=[binding], retries=0) as client:
+    async with await Client.connect(
+        srv.url, card_keys=jwks(key), bindings=[binding], retries=0, credentials=KEYED
+    ) as client:
         extended = await client.get_extended_card()
     assert extended.name == "Greeter (extended)"
     assert extended.supported_interfaces[0].url.rstrip("/") == srv.url
@@ -193,7 +201,15 @@ async def test_the_extended_card_is_signed_and_verified(serve: Serve, binding: s
 async def test_the_extended_card_over_grpc_is_signed_and_verified(serve: Serve) -> None:
     key = signer("card-1")
     srv = serve(signed_agent(key, extended=True).asgi(store="memory://", grpc_port=0))
-    async with await Client.connect(srv.url, card_keys=jwks(key), bindings=["GRPC"], retries=0) as client:
+    grpc_origin = [str(srv.app.grpc_address)]  # its own port: another origin for the client's credentials
+    async with await Client.connect(
+        srv.url,
+        card_keys=jwks(key),
+        bindings=["GRPC"],
+        retries=0,
+        credentials=KEYED,
+        allowed_origins=grpc_origin,
+    ) as client:
         assert isinstance(client.transport, GrpcTransport)
         extended = await client.get_extended_card()
     assert extended.name == "Greeter (extended)" and "jku" not in header_of(extended.signatures[0])
@@ -205,7 +221,7 @@ async def test_an_extended_card_that_is_not_signed_is_refused(serve: Serve) -> N
     agent = signed_agent(key, extended=True)
     srv = serve(agent.asgi(store="memory://"))
     srv.app.dispatcher._sign_card = None  # the agent stops signing what GetExtendedAgentCard returns
-    async with await Client.connect(srv.url, card_keys=jwks(key), retries=0) as client:
+    async with await Client.connect(srv.url, card_keys=jwks(key), retries=0, credentials=KEYED) as client:
         with pytest.raises(CardSignatureError, match="not signed"):
             await client.get_extended_card()
 

@@ -22,6 +22,7 @@ from skillwire.cli.main import main
 from skillwire.client import HTTPStatusError, InsecureDowngradeError, UntrustedOriginError
 from skillwire.client.origins import origin_of
 from skillwire.protocol import models as m
+from skillwire.security import APIKey, Security
 
 WAIT = 10.0
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -375,7 +376,9 @@ async def test_the_extended_card_does_not_move_the_client(serve: Callable[[Any],
             default_output_modes=["text/plain"],
             skills=[],
         )
-        other = real_agent(serve, extended_card=extended)
+        # an extended card is for authenticated callers: the agent checks the key the client sends
+        keys = Security(APIKey(keys={"tester": SECRETS["apiKey"]}))
+        other = real_agent(serve, extended_card=extended, security=keys)
         async with await Client.connect(other.url, credentials=SECRETS, timeout=WAIT) as client:
             assert client.card.capabilities.extended_agent_card
             card = await client.get_extended_card()
