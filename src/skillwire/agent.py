@@ -203,6 +203,7 @@ class Agent:
         """An agent for a folder of skills (sub-folders with SKILL.md and skill.py, optional agent.yaml);
         with ``plugins``, also the skills installed packages offer through the ``skillwire.skills`` group."""
         from skillwire.skills.loader import load_agent_config, load_skills_folder, plugin_skills
+        from skillwire.skills.security_config import build_security
 
         config = load_agent_config(folder)
         agent = cls(
@@ -213,6 +214,7 @@ class Agent:
             documentation_url=config.documentation_url,
             icon_url=config.icon_url,
             read_only=read_only,
+            security=build_security(config.security) if config.security is not None else None,
         )
         for skill in load_skills_folder(folder):
             agent.add_skill(skill)

@@ -9,6 +9,7 @@ optional ``agent.yaml`` at the root names the agent::
     version: 1.2.0
     provider: {organization: Example Inc., url: https://example.com}
     documentationUrl: https://example.com/docs
+    security: {schemes: {apiKey: {type: apiKey, keysFromEnv: AGENT_KEYS}}}   # see skills/security_config.py
 
 Installed packages contribute skills through the ``skillwire.skills`` entry-point group: each entry point
 loads to a skills folder path (``str`` or ``pathlib.Path``) or to a callable returning one. Their skills are
@@ -37,6 +38,7 @@ from skillwire.skills.manifest import ManifestWarning, SkillCard, lint_manifest,
 from skillwire.skills.registry import Skill, collecting_code_skills, skill_from_manifest
 from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.skills.schema_cost import cost_warnings
+from skillwire.skills.security_config import SecuritySpec, parse_security
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -59,7 +61,7 @@ AGENT_FILE = "agent.yaml"
 CODE_AGENT = "agent.py"
 #: The largest agent.yaml accepted, in bytes (checked before it is read): the frontmatter limit of a SKILL.md.
 MAX_AGENT_FILE_BYTES = _yaml.MAX_FRONTMATTER_BYTES
-_AGENT_KEYS = {"name", "description", "version", "provider", "documentationUrl", "iconUrl"}
+_AGENT_KEYS = {"name", "description", "version", "provider", "documentationUrl", "iconUrl", "security"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,8 @@ class AgentConfig:
     documentation_url: str | None = None
     icon_url: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The ``security:`` section, checked (its secrets are read from the environment when it is built).
+    security: SecuritySpec | None = None
 
 
 def is_skills_folder(path: Path) -> bool:
@@ -144,11 +148,14 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
     problems: list[ManifestError] = []
     warnings: list[ManifestWarning] = []
     dirs = _skill_dirs(folder)
+    declared: frozenset[str] = frozenset()
     if (folder / AGENT_FILE).is_file():
         try:
-            load_agent_config(folder)
+            config = load_agent_config(folder)
         except ManifestError as exc:
             problems.append(exc)
+        else:
+            declared = config.security.names if config.security is not None else frozenset()
     seen: dict[str, Path] = {}
     for skill_dir in dirs:
         manifest = skill_dir / MANIFEST
@@ -158,6 +165,17 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
             problems.append(exc)
             continue
         warnings.extend(found)
+        for requirement in card.security_requirements:  # they must name what agent.yaml declares
+            for name in requirement:
+                if name not in declared:
+                    known = ", ".join(sorted(declared)) or "none: agent.yaml declares no security"
+                    problems.append(
+                        ManifestError(
+                            f"names security scheme {name!r}, which agent.yaml does not declare (declared: {known})",
+                            path="securityRequirements",
+                            source=card.source,
+                        )
+                    )
         if card.id in seen:
             problems.append(
                 ManifestError(f"duplicate skill id (also in {seen[card.id]})", path="id", source=card.source)
@@ -185,9 +203,17 @@ def check_code_agent(file: Path | str) -> FolderCheck:
         sys.path.insert(0, folder)
     with collecting_code_skills() as found:
         try:
-            import_file(file, "skillwire_check")
+            module = import_file(file, "skillwire_check")
         except (Exception, SystemExit) as exc:  # the module itself fails: the one problem we can report
             problems.append(ManifestError(f"cannot import: {type(exc).__name__}: {exc}", source=str(file)))
+        else:
+            # what start-up would refuse: skills' securityRequirements naming undeclared schemes, ...
+            check = getattr(getattr(module, "agent", None), "check_security", None)
+            if callable(check):
+                try:
+                    check()
+                except SkillwireError as exc:
+                    problems.append(ManifestError(str(exc), source=str(file)))
     problems += [ManifestError(reason, source=file, line=line) for reason, (file, line) in found.problems]
     warnings = [w for skill, where in found.skills for w in _code_skill_warnings(skill, *where)]
     return FolderCheck(len(found.skills) + len(found.problems), problems, warnings, [])
@@ -252,7 +278,9 @@ def load_agent_config(folder: Path | str) -> AgentConfig:
                 source=source,
             )
         agent_provider = AgentProvider(organization=provider["organization"], url=provider["url"])
+    security = parse_security(value["security"], source=source, lines=lines) if "security" in value else None
     return AgentConfig(
+        security=security,
         name=text("name", folder.resolve().name) or folder.resolve().name,
         description=text("description", "") or "",
         version=text("version", "1.0.0") or "1.0.0",
