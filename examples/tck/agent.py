@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from skillwire import Agent, AgentSkill, Part, RequestContext, TaskEvents
+from skillwire.security import APIKey, Security, keys_from_env
 
 Behaviour = Callable[[RequestContext, TaskEvents], Awaitable[None]]
 LONG_RUNNING_SECONDS = 300.0
@@ -150,11 +151,16 @@ async def tck(context: RequestContext, events: TaskEvents) -> None:
 
 # The v1.0 suite validates the card against a schema that allows v1.0 members only, so this agent leaves the
 # v0.3 fields off its card; serve it with --v03-card for the suite's v0.3 line (docs/conformance.md).
+#: ``TCK_API_KEYS="tck:k-tck-0001"`` protects every operation with an API key (the card's ``apiKey`` scheme,
+#: header ``X-API-Key``), for the TCK run with security on (docs/conformance.md says how it sends the key).
+_keys = keys_from_env("TCK_API_KEYS")
+
 agent = Agent(
     "skillwire TCK agent",
     "Implements the behaviours the A2A conformance suite asks for by message prefix.",
     card_v03_fields=False,
     executor=tck,
+    security=Security(APIKey(keys=_keys)) if _keys else None,
     # CORE-SEND-003 sends a part of a media type no agent declares and expects it accepted: this agent takes
     # any part (an agent that declares less refuses the others with -32005, docs/conformance.md).
     default_input_modes=["*/*"],
