@@ -561,3 +561,76 @@ async def test_the_a2a_sdk_client_passes_credentials_from_the_card(serve: Any) -
         events = [event async for event in client.send_message(request)]
     task = events[-1].task if events[-1].HasField("task") else None
     assert task is not None and task.artifacts[0].parts[0].text == "alice via apiKey"
+
+
+# -- where a key travels, and schemes that fail ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "send"),
+    [
+        ("query", lambda url, key: httpx.post(url + "/?api_key=" + key, json=LIST, headers=V1)),
+        (
+            "cookie",
+            lambda url, key: httpx.post(url + "/", json=LIST, headers={**V1, "Cookie": f"api_key={key}"}),
+        ),
+    ],
+)
+def test_an_api_key_in_a_query_parameter_or_a_cookie(serve: Any, location: str, send: Any) -> None:
+    agent = Agent("Q", security=Security(APIKey(keys=KEYS, location=location, parameter="api_key")))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who."""
+        return ctx.principal.subject
+
+    srv = serve(agent.asgi(store="memory://"))
+    assert agent.card().security_schemes["apiKey"] == {
+        "apiKeySecurityScheme": {"location": location, "name": "api_key"}
+    }
+    assert send(srv.url, KEYS["bob"]).status_code == 200
+    assert send(srv.url, "not-a-key").status_code == 401
+    assert httpx.post(srv.url + "/", json=LIST, headers=V1).status_code == 401
+
+
+def test_a_verifier_that_raises_is_an_internal_error_not_a_traceback(serve: Any) -> None:
+    def broken(key: str) -> str:
+        raise RuntimeError("the key service is down")
+
+    agent = Agent("B", security=Security(APIKey(keys=broken)))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who."""
+        return ctx.principal.subject
+
+    srv = serve(agent.asgi(store="memory://"))
+    answer = httpx.post(srv.url + "/", json=LIST, headers={**V1, "X-API-Key": "anything"})
+    assert answer.status_code == 200  # JSON-RPC: the error is in the body
+    assert answer.json()["error"]["code"] == -32603
+    assert "key service" not in answer.text and "Traceback" not in answer.text
+    rest = httpx.get(srv.url + "/tasks", headers={**V1, "X-API-Key": "anything"})
+    assert rest.status_code == 500 and rest.json()["error"]["status"] == "INTERNAL"
+    assert "key service" not in rest.text
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    ["Basic", "Basic !!!", "Basic " + base64.b64encode(b"\xff\xfe").decode(), "Basic " + "A" * 5000],
+)
+def test_malformed_basic_credentials_are_401(serve: Any, authorization: str) -> None:
+    srv = serve(
+        Agent("O", security=Security(HTTPBasic(users={"ops": hash_password("pw")})), executor=_echo).asgi(
+            store="memory://"
+        )
+    )
+    answer = httpx.post(srv.url + "/", json=LIST, headers={**V1, "Authorization": authorization})
+    assert answer.status_code == 401
+
+
+async def _echo(context: Any, events: Any) -> None:
+    await events.reply(context.text)
+
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+V1 = {"A2A-Version": "1.0"}

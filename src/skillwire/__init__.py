@@ -12,7 +12,7 @@ The front door: what the README and the docs teach is importable from here, and 
         \"\"\"Says the text back.\"\"\"
         return params["text"]
 
-Public modules: this one, and three documented subpackages for what is advanced or numerous:
+Public modules: this one, and four documented subpackages for what is advanced or numerous:
 
 * :mod:`skillwire.errors`: the one error tree, every class with its JSON-RPC code, HTTP status and gRPC
   status (``except skillwire.errors.TaskNotFoundError``). The front door carries its roots,
@@ -21,6 +21,9 @@ Public modules: this one, and three documented subpackages for what is advanced 
   :func:`verify_card` checks them; docs/security.md).
 * :mod:`skillwire.client`: the client's own failures (``AgentConnectionError``, ``HTTPStatusError``, ...,
   under :class:`ClientError`) and credentials (``Credentials``, ``CredentialsProvider``, ``Secret``).
+* :mod:`skillwire.security`: who may call an agent: the schemes (``APIKey``, ``HTTPBasic``, ``Bearer``,
+  ``OAuth2``, ``OpenIDConnect``, ``MutualTLS``), the ``Security`` policy given to ``Agent(security=...)``,
+  and the ``Principal`` a skill sees as ``ctx.principal`` (docs/security.md).
 * :mod:`skillwire.models`: every A2A message as a Struct, the request and response messages a
   :class:`BaseRequestHandler` receives and returns among them (``GetTaskRequest``, ``ListTasksResponse``).
 * :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
@@ -85,7 +88,7 @@ _LAZY = {
     "verify_card": "skillwire.wire.card_signing",
 }
 # The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
-_PUBLIC_MODULES = ("client", "errors", "models", "testing")
+_PUBLIC_MODULES = ("client", "errors", "models", "security", "testing")
 
 
 def __getattr__(name: str) -> _typing.Any:
