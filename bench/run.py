@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import resource
+import secrets
 import shlex
 import shutil
 import signal
@@ -33,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,14 @@ REST_HEADERS = RPC_HEADERS
 GRPC_METADATA = (("a2a-version", "1.0"),)
 ECHO_TEXT = "hello"
 ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
+#: The echo agent of skillwire-memory behind authentication (bench/secure_echo.py): not run by default.
+AUTH_TARGETS = ("skillwire-apikey", "skillwire-jwt")
+KNOWN_TARGETS = ALL_TARGETS + AUTH_TARGETS
 BASELINE = "a2a-sdk"
+#: The claims of the bench's JWT; bench/secure_echo.py checks the same issuer and audience.
+JWT_ISSUER = "https://bench.example"
+JWT_AUDIENCE = "bench"
+JWT_LIFETIME_S = 3600
 ALL_BINDINGS = ("jsonrpc", "rest", "grpc")
 #: How each binding is named in the report and in the card's ``supportedInterfaces[].protocolBinding``.
 BINDING_LABELS = {"jsonrpc": "JSON-RPC", "rest": "REST", "grpc": "gRPC"}
@@ -76,6 +84,7 @@ local threads = 0
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["A2A-Version"] = "1.0"
+-- BENCH_AUTH_HEADERS
 
 function setup(thread)
   thread:set("tid", threads)
@@ -112,6 +121,23 @@ WRK_REST_SCRIPT = WRK_SCRIPT.replace(
     .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}'""",
 )
 assert WRK_REST_SCRIPT != WRK_SCRIPT
+
+
+def _lua_string(value: str) -> str:
+    if not all(" " <= c <= "~" for c in value):
+        raise ValueError(f"not a printable ASCII header name or value: {value[:40]!r}")
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def wrk_script_with(script: str, headers: Mapping[str, str]) -> str:
+    """``script`` also sending ``headers`` (the credentials of a secured target) with every request."""
+    lines = "\n".join(f"wrk.headers[{_lua_string(k)}] = {_lua_string(v)}" for k, v in headers.items())
+    return script.replace("-- BENCH_AUTH_HEADERS", lines or "-- no credentials")
+
+
+def grpc_metadata(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The gRPC metadata of every call: ``a2a-version`` and the credentials (lower-cased names)."""
+    return GRPC_METADATA + tuple((name.lower(), value) for name, value in headers.items())
 
 
 @dataclass(frozen=True)
@@ -289,6 +315,8 @@ class TargetSpec:
     #: The command line and extra environment for an HTTP port and an optional gRPC port.
     argv: Callable[[int, int | None], list[str]]
     env: Callable[[int, int | None], dict[str, str]] = lambda _port, _grpc_port: {}
+    #: Credentials sent with every request of every binding (HTTP headers; gRPC metadata, lower-cased).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
@@ -318,6 +346,8 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
             ],
             env=sdk_env,
         )
+    if name in AUTH_TARGETS:
+        return secure_spec(name, skillwire)
     store = {
         "skillwire-memory": "memory://",
         "skillwire-sqlite": f"sqlite:///{workdir / 'tasks.db'}",
@@ -326,18 +356,56 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
     # skillwire-skill: the same echo agent written as a SKILL.md skill (routing, input schema, result
     # conversion), against skillwire-memory's bare executor: the cost of the skill layer.
     example = "examples/echo_skill" if name == "skillwire-skill" else "examples/echo"
+    return TargetSpec(name, argv=lambda port, grpc_port: _serve(skillwire, example, store, port, grpc_port))
+
+
+def _serve(skillwire: list[str], agent: str, store: str, port: int, grpc_port: int | None) -> list[str]:
+    return [
+        *skillwire,
+        "serve",
+        agent,
+        *_listen(port),
+        "--store",
+        store,
+        *("--log-level", "warning"),  # no access log, as for the other targets
+        *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
+    ]
+
+
+def jwt_material(lifetime: float = JWT_LIFETIME_S) -> tuple[dict[str, Any], str]:
+    """A fresh RS256 key pair: its public JWK, and one token signed with it (``iss``, ``aud``, ``sub``,
+    ``iat``, ``exp`` in ``lifetime`` seconds) that every request of the run then carries."""
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "bench-rs256", "alg": "RS256", "use": "sig"})
+    now = int(time.time())
+    claims = {"iss": JWT_ISSUER, "aud": JWT_AUDIENCE, "sub": "bench", "iat": now, "exp": now + int(lifetime)}
+    token = jwt.encode({"alg": "RS256", "kid": key.kid}, claims, key)
+    return key.as_dict(private=False), token
+
+
+def secure_spec(name: str, skillwire: list[str]) -> TargetSpec:
+    """skillwire-memory's echo agent behind an API key or a bearer JWT (bench/secure_echo.py), memory store;
+    the key material is made here, for this run, and reaches the server through its environment."""
+    if name == "skillwire-apikey":
+        key = secrets.token_urlsafe(32)
+        env = {"BENCH_AUTH": "apikey", "BENCH_API_KEY": key}
+        headers = {"X-API-Key": key}
+    else:
+        public_jwk, token = jwt_material()
+        env = {
+            "BENCH_AUTH": "jwt",
+            "BENCH_JWK": json.dumps(public_jwk),
+            "BENCH_JWT_ISSUER": JWT_ISSUER,
+            "BENCH_JWT_AUDIENCE": JWT_AUDIENCE,
+        }
+        headers = {"Authorization": f"Bearer {token}"}
     return TargetSpec(
         name,
-        argv=lambda port, grpc_port: [
-            *skillwire,
-            "serve",
-            example,
-            *_listen(port),
-            "--store",
-            store,
-            *("--log-level", "warning"),  # no access log, as for the other targets
-            *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
-        ],
+        argv=lambda port, grpc_port: _serve(skillwire, "bench/secure_echo.py", "memory://", port, grpc_port),
+        env=lambda _port, _grpc_port: env,
+        headers=headers,
     )
 
 
@@ -356,6 +424,7 @@ class Server:
         self.grpc_port = free_port() if grpc else None
         self.base_url = f"http://{HOST}:{self.port}"
         self.argv = spec.argv(self.port, self.grpc_port)
+        self.headers = dict(spec.headers)
         self._log_path = log_dir / f"{spec.name}-{self.port}.log"
         self._log = self._log_path.open("wb")
         self.spawned_at = time.perf_counter()
@@ -461,9 +530,10 @@ def _check_task(task: Any, detail: str) -> None:
         raise TargetFailed(f"echo check failed: state={state} text={text!r}")
 
 
-def check_echo(url: str) -> None:
+def check_echo(url: str, headers: Mapping[str, str] | None = None) -> None:
     """One JSON-RPC SendMessage must come back as a completed task echoing the text."""
-    reply = httpx.post(url, content=rpc_body("SendMessage", ECHO_TEXT, "bench-check"), headers=RPC_HEADERS)
+    body = rpc_body("SendMessage", ECHO_TEXT, "bench-check")
+    reply = httpx.post(url, content=body, headers={**RPC_HEADERS, **(headers or {})})
     try:
         task = reply.json()["result"]["task"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -471,9 +541,10 @@ def check_echo(url: str) -> None:
     _check_task(task, f"(HTTP {reply.status_code}) {reply.text}")
 
 
-def check_rest_echo(url: str) -> None:
+def check_rest_echo(url: str, headers: Mapping[str, str] | None = None) -> None:
     """The same over HTTP+JSON: ``POST {url}`` (``…/message:send``) must answer ``{"task": …}``."""
-    reply = httpx.post(url, content=rest_body(ECHO_TEXT, "bench-check-rest"), headers=REST_HEADERS)
+    body = rest_body(ECHO_TEXT, "bench-check-rest")
+    reply = httpx.post(url, content=body, headers={**REST_HEADERS, **(headers or {})})
     try:
         task = reply.json()["task"]
     except (ValueError, KeyError, TypeError) as exc:
@@ -483,14 +554,27 @@ def check_rest_echo(url: str) -> None:
     _check_task(task, f"(HTTP {reply.status_code}) {reply.text}")
 
 
+def check_refused(url: str, body: bytes) -> None:
+    """For a secured target: the same request without credentials must get 401, or nothing is measured."""
+    reply = httpx.post(url, content=body, headers=RPC_HEADERS)
+    if reply.status_code != 401:
+        raise TargetFailed(f"a request without credentials got HTTP {reply.status_code}, not 401")
+
+
 # ------------------------------------------------------------------------------------- load generators
 
 
 def run_wrk(
-    url: str, concurrency: int, seconds: float, threads: int, tag: str, script_text: str = WRK_SCRIPT
+    url: str,
+    concurrency: int,
+    seconds: float,
+    threads: int,
+    tag: str,
+    script_text: str = WRK_SCRIPT,
+    headers: Mapping[str, str] | None = None,
 ) -> LoadLevel:
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
-        script.write(script_text)
+        script.write(wrk_script_with(script_text, headers or {}))
     argv = [
         "wrk", f"-t{min(threads, concurrency)}", f"-c{concurrency}", f"-d{max(1, round(seconds))}s",
         "--timeout", "10s", "-s", script.name, url, "--", tag,
@@ -529,7 +613,9 @@ async def run_httpx(
     seconds: float,
     tag: str,
     make_body: Callable[[str, int], bytes] = _rpc_send_body,
+    headers: Mapping[str, str] | None = None,
 ) -> LoadLevel:
+    send_headers = {**RPC_HEADERS, **(headers or {})}
     latencies: list[float] = []
     errors = 0
     started = time.perf_counter()
@@ -545,7 +631,7 @@ async def run_httpx(
                 body = make_body(f"{tag}-{wid}-{n}", n)
                 sent = time.perf_counter()
                 try:
-                    reply = await client.post(url, content=body, headers=RPC_HEADERS)
+                    reply = await client.post(url, content=body, headers=send_headers)
                 except httpx.HTTPError:
                     errors += 1
                     continue
@@ -583,22 +669,25 @@ def _http_load(
     tag: str,
     script: str,
     make_body: Callable[[str, int], bytes],
+    headers: Mapping[str, str] | None = None,
 ) -> LoadLevel:
     if settings.loadgen == "wrk":
-        return run_wrk(url, concurrency, seconds, settings.wrk_threads, tag, script)
-    return asyncio.run(run_httpx(url, concurrency, seconds, tag, make_body))
+        return run_wrk(url, concurrency, seconds, settings.wrk_threads, tag, script, headers)
+    return asyncio.run(run_httpx(url, concurrency, seconds, tag, make_body, headers))
 
 
-def stream_once(url: str, chunks: int, timeout: float, rest: bool = False) -> tuple[int, float]:
+def stream_once(
+    url: str, chunks: int, timeout: float, rest: bool = False, headers: Mapping[str, str] | None = None
+) -> tuple[int, float]:
     """Send ``stream N`` (JSON-RPC, or HTTP+JSON to ``…/message:stream`` with ``rest``); count ``data:``
     events until the stream closes. Return (events, seconds)."""
     text, message_id = f"stream {chunks}", f"bench-stream-{time.time_ns()}"
     body = rest_body(text, message_id) if rest else rpc_body("SendStreamingMessage", text, message_id)
-    headers = {**RPC_HEADERS, "Accept": "text/event-stream"}
+    send_headers = {**RPC_HEADERS, "Accept": "text/event-stream", **(headers or {})}
     events = 0
     last = ""
     started = time.perf_counter()
-    with httpx.stream("POST", url, content=body, headers=headers, timeout=timeout) as reply:
+    with httpx.stream("POST", url, content=body, headers=send_headers, timeout=timeout) as reply:
         if reply.status_code != 200:
             raise TargetFailed(f"SendStreamingMessage answered HTTP {reply.status_code}")
         for line in reply.iter_lines():
@@ -613,8 +702,11 @@ def stream_once(url: str, chunks: int, timeout: float, rest: bool = False) -> tu
     return events, elapsed
 
 
-async def send_many(url: str, count: int, concurrency: int, tag: str) -> int:
+async def send_many(
+    url: str, count: int, concurrency: int, tag: str, headers: Mapping[str, str] | None = None
+) -> int:
     """Send ``count`` SendMessage requests over ``concurrency`` connections; return the failures."""
+    send_headers = {**RPC_HEADERS, **(headers or {})}
     numbers = iter(range(count))
     failures = 0
 
@@ -623,7 +715,7 @@ async def send_many(url: str, count: int, concurrency: int, tag: str) -> int:
         for n in numbers:
             body = rpc_body("SendMessage", ECHO_TEXT, f"{tag}-{n}", n)
             try:
-                reply = await client.post(url, content=body, headers=RPC_HEADERS)
+                reply = await client.post(url, content=body, headers=send_headers)
                 failures += int(reply.status_code != 200)
             except httpx.HTTPError:
                 failures += 1
@@ -679,20 +771,37 @@ def _rpc_error(m: GrpcModules, exc: Exception) -> str:
     return str(exc)
 
 
-async def grpc_check(target: str, limit: float = 10.0) -> None:
-    """One gRPC SendMessage must come back as a completed task echoing the text."""
+async def grpc_check(
+    target: str, limit: float = 10.0, metadata: tuple[tuple[str, str], ...] = GRPC_METADATA
+) -> None:
+    """One gRPC SendMessage must come back as a completed task echoing the text; for a secured target
+    (``metadata`` beyond GRPC_METADATA) the same call without credentials must end UNAUTHENTICATED."""
     m = grpc_modules()
     async with grpc_stub(m, target, limit) as stub:
         request = _grpc_request(m, ECHO_TEXT, "bench-check-grpc")
         try:
-            reply = await stub.SendMessage(request, metadata=GRPC_METADATA, timeout=limit)
+            reply = await stub.SendMessage(request, metadata=metadata, timeout=limit)
         except m.grpc.RpcError as exc:
             raise TargetFailed(f"gRPC SendMessage failed: {_rpc_error(m, exc)}") from exc
+        if metadata != GRPC_METADATA:
+            try:
+                await stub.SendMessage(request, metadata=GRPC_METADATA, timeout=limit)
+            except m.grpc.aio.AioRpcError as exc:
+                if exc.code() != m.grpc.StatusCode.UNAUTHENTICATED:
+                    raise TargetFailed(f"a call without credentials ended {_rpc_error(m, exc)}") from exc
+            else:
+                raise TargetFailed("a gRPC call without credentials was answered")
     # ProtoJSON: camelCase names and enum names, as on the HTTP bindings.
     _check_task(m.json_format.MessageToDict(reply).get("task"), str(reply))
 
 
-async def run_grpc(target: str, concurrency: int, seconds: float, tag: str) -> LoadLevel:
+async def run_grpc(
+    target: str,
+    concurrency: int,
+    seconds: float,
+    tag: str,
+    metadata: tuple[tuple[str, str], ...] = GRPC_METADATA,
+) -> LoadLevel:
     """``concurrency`` callers, each awaiting one SendMessage after the other, on one shared channel."""
     m = grpc_modules()
     latencies: list[float] = []
@@ -710,7 +819,7 @@ async def run_grpc(target: str, concurrency: int, seconds: float, tag: str) -> L
                 request = _grpc_request(m, ECHO_TEXT, f"{tag}-{cid}-{n}")
                 sent = time.perf_counter()
                 try:
-                    await send(request, metadata=GRPC_METADATA, timeout=10.0)
+                    await send(request, metadata=metadata, timeout=10.0)
                 except m.grpc.RpcError:
                     errors += 1
                     continue
@@ -730,7 +839,9 @@ async def run_grpc(target: str, concurrency: int, seconds: float, tag: str) -> L
     )
 
 
-async def grpc_stream_once(target: str, chunks: int, limit: float) -> tuple[int, float]:
+async def grpc_stream_once(
+    target: str, chunks: int, limit: float, metadata: tuple[tuple[str, str], ...] = GRPC_METADATA
+) -> tuple[int, float]:
     """SendStreamingMessage ``stream N``; count the StreamResponses until the stream ends."""
     m = grpc_modules()
     async with grpc_stub(m, target) as stub:
@@ -739,7 +850,7 @@ async def grpc_stream_once(target: str, chunks: int, limit: float) -> tuple[int,
         last = None
         started = time.perf_counter()
         try:
-            async for event in stub.SendStreamingMessage(request, metadata=GRPC_METADATA, timeout=limit):
+            async for event in stub.SendStreamingMessage(request, metadata=metadata, timeout=limit):
                 events += 1
                 last = event
         except m.grpc.RpcError as exc:
@@ -775,31 +886,46 @@ class BindingDriver:
 def binding_driver(
     binding: str, server: Server, urls: dict[str, list[str]], settings: Settings, notes: list[str]
 ) -> BindingDriver:
+    # A secured target's credentials go with every request: checks, load and streams.
+    auth = server.headers
     if binding == "jsonrpc":
         url = http_url(server, urls, "jsonrpc", notes)
+
+        def check_jsonrpc() -> None:
+            check_echo(url, auth)
+            if auth:
+                check_refused(url, rpc_body("SendMessage", ECHO_TEXT, "bench-check-anonymous"))
+
         return BindingDriver(
             url,
-            check=lambda: check_echo(url),
-            load=lambda c, s, tag: _http_load(settings, url, c, s, tag, WRK_SCRIPT, _rpc_send_body),
-            stream=lambda chunks, timeout: stream_once(url, chunks, timeout),
+            check=check_jsonrpc,
+            load=lambda c, s, tag: _http_load(settings, url, c, s, tag, WRK_SCRIPT, _rpc_send_body, auth),
+            stream=lambda chunks, timeout: stream_once(url, chunks, timeout, headers=auth),
         )
     if binding == "rest":
         base = http_url(server, urls, "rest", notes).rstrip("/")
         send_url, stream_url = f"{base}/message:send", f"{base}/message:stream"
+
+        def check_rest() -> None:
+            check_rest_echo(send_url, auth)
+            if auth:
+                check_refused(send_url, rest_body(ECHO_TEXT, "bench-check-rest-anonymous"))
+
         return BindingDriver(
             send_url,
-            check=lambda: check_rest_echo(send_url),
+            check=check_rest,
             load=lambda c, s, tag: _http_load(
-                settings, send_url, c, s, tag, WRK_REST_SCRIPT, _rest_send_body
+                settings, send_url, c, s, tag, WRK_REST_SCRIPT, _rest_send_body, auth
             ),
-            stream=lambda chunks, timeout: stream_once(stream_url, chunks, timeout, rest=True),
+            stream=lambda chunks, timeout: stream_once(stream_url, chunks, timeout, rest=True, headers=auth),
         )
     target = grpc_target(server, urls, notes)
+    metadata = grpc_metadata(auth)
     return BindingDriver(
         target,
-        check=lambda: asyncio.run(grpc_check(target)),
-        load=lambda c, s, tag: asyncio.run(run_grpc(target, c, s, tag)),
-        stream=lambda chunks, timeout: asyncio.run(grpc_stream_once(target, chunks, timeout)),
+        check=lambda: asyncio.run(grpc_check(target, metadata=metadata)),
+        load=lambda c, s, tag: asyncio.run(run_grpc(target, c, s, tag, metadata)),
+        stream=lambda chunks, timeout: asyncio.run(grpc_stream_once(target, chunks, timeout, metadata)),
     )
 
 
@@ -894,12 +1020,12 @@ def measure_running(server: Server, settings: Settings, result: TargetResult) ->
     if settings.tasks <= 0:
         return
     url = http_url(server, urls, "jsonrpc", [])
-    check_echo(url)
+    check_echo(url, server.headers)
     step = max(1, settings.tasks // 10)
     sent = 0
     while sent < settings.tasks:
         batch = min(step, settings.tasks - sent)
-        failed = asyncio.run(send_many(url, batch, 16, f"tasks{sent}"))
+        failed = asyncio.run(send_many(url, batch, 16, f"tasks{sent}", server.headers))
         if failed:
             result.notes.append(f"{failed} failed requests in --tasks batch {sent}..{sent + batch}")
         sent += batch
@@ -909,6 +1035,11 @@ def measure_running(server: Server, settings: Settings, result: TargetResult) ->
 
 def measure_target(spec: TargetSpec, settings: Settings, log_dir: Path) -> TargetResult:
     result = TargetResult(spec.name)
+    if spec.headers:
+        result.notes.append(
+            f"every request of every binding carries {', '.join(f'`{h}`' for h in spec.headers)} "
+            "(gRPC: as metadata); one request without it was refused first (401 / UNAUTHENTICATED)"
+        )
     try:
         server = start_server(spec, settings, log_dir, result)
     except (TargetFailed, OSError, httpx.HTTPError) as exc:
@@ -1233,7 +1364,11 @@ def render_markdown(results: list[TargetResult], info: dict[str, str], settings:
 def parse_args(argv: Sequence[str] | None = None) -> Settings:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     add = parser.add_argument
-    add("--targets", default=",".join(ALL_TARGETS), help=f"comma-separated, from: {', '.join(ALL_TARGETS)}")
+    add(
+        "--targets",
+        default=",".join(ALL_TARGETS),
+        help=f"comma-separated, from: {', '.join(KNOWN_TARGETS)} (default: all but the last {len(AUTH_TARGETS)})",
+    )
     add(
         "--bindings",
         default=",".join(ALL_BINDINGS),
@@ -1256,7 +1391,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     ns = parser.parse_args(argv)
 
     targets = [t.strip() for t in ns.targets.split(",") if t.strip()]
-    if unknown := sorted(set(targets) - set(ALL_TARGETS)):
+    if unknown := sorted(set(targets) - set(KNOWN_TARGETS)):
         parser.error(f"unknown targets: {', '.join(unknown)}")
     bindings = [b.strip() for b in ns.bindings.split(",") if b.strip()]
     if unknown := sorted(set(bindings) - set(ALL_BINDINGS)):
