@@ -9,11 +9,12 @@ import hmac
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from joserfc.jwk import KeySet, OctKey, RSAKey
+from joserfc.jwk import ECKey, KeySet, OctKey, RSAKey
 
 from conftest import assert_proto, free_port
 from idp import AUDIENCE, CLIENT, REALM, Clock, IdP, b64, running_idp
@@ -359,26 +360,29 @@ async def test_concurrent_first_requests_share_one_fetch(idp: IdP, closing: Any)
 async def test_key_set_is_kept_for_its_max_age_within_bounds(idp: IdP, closing: Any) -> None:
     idp.cache_control = "public, max-age=100"
     scheme = closing(jwks_bearer(idp, cache=KeyCache(min_ttl=60, max_ttl=3600)))
-    token = idp.token(exp=int(idp.clock()) + 100_000)
-    assert await scheme.authenticate(bearer(token)) is not None
+
+    def fresh() -> str:  # a new token each time: a verified one is remembered, and checks no keys
+        return idp.token(exp=int(idp.clock()) + 100_000, jti=uuid.uuid4().hex)
+
+    assert await scheme.authenticate(bearer(fresh())) is not None
     idp.clock.advance(99)
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 1
     idp.clock.advance(2)
     idp.cache_control = "max-age=5"  # below min_ttl: kept 60 s all the same
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 2
     idp.clock.advance(59)
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 2
     idp.clock.advance(2)
     idp.cache_control = "max-age=999999"  # above max_ttl: kept an hour
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     idp.clock.advance(3599)
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 3
     idp.clock.advance(2)
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 4
 
 
@@ -394,11 +398,14 @@ def test_key_cache_ttl_reads_cache_control() -> None:
 
 async def test_idp_down_cached_keys_still_verify(idp: IdP, closing: Any) -> None:
     scheme = closing(jwks_bearer(idp))
-    token = idp.token(exp=int(idp.clock()) + 100_000)
-    assert await scheme.authenticate(bearer(token)) is not None
+
+    def fresh() -> str:  # a new token each time: a verified one is remembered, and checks no keys
+        return idp.token(exp=int(idp.clock()) + 100_000, jti=uuid.uuid4().hex)
+
+    assert await scheme.authenticate(bearer(fresh())) is not None
     idp.failing = True
     idp.clock.advance(400)  # past the set's max-age: a refresh is due, and fails
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert await scheme.authenticate(bearer(idp.token(key=idp.ec))) is not None
     assert idp.fetches["jwks"] == 2  # one failed attempt, not one per request
     # A kid we do not hold while the IdP is down: we cannot tell, so "try again", not "bad token".
@@ -407,7 +414,7 @@ async def test_idp_down_cached_keys_still_verify(idp: IdP, closing: Any) -> None
     assert caught.value.http_status == 503 and caught.value.retry_after >= 1
     idp.failing = False
     idp.clock.advance(31)
-    assert await scheme.authenticate(bearer(token)) is not None
+    assert await scheme.authenticate(bearer(fresh())) is not None
     assert idp.fetches["jwks"] == 3
 
 
@@ -782,3 +789,29 @@ async def test_a_critical_header_we_do_not_understand_is_refused(idp: IdP, closi
     registry = jws.JWSRegistry(header_registry={"exp-policy": jws.JWSRegistry.default_header_registry["kid"]})
     signed = jws.serialize_compact(header, json.dumps(idp.claims()).encode(), idp.rsa, registry=registry)
     await refused(closing(jwks_bearer(idp)), signed, r"header is not accepted \(crit")
+
+
+async def test_a_verified_token_is_remembered_for_a_minute_at_most(idp: IdP, closing: Any) -> None:
+    scheme = closing(jwks_bearer(idp))
+    token = idp.token(exp=int(idp.clock()) + 100_000)
+    assert (await scheme.authenticate(bearer(token))).subject == "alice"
+    # the IdP rotates rsa-1 out; a token of a new key makes the scheme fetch the set without rsa-1
+    rotated = ECKey.generate_key("P-256", parameters={"kid": "ec-2"})
+    idp.published = [rotated]
+    idp.clock.advance(31)
+    assert await scheme.authenticate(bearer(idp.token(key=rotated))) is not None
+    assert idp.fetches["jwks"] == 2
+    # the rsa-1 token verified before is remembered (no verification, no key needed) for at most 60 s ...
+    assert (await scheme.authenticate(bearer(token))).subject == "alice"
+    idp.clock.advance(30)
+    with pytest.raises(UnauthenticatedError):  # ... then verified again: its key is gone
+        await scheme.authenticate(bearer(token))
+
+
+async def test_a_remembered_token_still_expires_on_time(idp: IdP, closing: Any) -> None:
+    scheme = closing(jwks_bearer(idp))
+    token = idp.token(exp=int(idp.clock()) + 5)
+    assert await scheme.authenticate(bearer(token)) is not None
+    idp.clock.advance(5 + 60 + 1)  # past exp and the 60 s leeway, within nothing the cache may stretch
+    with pytest.raises(UnauthenticatedError, match="expired"):
+        await scheme.authenticate(bearer(token))

@@ -32,6 +32,7 @@ claims: :mod:`skillwire.security.claims`; introspection: :mod:`skillwire.securit
 from __future__ import annotations
 
 import enum
+import hashlib
 import inspect
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,6 +70,13 @@ class _Unset(enum.Enum):
 _UNSET = _Unset.UNSET
 
 
+#: How long a verified JWT is remembered (never past its ``exp``): a key taken out of a JWKS stops
+#: verifying the tokens it signed within this time.
+VERIFIED_SECONDS = 60.0
+#: At most this many verified tokens are remembered (the oldest go first).
+VERIFIED_ENTRIES = 4096
+
+
 def _quoted(text: str, limit: int = 200) -> str:
     """``text`` as the inside of an RFC 6750 quoted string (its allowed characters only)."""
     return "".join(c if " " <= c <= "~" and c not in '"\\' else "?" for c in text[:limit])
@@ -96,6 +104,8 @@ class _TokenScheme(Scheme):
         self.subject_claim = subject_claim
         self.scope_claims = tuple(scope_claims)
         self.realm = realm
+        #: verified tokens: SHA-256 -> (until when, the principal), oldest first
+        self._verified: dict[bytes, tuple[float, Principal]] = {}
 
     def challenge(self) -> str:
         return f'Bearer realm="{_quoted(self.realm)}"'
@@ -123,13 +133,30 @@ class _TokenScheme(Scheme):
 
     async def _verify_jwt(self, token: str) -> Principal:
         assert self._keys is not None
+        # A client sends the same token on every call until it expires: its verification (decoding, the
+        # signature, the claims: about 200 µs, measured in docs/performance.md) is done once and remembered,
+        # by the token's SHA-256, for at most VERIFIED_SECONDS and never past its exp (plus the leeway).
+        digest = hashlib.sha256(token.encode()).digest()
+        now = self._rules.clock()
+        hit = self._verified.get(digest)
+        if hit is not None:
+            if hit[0] > now:
+                return hit[1]
+            del self._verified[digest]
         try:
             claims = await self._rules.verify(token, self._keys)
         except TokenRejected as error:
             raise self._refuse(str(error)) from None
         except IdPUnavailable as error:
             raise self._busy(error) from None
-        return self._from_claims(claims, (self.subject_claim,))
+        principal = self._from_claims(claims, (self.subject_claim,))
+        expires = claims.get("exp")
+        if isinstance(expires, int | float) and not isinstance(expires, bool):
+            until = min(float(expires) + self._rules.leeway, now + VERIFIED_SECONDS)
+            if len(self._verified) >= VERIFIED_ENTRIES:
+                self._verified.pop(next(iter(self._verified)))  # the oldest
+            self._verified[digest] = (until, principal)
+        return principal
 
     def _from_claims(self, claims: Mapping[str, Any], subject_claims: Sequence[str]) -> Principal:
         for claim in subject_claims:
