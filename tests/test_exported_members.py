@@ -92,7 +92,14 @@ def test_every_name_of_a_public_subpackage_resolves(module_name: str) -> None:
 def test_dir_advertises_only_the_front_door_and_the_public_subpackages() -> None:
     public = [name for name in dir(skillwire) if not name.startswith("_")]
     assert public == sorted(
-        [*(name for name in EXPORTED if not name.startswith("_")), "client", "errors", "models", "security", "testing"]
+        [
+            *(name for name in EXPORTED if not name.startswith("_")),
+            "client",
+            "errors",
+            "models",
+            "security",
+            "testing",
+        ]
     )
 
 
