@@ -634,3 +634,51 @@ async def _echo(context: Any, events: Any) -> None:
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
 V1 = {"A2A-Version": "1.0"}
+
+
+# -- a skill calls another service as its caller ---------------------------------------------------------------
+
+
+async def test_a_skill_calls_the_host_api_as_its_caller(serve: Any) -> None:
+    """The XL Release case: the skill's calls to its host are permission-checked as the caller. Here the
+    host is another agent behind the same IdP, and the skill passes the caller's token on."""
+    import time
+
+    from idp import AUDIENCE, Clock, running_idp
+    from skillwire import Client
+    from skillwire.security import Bearer
+
+    with running_idp(Clock(time.time())) as idp:
+
+        def bearer() -> Security:
+            return Security(Bearer(jwks_url=idp.document()["jwks_uri"], issuer=idp.issuer, audience=AUDIENCE))
+
+        host = Agent("Host", security=bearer())
+
+        @host.skill(tags=["test"])
+        async def whoami(params: Any, ctx: SkillContext) -> str:
+            """The host's view of the caller."""
+            return f"host sees {ctx.principal.subject}"
+
+        host_srv = serve(host.asgi(store="memory://"))
+        front = Agent("Front", security=bearer())
+
+        @front.skill(tags=["test"])
+        async def relay(params: Any, ctx: SkillContext) -> str:
+            """Asks the host, as the caller."""
+            assert "credential=<hidden>" in repr(ctx.principal) and ctx.principal.credential not in repr(
+                ctx.principal
+            )
+            async with await Client.connect(
+                host_srv.url, credentials={"bearer": ctx.principal.credential}
+            ) as host_client:
+                task = await host_client.send("who?")
+            assert isinstance(task, m.Task)
+            return f"front got: {task.artifacts[0].parts[0].text}"
+
+        front_srv = serve(front.asgi(store="memory://"))
+        token = idp.token(sub="dana")
+        async with await Client.connect(front_srv.url, credentials={"bearer": token}) as client:
+            task = await client.send("go")
+        assert isinstance(task, m.Task)
+        assert task.artifacts[0].parts[0].text == "front got: host sees dana"

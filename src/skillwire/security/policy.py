@@ -151,6 +151,7 @@ class Security:
             scopes=frozenset().union(*granted.values()),
             claims=primary.claims,
             granted=granted,
+            credential=primary.credential,
         )
 
     def authorize(self, principal: Principal, sets: _Sets, what: str = "This call") -> None:

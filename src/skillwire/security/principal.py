@@ -24,6 +24,14 @@ class Principal(msgspec.Struct, frozen=True):
     scopes: frozenset[str] = frozenset()
     claims: Mapping[str, Any] = msgspec.field(default_factory=dict)
     granted: Mapping[str, frozenset[str]] = msgspec.field(default_factory=dict)
+    #: The bearer token the request presented (the token schemes only; ``""`` otherwise), so that a skill
+    #: can call another service as its caller (``Authorization: Bearer {ctx.principal.credential}``). It is
+    #: never stored (a task taken back after a restart has none) and never shown by ``repr``.
+    credential: str = ""
+
+    def __repr__(self) -> str:
+        hidden = ", credential=<hidden>" if self.credential else ""
+        return f"Principal(subject={self.subject!r}, scheme={self.scheme!r}, scopes={set(self.scopes)!r}{hidden})"
 
     @property
     def authenticated(self) -> bool:

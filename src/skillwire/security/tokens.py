@@ -39,6 +39,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+import msgspec
+
 from skillwire.errors import ServerBusyError, UnauthenticatedError
 from skillwire.security.claims import DEFAULT_ALGORITHMS, Audience, JWTRules, looks_like_jwt, scopes_of
 from skillwire.security.introspection import Introspection
@@ -170,6 +172,13 @@ class _TokenScheme(Scheme):
             await self._keys.close()
 
 
+def _carrying(principal: Principal, token: str) -> Principal:
+    """``principal`` with the token it was verified from, for a skill to pass on (``Principal.credential``)."""
+    return (
+        principal if principal.credential == token else msgspec.structs.replace(principal, credential=token)
+    )
+
+
 def _remote_keys(
     where: FixedURL | Discovery, cache: KeyCache | None, http: httpx.AsyncClient | None, clock: Clock
 ) -> RemoteKeys:
@@ -241,7 +250,7 @@ class Bearer(_TokenScheme):
 
     async def authenticate(self, presented: Presented) -> Principal | None:
         token = self._token(presented)
-        return None if token is None else await self._verify_jwt(token)
+        return None if token is None else _carrying(await self._verify_jwt(token), token)
 
 
 # -- OAuth 2 --------------------------------------------------------------------------------------------------
@@ -364,6 +373,9 @@ class OAuth2(_TokenScheme):
         token = self._token(presented)
         if token is None:
             return None
+        return _carrying(await self._opaque_or_jwt(token), token)
+
+    async def _opaque_or_jwt(self, token: str) -> Principal:
         opaque = self.introspection is not None or self._verifier is not None
         if self._keys is not None and (not opaque or looks_like_jwt(token)):
             return await self._verify_jwt(token)
@@ -450,4 +462,4 @@ class OpenIDConnect(_TokenScheme):
 
     async def authenticate(self, presented: Presented) -> Principal | None:
         token = self._token(presented)
-        return None if token is None else await self._verify_jwt(token)
+        return None if token is None else _carrying(await self._verify_jwt(token), token)
