@@ -682,3 +682,24 @@ async def test_a_skill_calls_the_host_api_as_its_caller(serve: Any) -> None:
             task = await client.send("go")
         assert isinstance(task, m.Task)
         assert task.artifacts[0].parts[0].text == "front got: host sees dana"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_access_log_names_the_caller_and_shows_refusals(
+    serve: Any, http: httpx.AsyncClient, binding: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO, logger="skillwire.access")
+    srv = serve(vault().asgi(store="memory://", grpc_port=0))
+    alice, nobody = Caller(srv, binding, ALICE, http), Caller(srv, binding, {}, http)
+    try:
+        await alice.call(Operation.LIST_TASKS, m.ListTasksRequest())
+        await failure(nobody.call(Operation.LIST_TASKS, m.ListTasksRequest()))
+    finally:
+        await alice.aclose()
+        await nobody.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name == "skillwire.access"]
+    assert any(line.startswith(f"{binding} ListTasks caller=apiKey:alice OK") for line in lines), lines
+    refused = [line for line in lines if "UNAUTHENTICATED" in line]
+    assert len(refused) == 1 and KEYS["alice"] not in " ".join(lines)

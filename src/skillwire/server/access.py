@@ -27,12 +27,17 @@ __all__ = ["Tracked", "line", "log"]
 log = logging.getLogger("skillwire.access")
 
 
-def line(binding: str, operation: Operation, params: Any, outcome: Any, started: float) -> None:
+def line(
+    binding: str, operation: Operation, params: Any, outcome: Any, started: float, caller: str = ""
+) -> None:
     """Log one request: ``outcome`` is its result, the A2AError it answered with, or a :class:`Tracked`
-    stream; ``started`` its ``time.perf_counter()`` at the start."""
+    stream; ``started`` its ``time.perf_counter()`` at the start; ``caller`` the principal's owner key
+    (``scheme:subject``) when the agent has security."""
     elapsed = (time.perf_counter() - started) * 1000
     task_id, state = _ending(outcome)
     fields = [binding, operation.value]
+    if caller:
+        fields.append(f"caller={_printable(caller)}")
     skill = _skill(params)
     if skill:
         fields.append(f"skill={skill}")
@@ -41,6 +46,19 @@ def line(binding: str, operation: Operation, params: Any, outcome: Any, started:
         fields.append(f"task={task_id}")
     fields.append(state)
     log.info("%s %.1f ms", " ".join(fields), elapsed)
+
+
+def refused(binding: str, error: Any, started: float) -> None:
+    """Log a request refused at the door (no or wrong credentials, 401/403), whose body was not read: the
+    operation is not known, the reason is, so failed attempts show in the access log."""
+    if log.isEnabledFor(logging.INFO):
+        elapsed = (time.perf_counter() - started) * 1000
+        log.info("%s (unread) %s %.1f ms", binding, getattr(error, "reason", "REFUSED"), elapsed)
+
+
+def _printable(text: str) -> str:
+    """A name from a credential as one log field: no spaces or control characters, at most 100 characters."""
+    return "".join(c if c.isprintable() and not c.isspace() else "?" for c in text[:100])
 
 
 class Tracked:

@@ -203,9 +203,11 @@ class HttpEndpoint:
 
     async def _authenticate(self, route: Any, scope: Scope, headers: Mapping[str, str]) -> Principal:
         assert self.guard is not None
+        started = time.perf_counter()
         try:
             return await self.guard.http(scope, headers)
         except A2AError as error:  # 401 or 403, before the body is read
+            access.refused(self.binding, error, started)
             raise self.refuse(route, error, error.http_status) from None
         except Exception as exc:  # a scheme's bug (a verifier callable that raised): never a 500 with a trace
             raise self.refuse(route, _as_a2a(exc, "authenticating a request"), 500) from None
@@ -280,7 +282,8 @@ class HttpEndpoint:
         else:
             outcome = await self._answer(call, result, first, echo, receive, send, logged)
         if logged:
-            access.line(self.binding, call.operation, call.params, outcome, started)
+            owner = request.principal.owner
+            access.line(self.binding, call.operation, call.params, outcome, started, owner)
 
     async def _answer(
         self,

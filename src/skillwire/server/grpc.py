@@ -315,8 +315,10 @@ class _Servicer:
         operation = rpc.spec.operation
         params: Any = None
         error: A2AError | None = None
+        caller = ""
         try:
             params, call, initial = await self._prepare(rpc, request, context)
+            caller = call.principal.owner
             if initial:
                 await context.send_initial_metadata(initial)
             result = await self.dispatcher.call(operation, params, call)
@@ -325,7 +327,7 @@ class _Servicer:
         except Exception as exc:
             result = error = _as_a2a(exc, operation.value)
         if logged:
-            access.line("GRPC", operation, params, result, started)
+            access.line("GRPC", operation, params, result, started, caller)
         if error is not None:
             await _abort(context, error, self.overrides)
         return encoded
@@ -335,13 +337,15 @@ class _Servicer:
         started = time.perf_counter() if logged else 0.0
         operation = rpc.spec.operation
         params: Any = None
+        caller = ""
         try:
             params, call, initial = await self._prepare(rpc, request, context)
+            caller = call.principal.owner
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
             if logged:
-                access.line("GRPC", operation, params, error, started)
+                access.line("GRPC", operation, params, error, started, caller)
             await _abort(context, error, self.overrides)
         if logged:
             events = access.Tracked(events)
@@ -360,7 +364,7 @@ class _Servicer:
             if aclose is not None:
                 await aclose()
             if logged:
-                access.line("GRPC", operation, params, failure or events, started)
+                access.line("GRPC", operation, params, failure or events, started, caller)
         if failure is not None:
             # Behind a write that timed out, the status waits until the client reads or goes away; this
             # call holds nothing else meanwhile.
