@@ -13,14 +13,13 @@ import re
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 import pytest
 import trustme
 
 from conftest import EXAMPLES
-from skillwire.cli.main import _application, _parse
+from skillwire.cli.main import _application, _as_env, _parse
 from skillwire.errors import InvalidParamsError, SkillwireError, WebhookRefusedError
 from skillwire.server.outbound import (
     IPAddress,
@@ -372,6 +371,17 @@ async def test_a_name_resolving_to_loopback_is_refused_before_connecting(
     assert hooks.connections == 0
 
 
+@pytest.mark.parametrize("host", ["127.1", "0x7f.0.0.1", "2130706433", "[::ffff:127.0.0.1]", "localhost"])
+async def test_a_url_httpx_would_send_to_this_machine_is_refused_at_delivery(
+    ca: trustme.CA, hooks: Receiver, host: str
+) -> None:
+    """httpx keeps ``127.1`` as a name, which getaddrinfo reads as 127.0.0.1: the request's own URL is checked."""
+    async with guarded_client(WebhookPolicy(), ssl_context=trusting(ca), timeout=WAIT) as client:
+        with pytest.raises(WebhookRefusedError):
+            await client.post(f"https://{host}:{hooks.port}/a2a", content=b"{}")
+    assert hooks.connections == 0
+
+
 async def test_a_redirect_is_not_followed(ca: trustme.CA, hooks: Receiver) -> None:
     hooks.status, hooks.headers = 302, {"location": f"https://hooks.test:{hooks.port}/elsewhere"}
     _, resolver = hooks_test_resolver()
@@ -413,6 +423,22 @@ def test_serve_reads_the_webhook_variables(monkeypatch: pytest.MonkeyPatch) -> N
     assert app.webhook_policy == WebhookPolicy(allow=["10.0.0.0/8", "[::1]", "hooks.test"], allow_http=True)
 
 
-def test_serve_refuses_a_bad_webhook_allow_entry(tmp_path: Path) -> None:
+def test_serve_refuses_a_bad_webhook_allow_entry() -> None:
     with pytest.raises(SkillwireError, match="--webhook-allow: webhook allow entry 'not a host'"):
         _application(_parse(serve_args("--webhook-allow", "not a host")))
+
+
+def test_serve_reload_hands_the_webhook_policy_to_its_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--reload`` rebuilds the app from SKILLWIRE_* variables: the policy survives the trip."""
+    args = _parse(
+        serve_args("--webhook-allow", "10.0.0.0/8", "--webhook-allow", "hooks.test", "--webhook-allow-http")
+    )
+    env = _as_env(args)
+    assert (env["SKILLWIRE_WEBHOOK_ALLOW"], env["SKILLWIRE_WEBHOOK_ALLOW_HTTP"]) == (
+        "10.0.0.0/8,hooks.test",
+        "1",
+    )
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _, app = _application(_parse(["serve", "--store", "memory://"]))
+    assert app.webhook_policy == WebhookPolicy(allow=["10.0.0.0/8", "hooks.test"], allow_http=True)
