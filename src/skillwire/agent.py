@@ -34,6 +34,7 @@ from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
+from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
@@ -314,6 +315,7 @@ class Agent:
         grpc_status_overrides: Mapping[type[A2AError], str] = {},
         tls: TLSConfig | None = None,
         allowed_hosts: Sequence[str] | None = None,
+        webhook_policy: WebhookPolicy | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -325,7 +327,9 @@ class Agent:
         gRPC and skillwire's own HTTP server (``run()``, ``skillwire serve``) serve with, mutual TLS included.
         ``allowed_hosts`` are the Host headers served (others are refused,
         and the card names the one a request used); without it or ``public_url`` the card names the address
-        each connection reached (docs/security.md).
+        each connection reached (docs/security.md). ``webhook_policy``
+        (:class:`~skillwire.server.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
+        guard of the webhook URLs callers name, for push notifications (not yet used).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -360,6 +364,7 @@ class Agent:
             tls=tls,
             allowed_hosts=allowed_hosts,
             card_signer=self.card_signer,
+            webhook_policy=webhook_policy,
         )
 
     def run(

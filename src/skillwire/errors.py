@@ -9,6 +9,7 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- InvalidRequestError                  -32600  400  INVALID_ARGUMENT    INVALID_REQUEST
     +-- MethodNotFoundError                  -32601  404  UNIMPLEMENTED       METHOD_NOT_FOUND
     +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT    INVALID_PARAMS
+    |   +-- WebhookRefusedError              -32602  400  INVALID_ARGUMENT    INVALID_PARAMS
     +-- InternalError                        -32603  500  INTERNAL            INTERNAL_ERROR
     |   +-- ServerBusyError                  -32603  503  UNAVAILABLE         SERVER_BUSY
     |       +-- StreamDroppedError           -32603  503  UNAVAILABLE         STREAM_DROPPED
@@ -30,7 +31,9 @@ MethodNotFoundError also answers "not implemented"; UnauthenticatedError (no or 
 ``WWW-Authenticate`` challenges of the agent's schemes and PermissionDeniedError (authenticated, but not
 enough) never says whether what was asked for exists: the spec leaves their JSON-RPC codes to the
 implementation, so -32040 and -32041 are skillwire's, and both answer HTTP 401/403 on JSON-RPC too; ServerBusyError carries Retry-After; StreamDroppedError is
-a stream that fell behind its task; ResponseTooLargeError asks for less. The HTTP and gRPC columns follow the
+a stream that fell behind its task; ResponseTooLargeError asks for less; WebhookRefusedError is a webhook
+URL the SSRF guard refuses (:mod:`skillwire.server.outbound`): a caller's bad parameter, so the same wire
+meaning as InvalidParamsError, with the reason in the message (also raised at delivery, to the server). The HTTP and gRPC columns follow the
 v1.0.1 table of the A2A specification. Bindings never keep a code table of their own: they read these class
 attributes (tests/test_errors.py checks that the table above says what the classes say).
 
@@ -88,6 +91,7 @@ __all__ = [
     "UnsupportedOperationError",
     "ValidationError",
     "VersionNotSupportedError",
+    "WebhookRefusedError",
 ]
 
 ERROR_DOMAIN = "a2a-protocol.org"
@@ -272,6 +276,17 @@ class InvalidParamsError(A2AError):
     grpc_status = "INVALID_ARGUMENT"
     reason = "INVALID_PARAMS"
     default_message = "Invalid parameters"
+
+
+class WebhookRefusedError(InvalidParamsError):
+    """A webhook URL the SSRF guard refuses, with why: ``WebhookRefusedError("loopback address 127.0.0.1")``
+    says "Webhook URL refused: loopback address 127.0.0.1"; ``refusal`` is the part after the colon."""
+
+    default_message = "Webhook URL refused"
+
+    def __init__(self, refusal: str | None = None, **kwargs: Any) -> None:
+        self.refusal = refusal or ""
+        super().__init__(f"{self.default_message}: {refusal}" if refusal else None, **kwargs)
 
 
 class InternalError(A2AError):

@@ -29,6 +29,7 @@ from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.hosts import served_hosts
+from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
@@ -202,6 +203,7 @@ def _add_serve(sub: Any) -> None:
         help="add the skills installed packages offer (entry points)",
     )
     _add_tls(serve)
+    _add_webhooks(serve)
     serve.add_argument(
         "--limit",
         action="append",
@@ -210,6 +212,36 @@ def _add_serve(sub: Any) -> None:
         help="set one budget (repeatable), e.g. --limit max_connections=5000 --limit task_timeout=none;"
         " docs/limits.md lists them all",
     )
+
+
+def _add_webhooks(serve: Any) -> None:
+    """The SSRF guard of the webhook URLs callers name (see :mod:`skillwire.server.outbound`)."""
+    serve.add_argument(
+        "--webhook-allow",
+        action="append",
+        default=None,
+        metavar="HOST_OR_CIDR",
+        help="a webhook host or network the server may call although it is loopback, private, link-local..."
+        " (repeatable; SKILLWIRE_WEBHOOK_ALLOW takes them comma-separated), e.g. 10.0.0.0/8,"
+        " hooks.internal.example, [::1]; used by push notifications",
+    )
+    serve.add_argument(
+        "--webhook-allow-http",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("WEBHOOK_ALLOW_HTTP") or False,
+        help="also call plain http:// webhook URLs (default https only); used by push notifications",
+    )
+
+
+def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:
+    """``--webhook-allow`` (else SKILLWIRE_WEBHOOK_ALLOW) and ``--webhook-allow-http`` as a WebhookPolicy."""
+    allow = args.webhook_allow
+    if allow is None:
+        allow = [text for text in re.split(r"[,\s]+", _env("WEBHOOK_ALLOW", "") or "") if text]
+    try:
+        return WebhookPolicy(allow=allow, allow_http=args.webhook_allow_http)
+    except ValueError as exc:
+        raise SkillwireError(f"--webhook-allow: {exc}") from None
 
 
 def _add_tls(serve: Any) -> None:
@@ -341,6 +373,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         grpc_status_overrides=status_overrides,
         limits=limits,
         tls=tls,
+        webhook_policy=_webhook_policy(args),
     )
     return agent, app
 
@@ -400,7 +433,12 @@ def _serve_reloading(args: argparse.Namespace) -> int:
 
 def _as_env(args: argparse.Namespace) -> dict[str, str]:
     """``args`` as the ``SKILLWIRE_*`` variables that give them back (for the processes ``--reload`` starts)."""
-    flags = {"V03_CARD": args.v03_card, "READ_ONLY": args.read_only, "PLUGINS": args.plugins}
+    flags = {
+        "V03_CARD": args.v03_card,
+        "READ_ONLY": args.read_only,
+        "PLUGINS": args.plugins,
+        "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
+    }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,
         "HOST": args.host,
@@ -408,6 +446,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "STORE": args.store,
         "PUBLIC_URL": args.public_url,
         "ALLOWED_HOSTS": ",".join(args.allowed_host) if args.allowed_host else None,
+        "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,
         "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
         "CARD_SIGNING_KID": args.card_signing_kid,
         "LOG_LEVEL": args.log_level,

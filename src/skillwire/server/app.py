@@ -42,6 +42,7 @@ from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.hosts import AllowedHosts
 from skillwire.server.jsonrpc import JsonRpcEndpoint
+from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
@@ -85,13 +86,16 @@ class A2AApplication:
         tls: TLSConfig | None = None,
         allowed_hosts: Sequence[str] | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
+        webhook_policy: WebhookPolicy | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
         the Host headers served, others refused (see :mod:`skillwire.server.hosts`); ``card_signer``: one
         CardSigner, or several (key rotation), that sign the public and extended cards (see
-        :mod:`skillwire.server.card`)."""
+        :mod:`skillwire.server.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
+        https hosts only), kept for push notifications, which do not use it yet."""
         self.card = card
+        self.webhook_policy = webhook_policy or WebhookPolicy()
         self.security = security
         self.guard = Guard(security) if security is not None else None
         self.limits = limits = limits or Limits()
