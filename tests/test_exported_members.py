@@ -69,6 +69,7 @@ PUBLIC_MODULES = [
     "skillwire.security",
     "skillwire.testing",
     "skillwire.testing.store_contract",
+    "skillwire.webhooks",
 ]
 
 
@@ -99,6 +100,7 @@ def test_dir_advertises_only_the_front_door_and_the_public_subpackages() -> None
             "models",
             "security",
             "testing",
+            "webhooks",
         ]
     )
 

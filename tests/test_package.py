@@ -22,6 +22,8 @@ ALLOWED: dict[str, set[str]] = {
     "security": {"errors", "protocol"},
     "server": {"errors", "protocol", "wire", "stores", "security"},
     "client": {"errors", "protocol", "wire"},
+    # signed push-notification deliveries: the sender's keys and the receiver's verifier
+    "webhooks": {"errors", "protocol", "security"},
     "skills": {"errors", "protocol", "wire", "stores", "server", "security"},
     # the public test kit sits on top: its mock agent is a real agent, driven by a real client
     "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},

@@ -12,7 +12,7 @@ The front door: what the README and the docs teach is importable from here, and 
         \"\"\"Says the text back.\"\"\"
         return params["text"]
 
-Public modules: this one, and four documented subpackages for what is advanced or numerous:
+Public modules: this one, and six documented subpackages for what is advanced or numerous:
 
 * :mod:`skillwire.errors`: the one error tree, every class with its JSON-RPC code, HTTP status and gRPC
   status (``except skillwire.errors.TaskNotFoundError``). The front door carries its roots,
@@ -28,6 +28,9 @@ Public modules: this one, and four documented subpackages for what is advanced o
   :class:`BaseRequestHandler` receives and returns among them (``GetTaskRequest``, ``ListTasksResponse``).
 * :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
   ``skillwire.testing.store_contract``, which needs pytest).
+* :mod:`skillwire.webhooks`: signed push-notification deliveries: ``WebhookSigner`` (and ``WebhookKeys``,
+  for rotation) signs each delivery with a JWT, ``WebhookVerifier`` checks it on the receiving side
+  (docs/push.md).
 
 Everything else (``skillwire.protocol``, ``.wire``, ``.stores``, ``.server``, ``.skills``, ``.cli``,
 ``.agent`` and the modules of the public subpackages) is internal: it may change in any release; import
@@ -88,7 +91,7 @@ _LAZY = {
     "verify_card": "skillwire.wire.card_signing",
 }
 # The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
-_PUBLIC_MODULES = ("client", "errors", "models", "security", "testing")
+_PUBLIC_MODULES = ("client", "errors", "models", "security", "testing", "webhooks")
 
 
 def __getattr__(name: str) -> _typing.Any:

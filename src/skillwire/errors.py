@@ -49,6 +49,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     +-- RenderError               a template that cannot be rendered (location, reason)
     +-- CardSignatureError        an agent card whose signatures do not verify (unsigned, unknown or revoked
     |                             key, algorithm not allowed, tampered with): the card is not to be trusted
+    +-- WebhookVerificationError  a push-notification delivery whose signed token does not verify (missing,
+    |                             bad signature, unknown key, wrong iss/aud, expired, body hash, replayed)
     +-- SkillError                raised by a skill handler to end its task: FAILED, with its message
         +-- SkillInvalidRequestError  the input cannot be served as asked: FAILED (``SkillError.invalid_request``)
         +-- SkillRejectedError        a contract or policy refusal: REJECTED (``SkillError.rejected``)
@@ -92,6 +94,7 @@ __all__ = [
     "ValidationError",
     "VersionNotSupportedError",
     "WebhookRefusedError",
+    "WebhookVerificationError",
 ]
 
 ERROR_DOMAIN = "a2a-protocol.org"
@@ -161,6 +164,17 @@ class CardSignatureError(SkillwireError):
 
     def __init__(self, message: str, *, reasons: list[str] | None = None) -> None:
         self.reasons = reasons or []
+        super().__init__(message)
+
+
+class WebhookVerificationError(SkillwireError):
+    """A push-notification delivery that is not to be trusted (see :mod:`skillwire.webhooks`): ``status`` is
+    the HTTP status a receiver answers with (401; 413 for a body over the limit; 503 with ``retry_after``
+    seconds when the sender's keys cannot be fetched right now, so the sender retries)."""
+
+    def __init__(self, message: str, *, status: int = 401, retry_after: int | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
         super().__init__(message)
 
 
