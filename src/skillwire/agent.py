@@ -233,21 +233,15 @@ class Agent:
         not declare (or any, when it declares none), and an extended card without security (the spec wants
         it authenticated). Start-up and ``skills check`` call it."""
         declared = self.security.schemes if self.security is not None else {}
-        for skill in [*self.served_skills()]:
-            for alternative in skill.security_sets:
-                for name, _ in alternative:
+        # the card's skill entries: the served skills' and the ones given as AgentSkill
+        for entry in [*(skill.agent_skill for skill in self.served_skills()), *self.skills]:
+            for requirement in entry.security_requirements:
+                for name in requirement.schemes:
                     if name not in declared:
                         known = ", ".join(sorted(declared)) or "none: the agent declares no security"
                         raise SkillwireError(
-                            f"skill {skill.id!r}: securityRequirements name scheme {name!r}, which the agent"
+                            f"skill {entry.id!r}: securityRequirements name scheme {name!r}, which the agent"
                             f" does not declare (declared: {known})"
-                        )
-        for entry in self.skills:
-            for req in entry.security_requirements:
-                for name in req.schemes:
-                    if name not in declared:
-                        raise SkillwireError(
-                            f"skill {entry.id!r}: securityRequirements name undeclared scheme {name!r}"
                         )
         if self.extended_card is not None and self.security is None:
             raise SkillwireError(

@@ -43,6 +43,15 @@ class Principal(msgspec.Struct, frozen=True):
         one scheme is never taken for the same name in another (an API key's ``alice`` and a token's)."""
         return f"{self.scheme}:{self.subject}" if self.scheme else ""
 
+    @classmethod
+    def from_owner(cls, owner: str) -> Principal:
+        """The principal an :attr:`owner` key stands for (subject and scheme only: scopes and claims are not
+        part of it); anonymous for ``""``."""
+        if not owner:
+            return ANONYMOUS
+        scheme, _, subject = owner.partition(":")
+        return cls(subject=subject, scheme=scheme, granted={scheme: frozenset()})
+
     def has_scopes(self, scopes: frozenset[str] | set[str] | list[str] | tuple[str, ...]) -> bool:
         return all(scope in self.scopes for scope in scopes)
 

@@ -43,7 +43,7 @@ from skillwire.server.asgi import (
     stream_sse,
 )
 from skillwire.server.context import CallContext, requested_extensions
-from skillwire.server.guard import Guard, check_tenant_name
+from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.sse import encode_event
 
@@ -242,14 +242,9 @@ class HttpEndpoint:
 
     def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
-        tenant = getattr(call.params, "tenant", "") or ""
-        if tenant:
-            check_tenant_name(tenant)
-            if self.guard is not None:
-                self.guard.check_tenant(request.principal, tenant)
         return CallContext(
             protocol_version=call.version,
-            tenant=tenant,
+            tenant=checked_tenant(self.guard, request.principal, call.params),
             principal=request.principal,
             extensions=activated,
             binding=self.binding,

@@ -94,7 +94,7 @@ from skillwire.security.principal import ANONYMOUS
 from skillwire.server import access
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
-from skillwire.server.guard import Guard, check_tenant_name
+from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -293,14 +293,9 @@ class _Servicer:
         activated = self.activate(requested_extensions(headers))
         # echoed, like the A2A-Extensions response header of the HTTP bindings
         initial = (("a2a-extensions", ",".join(sorted(activated))),) if activated else ()
-        tenant = getattr(params, "tenant", "") or ""
-        if tenant:
-            check_tenant_name(tenant)
-            if self.guard is not None:
-                self.guard.check_tenant(principal, tenant)
         call = CallContext(
             protocol_version=version,
-            tenant=tenant,
+            tenant=checked_tenant(self.guard, principal, params),
             principal=principal,
             extensions=activated,
             binding="GRPC",

@@ -19,7 +19,7 @@ from skillwire.security.principal import Principal
 from skillwire.security.schemes import Presented
 from skillwire.server.asgi import Scope
 
-__all__ = ["Guard", "PeerName", "check_tenant_name"]
+__all__ = ["Guard", "PeerName", "checked_tenant"]
 
 
 class PeerName(msgspec.Struct, frozen=True):
@@ -44,12 +44,18 @@ class Guard:
         self.security.check_tenant(principal, tenant)
 
 
-def check_tenant_name(tenant: str) -> None:
-    """Refuse a tenant that could be taken for another caller's partition (see ``context.partition``)."""
-    if "\x00" in tenant:
-        raise InvalidParamsError(
-            "tenant must not contain NUL", field_violations=[("tenant", "must not contain NUL")]
-        )
+def checked_tenant(guard: Guard | None, principal: Principal, params: Any) -> str:
+    """The tenant a call names (``""``: the default), refused if it could be taken for another caller's
+    partition (NUL: see ``context.partition``) or, with security on, if the policy does not grant it."""
+    tenant: str = getattr(params, "tenant", "") or ""
+    if tenant:
+        if "\x00" in tenant:
+            raise InvalidParamsError(
+                "tenant must not contain NUL", field_violations=[("tenant", "must not contain NUL")]
+            )
+        if guard is not None:
+            guard.check_tenant(principal, tenant)
+    return tenant
 
 
 def _http_peer(scope: Scope) -> PeerName | None:

@@ -619,15 +619,9 @@ def _partition(request: Any, call: CallContext) -> str:
 
 
 def _owner_context(key: str) -> CallContext:
-    """The call context of a task taken back at start-up: its tenant and owner from where it is stored (the
-    owner's subject and scheme; scopes and claims are not stored)."""
+    """The call context of a task taken back at start-up: its tenant and owner from where it is stored."""
     tenant, owner = split_partition(key)
-    if not owner:
-        return CallContext(tenant=tenant)
-    scheme, _, subject = owner.partition(":")
-    return CallContext(
-        tenant=tenant, principal=Principal(subject=subject, scheme=scheme, granted={scheme: frozenset()})
-    )
+    return CallContext(tenant=tenant, principal=Principal.from_owner(owner))
 
 
 def _busy(key: Key) -> UnsupportedOperationError:

@@ -304,16 +304,19 @@ class SkillContext:
         if index < len(self._answers):
             self._asked += 1
             return Answer(self._answers[index])
-        base = self.events.agent_message(prompt)
-        raise InputNeeded(
-            Message(
-                message_id=base.message_id,
-                context_id=base.context_id,
-                task_id=base.task_id,
-                role=Role.AGENT,
-                parts=base.parts,
-                metadata={**(base.metadata or {}), ASK_KEY: index},
-            )
+        raise InputNeeded(self._marked(prompt, ASK_KEY, index))
+
+    def _marked(self, content: str | Message, key: str, value: Any) -> Message:
+        """An agent message for the task's status, marked in its metadata with ``key: value`` (what the
+        task waits for, read back when the conversation replays)."""
+        base = self.events.agent_message(content)
+        return Message(
+            message_id=base.message_id,
+            context_id=base.context_id,
+            task_id=base.task_id,
+            role=Role.AGENT,
+            parts=base.parts,
+            metadata={**(base.metadata or {}), key: value},
         )
 
     async def require(
@@ -345,20 +348,7 @@ class SkillContext:
             message
             or f"This step needs {needed}{via}: send a message on this task with credentials that grant it."
         )
-        base = self.events.agent_message(text)
-        raise AuthNeeded(
-            Message(
-                message_id=base.message_id,
-                context_id=base.context_id,
-                task_id=base.task_id,
-                role=Role.AGENT,
-                parts=base.parts,
-                metadata={
-                    **(base.metadata or {}),
-                    AUTH_KEY: {"scopes": sorted(wanted), "schemes": list(schemes)},
-                },
-            )
-        )
+        raise AuthNeeded(self._marked(text, AUTH_KEY, {"scopes": sorted(wanted), "schemes": list(schemes)}))
 
     async def delegate(self, ref: Any, message: str | Message | None = None) -> None:
         """Hand the task to external work identified by ``ref`` (JSON); the caller is answered now and the
