@@ -13,13 +13,23 @@ import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from skillwire import MemoryTaskStore, SkillwireError, SQLiteTaskStore, TaskState, TaskStore, open_store
-from skillwire.testing.store_contract import TaskStoreContract, make_task, save
+from skillwire.stores.base import write_task
+from skillwire.stores.push import MemoryPushState, Outgoing
+from skillwire.testing.store_contract import (
+    PushStoreContract,
+    TaskStoreContract,
+    make_task,
+    push_config,
+    save,
+    with_deliveries,
+)
 
 
-class TestMemoryStore(TaskStoreContract):
+class TestMemoryStore(TaskStoreContract, PushStoreContract):
     @pytest.fixture
     async def store(self) -> AsyncIterator[TaskStore]:
         s = MemoryTaskStore()
@@ -28,7 +38,7 @@ class TestMemoryStore(TaskStoreContract):
         await s.close()
 
 
-class TestSQLiteStore(TaskStoreContract):
+class TestSQLiteStore(TaskStoreContract, PushStoreContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
         s = SQLiteTaskStore(tmp_path / "tasks.db")
@@ -187,3 +197,214 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
     finally:
         await store.close()
     assert largest < 4 * 1024 * 1024, f"the WAL grew to {largest} bytes"
+
+
+# -- push notifications: what is particular to each store -------------------------------------------------
+
+
+def _schema_2() -> str:
+    """The schema-2 layout: schema 3 without its push tables."""
+    from skillwire.stores.sqlite import _SCHEMA
+
+    statements = [s for s in _SCHEMA.split(";") if s.strip()]
+    kept = [s for s in statements if "push_configs" not in s and "deliveries" not in s]
+    assert len(statements) - len(kept) == 4  # two tables, two indexes
+    return ";".join(kept) + ";"
+
+
+def _tables(path: Path) -> set[str]:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+async def test_sqlite_migrates_a_schema_2_file_keeping_its_tasks(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    task = make_task(state=TaskState.WORKING)
+    write = write_task(task, version=2)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.executescript(_schema_2())
+        conn.execute(
+            "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
+            " history, artifacts, layout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                "", task.id, task.context_id, write.state.value, write.updated_us, 2, write.head,
+                write.layout.messages, write.layout.size, b"[" + b",".join(write.messages) + b"]",
+                b"[" + b",".join(p.body for p in write.artifacts) + b"]", msgspec.json.encode(write.layout),
+            ),
+        )  # fmt: skip
+        conn.execute("PRAGMA user_version=2")
+        conn.commit()
+    assert "deliveries" not in _tables(path)
+    store = SQLiteTaskStore(path)
+    await store.open()
+    try:
+        stored = await store.get(task.id)
+        assert stored is not None and stored.task == task and stored.version == 2
+        assert await store.put_push_config(push_config(task.id, "c1"), 10)
+        assert await store.get_push_config("", task.id, "c1") == push_config(task.id, "c1")
+        later = make_task(task_id=task.id, state=TaskState.COMPLETED, text="done")
+        await store.commit(with_deliveries(write_task(later, version=3, base=2), b"finished"))
+        head = await store.next_delivery(("", task.id, "c1"))
+        assert head is not None and head.body == b"finished"
+        unfinished, _ = await store.unfinished()
+        assert unfinished == []
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert {"push_configs", "deliveries", "tasks", "messages", "artifacts"} <= _tables(path)
+
+
+async def test_sqlite_migrates_an_empty_schema_2_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.executescript(_schema_2())
+        conn.execute("PRAGMA user_version=2")
+    store = SQLiteTaskStore(path)
+    await store.open()
+    try:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"one"))
+        assert await store.pending_lanes() == [(("", task.id, "c1"), 0)]
+    finally:
+        await store.close()
+
+
+async def test_sqlite_pending_deliveries_and_configs_survive_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    task = make_task()
+    record = push_config(task.id, "c1", shape="0.3")
+    await store.put_push_config(record, 10)
+    await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", b"three"))
+    first = await store.next_delivery(("", task.id, "c1"))
+    assert first is not None
+    await store.retry_delivery(first.seq, 2, 1_700_000_000_000_000, "HTTP 502")
+    await store.close()
+
+    again = SQLiteTaskStore(path)
+    await again.open()
+    try:
+        lane = ("", task.id, "c1")
+        assert await again.pending_lanes() == [(lane, 1_700_000_000_000_000)]
+        assert await again.get_push_config("", task.id, "c1") == record
+        head = await again.next_delivery(lane)
+        assert head == msgspec.structs.replace(
+            first, attempts=2, next_us=1_700_000_000_000_000, error="HTTP 502"
+        )
+        await again.fail_delivery(head.seq, 3, "HTTP 410")
+        # seq goes on growing after a reopen
+        await again.commit(with_deliveries(write_task(task, version=2, base=1), b"four"))
+        bodies = []
+        while (d := await again.next_delivery(lane)) is not None:
+            bodies.append((d.seq, d.body))
+            await again.finish_delivery(d.seq)
+        assert [b for _, b in bodies] == [b"two", b"three", b"four"]
+        assert [s for s, _ in bodies] == sorted(s for s, _ in bodies) and bodies[0][0] > first.seq
+        assert [d.body for d in await again.failed_deliveries()] == [b"one"]
+    finally:
+        await again.close()
+
+
+_PUSH_WRITER = textwrap.dedent(
+    """
+    import asyncio, sys
+    import msgspec
+    from skillwire import SQLiteTaskStore
+    from skillwire.stores.base import write_task
+    from skillwire.stores.push import Outgoing
+    from skillwire.testing.store_contract import make_task, push_config
+
+    async def main():
+        store = SQLiteTaskStore(sys.argv[1])
+        await store.open()
+        await store.put_push_config(push_config("t1", "c1"), 10)
+        write = write_task(make_task(task_id="t1"), version=1)
+        await store.commit(msgspec.structs.replace(
+            write, deliveries=(Outgoing("c1", b"one"), Outgoing("c1", b"two"), Outgoing("c2", b"other"))
+        ))
+        print("committed", flush=True)
+        await asyncio.Event().wait()   # killed here, with the store still open
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_sqlite_deliveries_survive_kill_9(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(_SRC), os.environ.get("PYTHONPATH")) if p),
+    }
+    with subprocess.Popen(
+        [sys.executable, "-c", _PUSH_WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "committed"
+        finally:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+    assert proc.returncode == -signal.SIGKILL
+
+    async def restart() -> None:
+        store = SQLiteTaskStore(path)
+        await store.open()
+        try:
+            assert sorted(await store.pending_lanes()) == [(("", "t1", "c1"), 0), (("", "t1", "c2"), 0)]
+            assert await store.get_push_config("", "t1", "c1") == push_config("t1", "c1")
+            bodies = []
+            while (d := await store.next_delivery(("", "t1", "c1"))) is not None:
+                bodies.append(d.body)
+                await store.finish_delivery(d.seq)
+            assert bodies == [b"one", b"two"]
+            stored = await store.get("t1")
+            assert stored is not None and stored.version == 1
+        finally:
+            await store.close()
+
+    asyncio.run(restart())
+
+
+_SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def test_memory_push_state_keeps_the_last_max_failed_deliveries() -> None:
+    state = MemoryPushState(max_failed=3)
+    state.enqueue("", "t1", tuple(Outgoing("c1", f"d{i}".encode()) for i in range(6)), 5)
+    seqs = [seq for seq in state.lanes[("", "t1", "c1")]]
+    for seq in seqs[:5]:
+        state.fail(seq, 1, f"failed {seq}")
+    assert [d.body for d in state.failed(0, 100)] == [b"d2", b"d3", b"d4"]
+    assert all(d.failed and d.error == f"failed {d.seq}" for d in state.failed(0, 100))
+    assert set(state.deliveries) == {seqs[2], seqs[3], seqs[4], seqs[5]}  # the older ones are forgotten
+    head = state.next_delivery(("", "t1", "c1"))
+    assert head is not None and head.body == b"d5"
+
+
+async def test_sqlite_keeps_the_last_max_failed_deliveries(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "t.db", max_failed_deliveries=3)
+    await store.open()
+    try:
+        task = make_task()
+        await store.commit(
+            with_deliveries(write_task(task, version=1), *(f"d{i}".encode() for i in range(6)))
+        )
+        lane = ("", task.id, "c1")
+        for _ in range(5):
+            head = await store.next_delivery(lane)
+            assert head is not None
+            await store.fail_delivery(head.seq, 1, "HTTP 400")
+        assert [d.body for d in await store.failed_deliveries()] == [b"d2", b"d3", b"d4"]
+        head = await store.next_delivery(lane)
+        assert head is not None and head.body == b"d5"
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "t.db")) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM deliveries").fetchone()[0] == 4

@@ -34,6 +34,7 @@ from skillwire.errors import InvalidParamsError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Artifact, Message, Part, Task
 from skillwire.protocol.states import TaskState
+from skillwire.stores.push import Outgoing
 
 __all__ = [
     "ArtifactPiece",
@@ -110,6 +111,9 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     layout: Layout
     #: Whether everything stored for the task is replaced (a whole-task write over an existing task).
     rewrite: bool = False
+    #: Push-notification deliveries of the events this write covers, stored with it in one transaction (a
+    #: store without push support refuses a write that has any: see :mod:`skillwire.stores.push`).
+    deliveries: tuple[Outgoing, ...] = ()
 
 
 def write_task(

@@ -32,6 +32,7 @@ from skillwire.stores.base import (
     instant_us,
     layout_of,
 )
+from skillwire.stores.push import Delivery, Lane, MemoryPushState, PushConfigRecord
 
 __all__ = ["MemoryTaskStore"]
 
@@ -63,6 +64,7 @@ class MemoryTaskStore:
         self._rows: dict[_Key, _Row] = {}
         self._finished: OrderedDict[_Key, None] = OrderedDict()
         self._seq = 0
+        self._push = MemoryPushState()
 
     async def open(self) -> None:
         return None
@@ -87,12 +89,15 @@ class MemoryTaskStore:
             row.version, row.context_id, row.head = write.version, write.context_id, write.head
             row.state, row.updated_us = write.state, write.updated_us
         _apply_pieces(row, write)
+        if write.deliveries:
+            self._push.enqueue(write.tenant, write.task_id, write.deliveries, write.updated_us)
         if write.state.is_terminal:
             self._finished[key] = None
             self._finished.move_to_end(key)
             while len(self._finished) > self.max_finished:
                 old, _ = self._finished.popitem(last=False)
                 self._rows.pop(old, None)
+                self._push.forget_task(*old)
         else:
             self._finished.pop(key, None)
 
@@ -157,6 +162,40 @@ class MemoryTaskStore:
             if stored is not None:
                 batch.append((tenant, stored))
         return batch, str(rows[-1][0]) if len(rows) == limit else ""
+
+    # -- push notifications (see skillwire.stores.push) -----------------------------------------------------
+
+    async def put_push_config(self, record: PushConfigRecord, max_per_task: int) -> bool:
+        return self._push.put(record, max_per_task)
+
+    async def get_push_config(self, tenant: str, task_id: str, config_id: str) -> PushConfigRecord | None:
+        return self._push.get(tenant, task_id, config_id)
+
+    async def list_push_configs(
+        self, tenant: str, task_id: str, *, after: str = "", limit: int = 100
+    ) -> list[PushConfigRecord]:
+        return self._push.page(tenant, task_id, after, limit)
+
+    async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
+        self._push.delete(tenant, task_id, config_id)
+
+    async def pending_lanes(self) -> list[tuple[Lane, int]]:
+        return self._push.pending_lanes()
+
+    async def next_delivery(self, lane: Lane) -> Delivery | None:
+        return self._push.next_delivery(lane)
+
+    async def finish_delivery(self, seq: int) -> None:
+        self._push.finish(seq)
+
+    async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
+        self._push.retry(seq, attempts, next_us, error)
+
+    async def fail_delivery(self, seq: int, attempts: int, error: str) -> None:
+        self._push.fail(seq, attempts, error)
+
+    async def failed_deliveries(self, after: int = 0, limit: int = 100) -> list[Delivery]:
+        return self._push.failed(after, limit)
 
 
 _FEW_PIECES = 16

@@ -1,9 +1,11 @@
 """The default TaskStore: one SQLite file in WAL mode, written with group commit, owned by one process.
 
-Layout (schema 2): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
+Layout (schema 3): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
 columns the listings filter on; ``messages`` holds one row per history message and ``artifacts`` one row per
 artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
-adds. Schema 1 files (one blob per task) are migrated when opened.
+adds. ``push_configs`` and ``deliveries`` hold push notifications' configs and outbox
+(:mod:`skillwire.stores.push`); a delivery row is inserted in the transaction of the task write it belongs
+to. Schema 1 files (one blob per task) and schema 2 files (no push tables) are migrated when opened.
 
 Writes go to one writer thread with group commit, checkpoints to another (:mod:`skillwire.stores.sqlite_writer`).
 
@@ -33,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 import msgspec
 
@@ -53,6 +55,7 @@ from skillwire.stores.base import (
     instant_us,
     write_task,
 )
+from skillwire.stores.push import Delivery, Lane, PushConfigRecord
 from skillwire.stores.sqlite_writer import Checkpointer, GroupWriter, apply_write, connect
 
 try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
@@ -66,7 +69,7 @@ log = logging.getLogger("skillwire.sqlite")
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq         INTEGER PRIMARY KEY,
@@ -102,6 +105,29 @@ CREATE TABLE IF NOT EXISTS artifacts (
     body   BLOB    NOT NULL,
     PRIMARY KEY (task, idx, start)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_configs (
+    tenant  TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    id      TEXT NOT NULL,
+    body    BLOB NOT NULL,
+    shape   TEXT NOT NULL,
+    issuer  TEXT NOT NULL,
+    PRIMARY KEY (tenant, task_id, id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS deliveries (
+    seq        INTEGER PRIMARY KEY,
+    tenant     TEXT    NOT NULL,
+    task_id    TEXT    NOT NULL,
+    config_id  TEXT    NOT NULL,
+    body       BLOB    NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0,
+    next_us    INTEGER NOT NULL DEFAULT 0,
+    failed     INTEGER NOT NULL DEFAULT 0,
+    error      TEXT    NOT NULL DEFAULT '',
+    created_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS deliveries_by_lane ON deliveries (tenant, task_id, config_id, seq) WHERE failed = 0;
+CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (seq) WHERE failed = 1;
 """
 # A task's row holds, besides its head, its history and its artifacts as first written (JSON arrays), in two
 # columns, so that a listing without artifacts does not read them.
@@ -239,7 +265,15 @@ class SQLiteTaskStore:
     """``SQLiteTaskStore("tasks.db")``; ``timeout`` is how long a write waits on a lock another connection
     holds before it fails (seconds); ``readers`` is the number of reading threads."""
 
-    def __init__(self, path: str | os.PathLike[str], *, timeout: float = 5.0, readers: int = 2) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 5.0,
+        readers: int = 2,
+        max_failed_deliveries: int = 10_000,
+    ) -> None:
+        self.max_failed_deliveries = max_failed_deliveries
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
         self.timeout = timeout
@@ -381,6 +415,144 @@ class SQLiteTaskStore:
             return batch, (str(rows[-1][1]) if len(rows) == limit else "")
 
         return await self._read(read)
+
+    # -- push notifications (see skillwire.stores.push) -----------------------------------------------------
+
+    async def _write(self, op: Callable[[sqlite3.Connection], None]) -> None:
+        if self._writer is None:
+            raise StoreError("the SQLite store is not open")
+        await self._writer.submit(op)
+
+    async def put_push_config(self, record: PushConfigRecord, max_per_task: int) -> bool:
+        stored: list[bool] = []
+
+        def op(conn: sqlite3.Connection) -> None:
+            key = (record.tenant, record.task_id)
+            exists = conn.execute(
+                "SELECT 1 FROM push_configs WHERE tenant = ? AND task_id = ? AND id = ?", (*key, record.id)
+            ).fetchone()
+            if exists is None:
+                count = conn.execute(
+                    "SELECT COUNT(*) FROM push_configs WHERE tenant = ? AND task_id = ?", key
+                ).fetchone()[0]
+                if count >= max_per_task:
+                    stored.append(False)
+                    return
+            conn.execute(
+                "INSERT OR REPLACE INTO push_configs (tenant, task_id, id, body, shape, issuer)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (*key, record.id, record.body, record.shape, record.issuer),
+            )
+            stored.append(True)
+
+        await self._write(op)
+        return stored[0]
+
+    async def get_push_config(self, tenant: str, task_id: str, config_id: str) -> PushConfigRecord | None:
+        def read(conn: sqlite3.Connection) -> PushConfigRecord | None:
+            row = conn.execute(
+                "SELECT body, shape, issuer FROM push_configs WHERE tenant = ? AND task_id = ? AND id = ?",
+                (tenant, task_id, config_id),
+            ).fetchone()
+            return None if row is None else PushConfigRecord(tenant, task_id, config_id, *row)
+
+        return await self._read(read)
+
+    async def list_push_configs(
+        self, tenant: str, task_id: str, *, after: str = "", limit: int = 100
+    ) -> list[PushConfigRecord]:
+        def read(conn: sqlite3.Connection) -> list[PushConfigRecord]:
+            rows = conn.execute(
+                "SELECT id, body, shape, issuer FROM push_configs WHERE tenant = ? AND task_id = ? AND id > ?"
+                " ORDER BY id LIMIT ?",
+                (tenant, task_id, after, limit),
+            ).fetchall()
+            return [PushConfigRecord(tenant, task_id, *row) for row in rows]
+
+        return await self._read(read)
+
+    async def delete_push_config(self, tenant: str, task_id: str, config_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            key = (tenant, task_id, config_id)
+            conn.execute("DELETE FROM push_configs WHERE tenant = ? AND task_id = ? AND id = ?", key)
+            conn.execute(
+                "DELETE FROM deliveries WHERE tenant = ? AND task_id = ? AND config_id = ? AND failed = 0",
+                key,
+            )
+
+        await self._write(op)
+
+    async def pending_lanes(self) -> list[tuple[Lane, int]]:
+        def read(conn: sqlite3.Connection) -> list[tuple[Lane, int]]:
+            rows = conn.execute(
+                "SELECT d.tenant, d.task_id, d.config_id, d.next_us FROM deliveries d JOIN ("
+                " SELECT MIN(seq) AS seq FROM deliveries WHERE failed = 0 GROUP BY tenant, task_id, config_id"
+                ") h ON d.seq = h.seq"
+            ).fetchall()
+            return [((t, task, c), next_us) for t, task, c, next_us in rows]
+
+        return await self._read(read)
+
+    async def next_delivery(self, lane: Lane) -> Delivery | None:
+        def read(conn: sqlite3.Connection) -> Delivery | None:
+            row = conn.execute(
+                f"SELECT {_DELIVERY} FROM deliveries WHERE tenant = ? AND task_id = ? AND config_id = ?"
+                " AND failed = 0 ORDER BY seq LIMIT 1",
+                lane,
+            ).fetchone()
+            return None if row is None else _delivery(row)
+
+        return await self._read(read)
+
+    async def finish_delivery(self, seq: int) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM deliveries WHERE seq = ?", (seq,))
+
+        await self._write(op)
+
+    async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE deliveries SET attempts = ?, next_us = ?, error = ? WHERE seq = ?",
+                (attempts, next_us, error, seq),
+            )
+
+        await self._write(op)
+
+    async def fail_delivery(self, seq: int, attempts: int, error: str) -> None:
+        keep = self.max_failed_deliveries
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE deliveries SET attempts = ?, failed = 1, error = ? WHERE seq = ?",
+                (attempts, error, seq),
+            )
+            # keep the last ``keep`` failed deliveries
+            conn.execute(
+                "DELETE FROM deliveries WHERE failed = 1 AND seq < (SELECT seq FROM deliveries WHERE failed = 1"
+                " ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                (keep - 1,),
+            )
+
+        await self._write(op)
+
+    async def failed_deliveries(self, after: int = 0, limit: int = 100) -> list[Delivery]:
+        def read(conn: sqlite3.Connection) -> list[Delivery]:
+            rows = conn.execute(
+                f"SELECT {_DELIVERY} FROM deliveries WHERE failed = 1 AND seq > ? ORDER BY seq LIMIT ?",
+                (after, limit),
+            ).fetchall()
+            return [_delivery(row) for row in rows]
+
+        return await self._read(read)
+
+
+_DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us"
+
+
+def _delivery(row: Any) -> Delivery:
+    seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us = row
+    return Delivery(seq, tenant, task_id, config_id, body, attempts, next_us, bool(failed), error, created_us)
 
 
 def _list_page(

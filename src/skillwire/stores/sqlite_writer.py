@@ -15,6 +15,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
@@ -52,11 +53,13 @@ def _inline(w: TaskWrite) -> tuple[bytes, bytes]:
 
 
 Outcome = None | BaseException
+#: A statement (or a few) run in the writer's transaction, beside the task writes of its batch.
+Op = Callable[[sqlite3.Connection], None]
 
 
 @dataclass(slots=True, eq=False)  # compared by identity: the writer keeps sets of them
 class _Queued:
-    write: TaskWrite
+    write: TaskWrite | Op
     future: asyncio.Future[None]
 
 
@@ -156,7 +159,8 @@ class GroupWriter(threading.Thread):
         self._pending: list[_Queued] = []
         self._closing = False
 
-    def submit(self, write: TaskWrite) -> asyncio.Future[None]:
+    def submit(self, write: TaskWrite | Op) -> asyncio.Future[None]:
+        """Queue a task write, or an op (a function of the connection) to run in the next transaction."""
         fut: asyncio.Future[None] = self._loop.create_future()
         with self._cond:
             if self._closing:
@@ -193,12 +197,13 @@ class GroupWriter(threading.Thread):
 
     def _apply(self, batch: list[_Queued]) -> list[Outcome]:
         conn = self._conn
-        writes = [q.write for q in batch]
+        items = [q.write for q in batch]
         try:
-            if _all_new(writes):
+            writes = [w for w in items if isinstance(w, TaskWrite)]
+            if len(writes) == len(items) and _all_new(writes):
                 return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
-            outcomes = [apply_write(conn, w) for w in writes]
+            outcomes = [apply_write(conn, w) if isinstance(w, TaskWrite) else w(conn) for w in items]
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -226,8 +231,9 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
     loop is busy each re-take waits its turn (tens of microseconds); BEGIN, INSERT, COMMIT per task made the
     writer thread the bottleneck. The common write (SendMessage creates and finishes a task in one commit) is
     a new task, so a batch of them is now one statement. Each row is a write of its own: a task that
-    already exists is not inserted (ON CONFLICT DO NOTHING) while the others are, and the rare short count
-    is sorted out afterwards, task by task."""
+    already exists is not inserted (ON CONFLICT DO NOTHING) while the others are, and the statement returns
+    the rows it inserted, so each write that is not among them is told its task exists (even a write
+    identical to the stored row: it was not this write that stored it, and its deliveries are not queued)."""
     outcomes: list[Outcome] = []
     for first in range(0, len(writes), _MAX_INSERT_ROWS):
         chunk = writes[first : first + _MAX_INSERT_ROWS]
@@ -237,28 +243,50 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
             sql = _insert_sql[len(chunk)] = (
                 "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
                 f" history, artifacts, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
+                " RETURNING tenant, id"
             )
         params: list[object] = []
         for w in chunk:
             params.extend(_insert_params(w))
-        if conn.execute(sql, params).rowcount == len(chunk):
-            outcomes.extend([None] * len(chunk))
-        else:
-            outcomes.extend(_which_conflicted(conn, chunk))
+        if not any(w.deliveries for w in chunk):
+            outcomes.extend(_conflicts(chunk, conn.execute(sql, params).fetchall()))
+            continue
+        # With push deliveries, the tasks and their deliveries are one transaction.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = _conflicts(chunk, conn.execute(sql, params).fetchall())
+            _enqueue(conn, [w for w, outcome in zip(chunk, found, strict=True) if outcome is None])
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        outcomes.extend(found)
     return outcomes
 
 
-def _which_conflicted(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outcome]:
-    """After an insert that created fewer rows than it had: each write whose row is not the one it asked
-    for found its task already there."""
-    outcomes: list[Outcome] = []
-    for w in writes:
-        found = conn.execute(
-            "SELECT version, head FROM tasks WHERE tenant = ? AND id = ?", (w.tenant, w.task_id)
-        ).fetchone()
-        mine = found is not None and found[0] == w.version and found[1] == w.head
-        outcomes.append(None if mine else ConcurrentUpdateError(f"task {w.task_id} already exists"))
-    return outcomes
+_ENQUEUE = "INSERT INTO deliveries (tenant, task_id, config_id, body, created_us) VALUES (?, ?, ?, ?, ?)"
+
+
+def _enqueue(conn: sqlite3.Connection, writes: list[TaskWrite]) -> None:
+    """Queue the push deliveries these writes carry (see :mod:`skillwire.stores.push`)."""
+    rows = [
+        (w.tenant, w.task_id, out.config_id, out.body, w.updated_us) for w in writes for out in w.deliveries
+    ]
+    if rows:
+        conn.executemany(_ENQUEUE, rows)
+
+
+def _conflicts(writes: list[TaskWrite], inserted: list[tuple[str, str]]) -> list[Outcome]:
+    """Each write's outcome, given the ``(tenant, id)`` rows the insert returned: one it did not insert found
+    its task already there."""
+    if len(inserted) == len(writes):
+        return [None] * len(writes)
+    mine = set(inserted)
+    return [
+        None if (w.tenant, w.task_id) in mine else ConcurrentUpdateError(f"task {w.task_id} already exists")
+        for w in writes
+    ]
 
 
 def _insert_params(w: TaskWrite) -> tuple[object, ...]:
@@ -292,6 +320,7 @@ def apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
         cur = conn.execute(_INSERT, _insert_params(w))
         if cur.rowcount == 0:
             return ConcurrentUpdateError(f"task {w.task_id} already exists")
+        _enqueue(conn, [w])
         return None
     if w.rewrite:
         found = conn.execute(
@@ -302,6 +331,7 @@ def apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
     if found is None:
         return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
     seq = found[0]
+    _enqueue(conn, [w])
     if whole:
         conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
         conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))

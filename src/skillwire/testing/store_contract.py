@@ -1,6 +1,7 @@
 """The TaskStore contract, as a reusable pytest suite.
 
-Subclass :class:`TaskStoreContract` in your tests and provide an async ``store`` fixture that yields an
+Subclass :class:`TaskStoreContract` (and :class:`PushStoreContract`, for a store that keeps push
+notifications) in your tests and provide an async ``store`` fixture that yields an
 *opened* store, empty at the start of each test. Every store skillwire ships runs this same suite; a new
 store (PostgreSQL, ...) joins by adding one subclass.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import msgspec
 import pytest
@@ -25,9 +27,10 @@ import pytest
 from skillwire.errors import ConcurrentUpdateError, InvalidParamsError
 from skillwire.protocol.models import Artifact, Message, Part, Role, Task, TaskStatus
 from skillwire.protocol.states import TaskState
-from skillwire.stores.base import StoredTask, TaskQuery, TaskStore, write_task
+from skillwire.stores.base import StoredTask, TaskQuery, TaskStore, TaskWrite, write_task
+from skillwire.stores.push import Delivery, Lane, Outgoing, PushConfigRecord, PushStore
 
-__all__ = ["TaskStoreContract", "make_task", "save"]
+__all__ = ["PushStoreContract", "TaskStoreContract", "make_task", "save"]
 
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)
 _replace = msgspec.structs.replace
@@ -318,3 +321,361 @@ class TaskStoreContract:
         assert set(found) == {("", t.id) for t in (*working, submitted)} | {("t2", other_tenant.id)}
         first = found[("", working[0].id)]
         assert first.task == working[0] and first.version == 3 and first.layout is not None
+
+
+# -- push notifications -----------------------------------------------------------------------------------
+
+
+class PushTaskStore(TaskStore, PushStore, Protocol):
+    """A task store that keeps push notifications."""
+
+
+def push_config(
+    task_id: str,
+    config_id: str,
+    *,
+    tenant: str = "",
+    url: str = "https://hooks.example/in",
+    shape: str = "1.0",
+) -> PushConfigRecord:
+    body = b'{"taskId":"%s","id":"%s","url":"%s"}' % (task_id.encode(), config_id.encode(), url.encode())
+    return PushConfigRecord(tenant, task_id, config_id, body, shape=shape, issuer="https://agent.example")
+
+
+def with_deliveries(write: TaskWrite, *bodies: bytes | tuple[str, bytes], config: str = "c1") -> TaskWrite:
+    """``write`` carrying a delivery per body (to ``config``, or to the config named beside the body)."""
+    outgoing = tuple(Outgoing(*b) if isinstance(b, tuple) else Outgoing(config, b) for b in bodies)
+    return _replace(write, deliveries=outgoing)
+
+
+async def drain(store: PushStore, lane: Lane) -> list[Delivery]:
+    """Every pending delivery of ``lane``, in the order the lane makes them (each finished once read)."""
+    made: list[Delivery] = []
+    while (delivery := await store.next_delivery(lane)) is not None:
+        assert delivery.lane == lane and not delivery.failed
+        assert not made or delivery.seq > made[-1].seq, "a lane's seq must only grow"
+        made.append(delivery)
+        await store.finish_delivery(delivery.seq)
+        assert len(made) <= 1000, "finish_delivery did not remove the delivery"
+    return made
+
+
+class PushStoreContract:
+    """Behaviour every PushStore must have (see :mod:`skillwire.stores.push`). ``store`` is an opened task
+    store that is also a PushStore, empty at the start of a test."""
+
+    # -- configs ----------------------------------------------------------------------------------------
+
+    async def test_store_is_a_push_store(self, store: PushTaskStore) -> None:
+        assert isinstance(store, PushStore)
+
+    async def test_config_round_trips(self, store: PushTaskStore) -> None:
+        record = push_config("t1", "c1", tenant="a", shape="0.3")
+        assert await store.put_push_config(record, 10) is True
+        assert await store.get_push_config("a", "t1", "c1") == record
+        assert await store.get_push_config("a", "t1", "c2") is None
+        assert await store.get_push_config("a", "t2", "c1") is None
+
+    async def test_put_replaces_a_config_of_the_same_id(self, store: PushTaskStore) -> None:
+        assert await store.put_push_config(push_config("t1", "c1", url="https://one.example"), 10)
+        second = push_config("t1", "c1", url="https://two.example", shape="0.3")
+        assert await store.put_push_config(second, 10) is True
+        assert await store.get_push_config("", "t1", "c1") == second
+        assert await store.list_push_configs("", "t1") == [second]
+
+    async def test_list_in_id_order_with_after_and_limit(self, store: PushTaskStore) -> None:
+        for config_id in ("d", "b", "e", "a", "c"):
+            assert await store.put_push_config(push_config("t1", config_id), 10)
+        await store.put_push_config(push_config("t2", "aa"), 10)
+
+        async def ids(**kw: object) -> list[str]:
+            return [r.id for r in await store.list_push_configs("", "t1", **kw)]  # type: ignore[arg-type]
+
+        assert await ids() == ["a", "b", "c", "d", "e"]
+        assert await ids(limit=2) == ["a", "b"]
+        assert await ids(after="b", limit=2) == ["c", "d"]
+        assert await ids(after="bb") == ["c", "d", "e"]
+        assert await ids(after="e") == []
+        listed = await store.list_push_configs("", "t1", limit=1)
+        assert listed == [push_config("t1", "a")]
+        assert await store.list_push_configs("", "nope") == []
+
+    async def test_delete_removes_the_config(self, store: PushTaskStore) -> None:
+        for config_id in ("a", "b", "c"):
+            await store.put_push_config(push_config("t1", config_id), 10)
+        await store.delete_push_config("", "t1", "b")
+        assert await store.get_push_config("", "t1", "b") is None
+        assert [r.id for r in await store.list_push_configs("", "t1")] == ["a", "c"]
+        await store.delete_push_config("", "t1", "b")  # gone already: nothing happens
+        await store.delete_push_config("", "nope", "x")
+        assert [r.id for r in await store.list_push_configs("", "t1")] == ["a", "c"]
+        assert await store.put_push_config(push_config("t1", "b"), 3)  # its place is free again
+
+    async def test_put_is_refused_at_max_per_task_but_a_replacement_is_not(
+        self, store: PushTaskStore
+    ) -> None:
+        assert await store.put_push_config(push_config("t1", "a"), 2)
+        assert await store.put_push_config(push_config("t1", "b"), 2)
+        assert await store.put_push_config(push_config("t1", "c"), 2) is False
+        assert await store.get_push_config("", "t1", "c") is None
+        assert [r.id for r in await store.list_push_configs("", "t1")] == ["a", "b"]
+        replaced = push_config("t1", "a", url="https://new.example")
+        assert await store.put_push_config(replaced, 2) is True
+        assert await store.get_push_config("", "t1", "a") == replaced
+        assert [r.id for r in await store.list_push_configs("", "t1")] == ["a", "b"]
+        # the limit is per task, and per tenant
+        assert await store.put_push_config(push_config("t2", "c"), 2)
+        assert await store.put_push_config(push_config("t1", "c", tenant="other"), 2)
+        assert await store.put_push_config(push_config("t9", "x"), 0) is False
+        assert await store.list_push_configs("", "t9") == []
+
+    async def test_configs_are_separate_by_tenant_and_task(self, store: PushTaskStore) -> None:
+        records = [
+            push_config("t1", "c1", tenant="a", url="https://a-t1.example"),
+            push_config("t1", "c1", tenant="b", url="https://b-t1.example"),
+            push_config("t2", "c1", tenant="a", url="https://a-t2.example"),
+        ]
+        for record in records:
+            assert await store.put_push_config(record, 1)
+        for record in records:
+            assert await store.get_push_config(record.tenant, record.task_id, "c1") == record
+            assert await store.list_push_configs(record.tenant, record.task_id) == [record]
+        assert await store.get_push_config("", "t1", "c1") is None
+        await store.delete_push_config("a", "t1", "c1")
+        assert await store.get_push_config("a", "t1", "c1") is None
+        assert await store.get_push_config("b", "t1", "c1") == records[1]
+        assert await store.get_push_config("a", "t2", "c1") == records[2]
+
+    # -- deliveries written with their task ---------------------------------------------------------------
+
+    async def test_new_task_write_enqueues_its_deliveries_in_lane_order(self, store: PushTaskStore) -> None:
+        task = make_task()
+        write = with_deliveries(
+            write_task(task, version=1, tenant="a"), b"one", ("c2", b"other"), b"two", b"three"
+        )
+        await store.commit(write)
+        c1, c2 = ("a", task.id, "c1"), ("a", task.id, "c2")
+        assert sorted(await store.pending_lanes()) == [(c1, 0), (c2, 0)]
+        head = await store.next_delivery(c1)
+        assert head is not None
+        assert (head.tenant, head.task_id, head.config_id, head.body) == ("a", task.id, "c1", b"one")
+        assert (head.attempts, head.next_us, head.failed, head.error) == (0, 0, False, "")
+        assert head.created_us == write.updated_us
+        assert await store.next_delivery(c1) == head  # reading does not take it
+        assert await store.next_delivery(("", task.id, "c1")) is None
+        assert [d.body for d in await drain(store, c1)] == [b"one", b"two", b"three"]
+        assert [d.body for d in await drain(store, c2)] == [b"other"]
+        assert await store.pending_lanes() == []
+        stored = await store.get(task.id, tenant="a")
+        assert stored is not None and stored.task == task
+
+    async def test_incremental_and_whole_writes_enqueue_after_the_earlier_ones(
+        self, store: PushTaskStore
+    ) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"created"))
+        stored = await store.get(task.id)
+        assert stored is not None and stored.layout is not None
+        task = _replace(task, history=[*task.history, message(task.id, "ctx", "more")])
+        grown = write_task(task, version=2, base=1, stored=stored.layout)
+        assert not grown.rewrite
+        await store.commit(with_deliveries(grown, b"grown 1", b"grown 2"))
+        rewrite = write_task(
+            make_task(task_id=task.id, state=TaskState.COMPLETED, text="again"), version=3, base=2
+        )
+        assert rewrite.rewrite
+        await store.commit(with_deliveries(rewrite, b"rewritten"))
+        await store.commit(write_task(make_task(task_id=task.id, text="quiet"), version=4, base=3))
+        lane = ("", task.id, "c1")
+        assert await store.pending_lanes() == [(lane, 0)]
+        made = await drain(store, lane)
+        assert [d.body for d in made] == [b"created", b"grown 1", b"grown 2", b"rewritten"]
+        back = await store.get(task.id)
+        assert back is not None and back.version == 4
+
+    async def test_a_conflicting_write_enqueues_none_of_its_deliveries(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await save(store, task)
+        with pytest.raises(ConcurrentUpdateError):  # a new task that exists
+            await store.commit(with_deliveries(write_task(make_task(task_id=task.id), version=1), b"x"))
+        with pytest.raises(ConcurrentUpdateError):  # a stale version
+            await store.commit(with_deliveries(write_task(task, version=3, base=2), b"y"))
+        with pytest.raises(ConcurrentUpdateError):  # a task that is not there
+            await store.commit(
+                with_deliveries(write_task(make_task(task_id="gone"), version=2, base=1), b"z")
+            )
+        assert await store.pending_lanes() == []
+        assert await store.next_delivery(("", task.id, "c1")) is None
+        assert await store.next_delivery(("", "gone", "c1")) is None
+
+    async def test_the_same_new_task_write_twice_enqueues_once(self, store: PushTaskStore) -> None:
+        write = with_deliveries(write_task(make_task(), version=1), b"once")
+        await store.commit(write)
+        with pytest.raises(ConcurrentUpdateError):
+            await store.commit(write)
+        assert [d.body for d in await drain(store, ("", write.task_id, "c1"))] == [b"once"]
+
+    async def test_of_racing_writers_only_the_winners_deliveries_are_enqueued(
+        self, store: PushTaskStore
+    ) -> None:
+        task = make_task()
+        await save(store, task)
+        results = await asyncio.gather(
+            *(
+                store.commit(
+                    with_deliveries(
+                        write_task(make_task(task_id=task.id, text=f"w{i}"), version=2, base=1),
+                        f"w{i}".encode(),
+                    )
+                )
+                for i in range(10)
+            ),
+            return_exceptions=True,
+        )
+        winners = [i for i, r in enumerate(results) if r is None]
+        assert len(winners) == 1
+        assert all(isinstance(r, ConcurrentUpdateError) for r in results if r is not None)
+        made = await drain(store, ("", task.id, "c1"))
+        assert [d.body for d in made] == [f"w{winners[0]}".encode()]
+
+    async def test_many_new_tasks_committed_at_once_each_get_their_deliveries(
+        self, store: PushTaskStore
+    ) -> None:
+        existing = make_task()
+        await save(store, existing)
+        tasks = [make_task(text=f"t{i}") for i in range(60)]
+        writes = [
+            with_deliveries(write_task(t, version=1), f"{t.id} 1".encode(), f"{t.id} 2".encode())
+            if i % 3
+            else write_task(t, version=1)
+            for i, t in enumerate(tasks)
+        ]
+        clash = with_deliveries(write_task(make_task(task_id=existing.id), version=1), b"clash")
+        results = await asyncio.gather(*(store.commit(w) for w in [*writes, clash]), return_exceptions=True)
+        assert results[:-1] == [None] * len(writes)
+        assert isinstance(results[-1], ConcurrentUpdateError)
+        expected = {("", t.id, "c1") for i, t in enumerate(tasks) if i % 3}
+        lanes = await store.pending_lanes()
+        assert {lane for lane, _ in lanes} == expected and len(lanes) == len(expected)
+        for lane in sorted(expected):
+            assert [d.body for d in await drain(store, lane)] == [
+                f"{lane[1]} 1".encode(),
+                f"{lane[1]} 2".encode(),
+            ]
+        for t in tasks:
+            stored = await store.get(t.id)
+            assert stored is not None and stored.task == t
+
+    # -- making deliveries --------------------------------------------------------------------------------
+
+    async def test_finish_delivery_removes_it(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two"))
+        lane = ("", task.id, "c1")
+        first = await store.next_delivery(lane)
+        assert first is not None and first.body == b"one"
+        await store.finish_delivery(first.seq)
+        second = await store.next_delivery(lane)
+        assert second is not None and second.body == b"two" and second.seq > first.seq
+        await store.finish_delivery(first.seq)  # finished already: nothing happens
+        assert await store.next_delivery(lane) == second
+        await store.finish_delivery(second.seq)
+        assert await store.next_delivery(lane) is None
+        assert await store.pending_lanes() == []
+
+    async def test_retry_delivery_records_the_attempt_and_holds_the_lane(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", ("c2", b"free")))
+        lane = ("", task.id, "c1")
+        first = await store.next_delivery(lane)
+        assert first is not None
+        await store.retry_delivery(first.seq, 1, 1_700_000_000_000_000, "HTTP 503")
+        again = await store.next_delivery(lane)
+        assert again == _replace(first, attempts=1, next_us=1_700_000_000_000_000, error="HTTP 503")
+        assert sorted(await store.pending_lanes()) == [
+            (lane, 1_700_000_000_000_000),
+            (("", task.id, "c2"), 0),
+        ]
+        await store.retry_delivery(first.seq, 2, 1_700_000_000_500_000, "timed out")
+        again = await store.next_delivery(lane)
+        assert again is not None and (again.seq, again.attempts, again.next_us, again.error) == (
+            first.seq,
+            2,
+            1_700_000_000_500_000,
+            "timed out",
+        )
+        await store.finish_delivery(first.seq)
+        assert sorted(await store.pending_lanes()) == [(lane, 0), (("", task.id, "c2"), 0)]
+
+    async def test_fail_delivery_keeps_it_out_of_its_lane(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", b"three"))
+        lane = ("", task.id, "c1")
+        first = await store.next_delivery(lane)
+        assert first is not None
+        await store.retry_delivery(first.seq, 4, 1_700_000_000_000_000, "HTTP 500")
+        await store.fail_delivery(first.seq, 5, "HTTP 410")
+        second = await store.next_delivery(lane)
+        assert second is not None and second.body == b"two"
+        assert await store.pending_lanes() == [(lane, 0)]
+        failed = await store.failed_deliveries()
+        assert failed == [
+            _replace(first, attempts=5, next_us=1_700_000_000_000_000, failed=True, error="HTTP 410")
+        ]
+        await store.fail_delivery(second.seq, 1, "HTTP 400")
+        third = await store.next_delivery(lane)
+        assert third is not None and third.body == b"three"
+        assert [d.body for d in await store.failed_deliveries()] == [b"one", b"two"]
+        await store.finish_delivery(third.seq)
+        assert await store.pending_lanes() == []
+        assert [d.body for d in await store.failed_deliveries()] == [b"one", b"two"]
+
+    async def test_failed_deliveries_page_by_seq(self, store: PushTaskStore) -> None:
+        tasks = [make_task() for _ in range(3)]
+        for t in tasks:
+            await store.commit(with_deliveries(write_task(t, version=1), b"a", b"b"))
+        for t in tasks:
+            while (delivery := await store.next_delivery(("", t.id, "c1"))) is not None:
+                await store.fail_delivery(delivery.seq, 3, f"{t.id} {delivery.body.decode()}")
+        everything = await store.failed_deliveries()
+        assert len(everything) == 6 and all(d.failed and d.attempts == 3 for d in everything)
+        assert [d.seq for d in everything] == sorted(d.seq for d in everything)
+        assert [d.error for d in everything] == [f"{t.id} {b}" for t in tasks for b in "ab"]
+        assert await store.failed_deliveries(limit=2) == everything[:2]
+        assert await store.failed_deliveries(after=everything[1].seq, limit=3) == everything[2:5]
+        assert await store.failed_deliveries(after=everything[-1].seq) == []
+        assert await store.pending_lanes() == []
+
+    async def test_delete_push_config_drops_its_lanes_pending_deliveries_only(
+        self, store: PushTaskStore
+    ) -> None:
+        task, other = make_task(), make_task()
+        for config_id in ("c1", "c2"):
+            await store.put_push_config(push_config(task.id, config_id), 10)
+        await store.put_push_config(push_config(other.id, "c1"), 10)
+        await store.commit(
+            with_deliveries(write_task(task, version=1), b"gone 1", b"gone 2", b"gone 3", ("c2", b"kept"))
+        )
+        await store.commit(with_deliveries(write_task(other, version=1), b"other"))
+        lane = ("", task.id, "c1")
+        first = await store.next_delivery(lane)
+        assert first is not None
+        await store.fail_delivery(first.seq, 1, "HTTP 400")
+        await store.delete_push_config("", task.id, "c1")
+        assert await store.next_delivery(lane) is None
+        assert sorted(await store.pending_lanes()) == sorted(
+            [(("", task.id, "c2"), 0), (("", other.id, "c1"), 0)]
+        )
+        assert [d.body for d in await drain(store, ("", task.id, "c2"))] == [b"kept"]
+        assert [d.body for d in await drain(store, ("", other.id, "c1"))] == [b"other"]
+        assert [d.body for d in await store.failed_deliveries()] == [b"gone 1"]  # kept for the operator
+        assert [r.id for r in await store.list_push_configs("", task.id)] == ["c2"]
+
+    async def test_lanes_are_separate_by_tenant(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1, tenant="a"), b"for a"))
+        await store.commit(with_deliveries(write_task(task, version=1, tenant="b"), b"for b"))
+        assert sorted(await store.pending_lanes()) == [(("a", task.id, "c1"), 0), (("b", task.id, "c1"), 0)]
+        await store.delete_push_config("a", task.id, "c1")
+        assert await store.pending_lanes() == [(("b", task.id, "c1"), 0)]
+        assert [d.body for d in await drain(store, ("b", task.id, "c1"))] == [b"for b"]
