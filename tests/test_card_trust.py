@@ -290,7 +290,8 @@ def _tamper_skill(card: dict[str, Any]) -> None:
 
 
 def _tamper_capability(card: dict[str, Any]) -> None:
-    card["capabilities"]["pushNotifications"] = True
+    caps = card["capabilities"]
+    caps["pushNotifications"] = not caps.get("pushNotifications")
 
 
 def _tamper_signature(card: dict[str, Any]) -> None:

@@ -20,7 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "wire": {"errors", "protocol"},
     "stores": {"errors", "protocol"},
     "security": {"errors", "protocol"},
-    "server": {"errors", "protocol", "wire", "stores", "security"},
+    # the server signs push deliveries with skillwire.webhooks (a layer-1 module beside security)
+    "server": {"errors", "protocol", "wire", "stores", "security", "webhooks"},
     "client": {"errors", "protocol", "wire"},
     # signed push-notification deliveries: the sender's keys and the receiver's verifier
     "webhooks": {"errors", "protocol", "security"},

@@ -28,6 +28,8 @@ Public modules: this one, and six documented subpackages for what is advanced or
   :class:`BaseRequestHandler` receives and returns among them (``GetTaskRequest``, ``ListTasksResponse``).
 * :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
   ``skillwire.testing.store_contract``, which needs pytest).
+* ``PushSettings`` (``Agent(push=...)``: push notifications, on by default) and ``WebhookPolicy`` (the SSRF
+  guard of the webhook URLs callers name: ``agent.asgi(webhook_policy=...)``).
 * :mod:`skillwire.webhooks`: signed push-notification deliveries: ``WebhookSigner`` (and ``WebhookKeys``,
   for rotation) signs each delivery with a JWT, ``WebhookVerifier`` checks it on the receiving side
   (docs/push.md).
@@ -64,6 +66,8 @@ from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 from skillwire.server.executor import Executor, RequestContext, TaskEvents
 from skillwire.server.handler import BaseRequestHandler
+from skillwire.server.outbound import WebhookPolicy
+from skillwire.server.push import PushSettings
 from skillwire.skills.context import Answer, SkillContext
 from skillwire.skills.executor import Outcome
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
@@ -135,6 +139,7 @@ __all__ = [
     "Operation",
     "Outcome",
     "Part",
+    "PushSettings",
     "RequestContext",
     "RetryPolicy",
     "Role",
@@ -154,6 +159,7 @@ __all__ = [
     "TaskStatus",
     "TaskStatusUpdateEvent",
     "TaskStore",
+    "WebhookPolicy",
     "__version__",
     "compile_schema",
     "open_store",

@@ -17,6 +17,7 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +36,7 @@ from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
 from skillwire.server.outbound import WebhookPolicy
+from skillwire.server.push import PushService, PushSettings, signer_for
 from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
@@ -47,6 +49,7 @@ from skillwire.skills.registry import (
 )
 from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
+from skillwire.stores.push import PushStore
 
 if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
@@ -97,6 +100,7 @@ class Agent:
         card_v03_fields: bool = True,
         security: Security | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
+        push: PushSettings | bool = True,
     ) -> None:
         self.name = name
         self.description = description or name
@@ -126,6 +130,9 @@ class Agent:
         self.security = security
         #: Signs the public and extended cards served (several: one signature each, for key rotation).
         self.card_signer = card_signer
+        #: Push notifications (on by default; False or ``PushSettings(enabled=False)``: off). They need a store
+        #: that keeps deliveries (memory://, SQLite): with another, they are off.
+        self.push = push if isinstance(push, PushSettings) else PushSettings(enabled=push)
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -310,6 +317,7 @@ class Agent:
         tls: TLSConfig | None = None,
         allowed_hosts: Sequence[str] | None = None,
         webhook_policy: WebhookPolicy | None = None,
+        push: PushSettings | bool | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -323,15 +331,29 @@ class Agent:
         and the card names the one a request used); without it or ``public_url`` the card names the address
         each connection reached (docs/security.md). ``webhook_policy``
         (:class:`~skillwire.server.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
-        guard of the webhook URLs callers name, for push notifications (not yet used).
+        guard of the webhook URLs callers name, for push notifications; ``push`` overrides the agent's
+        ``push`` settings for this app (docs/push.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
         self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
+        settings = self.push if push is None else push
+        if not isinstance(settings, PushSettings):
+            settings = PushSettings(enabled=settings)
         runtime: TaskRuntime | None = None
+        push_service: PushService | None = None
         if handler is None:
+            if settings.enabled and isinstance(task_store, PushStore):
+                issuer = (public_url or "").rstrip("/") or settings.issuer or "urn:skillwire:agent"
+                push_service = PushService(
+                    task_store,
+                    functools.partial(signer_for, settings, task_store.url, issuer),
+                    issuer=issuer,
+                    policy=webhook_policy,
+                    settings=settings,
+                )
             runtime = TaskRuntime(
                 self._executor(limits),
                 task_store,
@@ -339,10 +361,16 @@ class Agent:
                 extended_card=self.extended_card,
                 limits=limits,
                 input_modes=self.default_input_modes,
+                push=push_service,
             )
             handler = runtime if wrap is None else wrap(runtime)
+        card = self.card()
+        if push_service is not None:
+            card = msgspec.structs.replace(
+                card, capabilities=msgspec.structs.replace(card.capabilities, push_notifications=True)
+            )
         return A2AApplication(
-            card=self.card(),
+            card=card,
             handler=handler,
             runtime=runtime,
             store=task_store if runtime is not None else None,
@@ -359,6 +387,7 @@ class Agent:
             allowed_hosts=allowed_hosts,
             card_signer=self.card_signer,
             webhook_policy=webhook_policy,
+            push=push_service,
         )
 
     def run(

@@ -232,14 +232,15 @@ class WebhookSigner:
         self.lifetime = int(lifetime)
         self.clock = clock
 
-    def sign(self, body: bytes, audience: str) -> str:
-        """The token for delivering ``body`` (the exact bytes posted) to the webhook URL ``audience``."""
+    def sign(self, body: bytes, audience: str, *, issuer: str | None = None) -> str:
+        """The token for delivering ``body`` (the exact bytes posted) to the webhook URL ``audience``
+        (``issuer``: another ``iss`` than the signer's, as when one agent is reached at several URLs)."""
         from joserfc import jwt
 
         current = self.keys.current
         now = int(self.clock())
         claims = {
-            "iss": self.issuer,
+            "iss": issuer or self.issuer,
             "aud": audience,
             "iat": now,
             "exp": now + self.lifetime,

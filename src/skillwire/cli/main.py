@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import os
 import re
@@ -30,6 +31,7 @@ from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.hosts import served_hosts
 from skillwire.server.outbound import WebhookPolicy
+from skillwire.server.push import PushSettings
 from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
@@ -231,6 +233,19 @@ def _add_webhooks(serve: Any) -> None:
         default=_env_flag("WEBHOOK_ALLOW_HTTP") or False,
         help="also call plain http:// webhook URLs (default https only); used by push notifications",
     )
+    serve.add_argument(
+        "--push",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("PUSH"),
+        help="offer push notifications (default on; --no-push turns them off)",
+    )
+    serve.add_argument(
+        "--push-signing-key",
+        default=_env("PUSH_SIGNING_KEY"),
+        metavar="PATH",
+        help="the private key (PEM or JWK) push deliveries are signed with, made there if missing"
+        " (default: NAME.webhook-key.pem beside the SQLite store)",
+    )
 
 
 def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:
@@ -374,8 +389,19 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         limits=limits,
         tls=tls,
         webhook_policy=_webhook_policy(args),
+        push=_push_settings(agent, args),
     )
     return agent, app
+
+
+def _push_settings(agent: Agent, args: argparse.Namespace) -> PushSettings:
+    """The agent's push settings with ``--push/--no-push`` and ``--push-signing-key`` applied."""
+    settings = agent.push
+    if args.push is not None:
+        settings = dataclasses.replace(settings, enabled=args.push)
+    if args.push_signing_key:
+        settings = dataclasses.replace(settings, signing_key=args.push_signing_key)
+    return settings
 
 
 def _card_signer(path: str, kid: str | None) -> CardSigner:
@@ -438,6 +464,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "READ_ONLY": args.read_only,
         "PLUGINS": args.plugins,
         "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
+        "PUSH": args.push,
     }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,
@@ -449,6 +476,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,
         "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
         "CARD_SIGNING_KID": args.card_signing_kid,
+        "PUSH_SIGNING_KEY": str(Path(args.push_signing_key).resolve()) if args.push_signing_key else None,
         "LOG_LEVEL": args.log_level,
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,

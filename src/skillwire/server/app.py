@@ -35,7 +35,7 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterfa
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
-from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface
+from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.guard import Guard
@@ -43,6 +43,8 @@ from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.hosts import AllowedHosts
 from skillwire.server.jsonrpc import JsonRpcEndpoint
 from skillwire.server.outbound import WebhookPolicy
+from skillwire.server.push import JWKS_PATH as PUSH_JWKS_PATH
+from skillwire.server.push import PushService
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
@@ -60,6 +62,7 @@ log = logging.getLogger("skillwire.app")
 
 E = TypeVar("E", bound=HttpEndpoint)
 
+_encode_json = msgspec.json.Encoder().encode
 _NOT_FOUND = encode_status(MethodNotFoundError("No such endpoint"), 404)
 #: Seconds a mounted app that failed to start answers its failure before it tries to start again.
 _RETRY_START_AFTER = 1
@@ -87,14 +90,17 @@ class A2AApplication:
         allowed_hosts: Sequence[str] | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
         webhook_policy: WebhookPolicy | None = None,
+        push: PushService | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
         the Host headers served, others refused (see :mod:`skillwire.server.hosts`); ``card_signer``: one
         CardSigner, or several (key rotation), that sign the public and extended cards (see
         :mod:`skillwire.server.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
-        https hosts only), kept for push notifications, which do not use it yet."""
+        https hosts only); ``push``: the runtime's push notifications, whose signing keys are served at
+        ``/.well-known/webhook-jwks.json``."""
         self.card = card
+        self.push = push
         self.webhook_policy = webhook_policy or WebhookPolicy()
         self.security = security
         self.guard = Guard(security) if security is not None else None
@@ -332,6 +338,8 @@ class A2AApplication:
                     await self.card_endpoint(scope, receive, send)
             elif path == JWKS_PATH and self.card_endpoint.signers:
                 await self.card_endpoint.jwks(scope, receive, send)
+            elif path == PUSH_JWKS_PATH and self.push is not None and self._serving:
+                await send_key_set(scope, send, _encode_json(self.push.public_jwks()), b"public, max-age=300")
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":

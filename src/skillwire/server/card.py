@@ -135,17 +135,22 @@ class CardEndpoint:
 
     async def jwks(self, scope: Scope, receive: Receive, send: Send) -> None:
         """``GET /.well-known/jwks.json``: the public keys of the card's signers."""
-        if scope["method"] not in ("GET", "HEAD"):
-            error = MethodNotFoundError("The key set is read with GET")
-            await send_bytes(send, 405, encode_status(error, 405), extra_headers=[(b"allow", b"GET, HEAD")])
-            return
-        headers = [
-            (b"content-type", b"application/jwk-set+json"),
-            (b"content-length", str(len(self._jwks)).encode()),
-            (b"cache-control", self._cache_control),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else self._jwks})
+        await send_key_set(scope, send, self._jwks, self._cache_control)
+
+
+async def send_key_set(scope: Scope, send: Send, body: bytes, cache_control: bytes) -> None:
+    """Answer a GET (or HEAD) with the JWKS ``body``; other methods get 405."""
+    if scope["method"] not in ("GET", "HEAD"):
+        error = MethodNotFoundError("The key set is read with GET")
+        await send_bytes(send, 405, encode_status(error, 405), extra_headers=[(b"allow", b"GET, HEAD")])
+        return
+    headers = [
+        (b"content-type", b"application/jwk-set+json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", cache_control),
+    ]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
 
 
 def jsonrpc_interface(base_url: str, path: str) -> AgentInterface:

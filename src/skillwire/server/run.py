@@ -166,6 +166,8 @@ class TaskRun:
         self._dirty = False
         self._flusher: asyncio.Task[None] | None = None
         self._expiring: asyncio.Future[None] | None = None
+        #: The task's push configs (id -> delivery shape): each commit queues its events for them.
+        self.push: dict[str, str] = {}
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -204,6 +206,13 @@ class TaskRun:
                 )
                 log.warning("task %s: %s", self.task_id, reason)
                 raise await self._abort(InvalidAgentResponseError(reason), reason, content=True)
+            targets = self.push
+            if targets:
+                targets = dict(targets)  # as of this write: a config set meanwhile gets the next ones
+                events = [event for v, event in self._pending if v <= version]
+                service = self.runtime.push
+                if events and service is not None:
+                    write = msgspec.structs.replace(write, deliveries=service.outgoing(events, targets))
             try:
                 await self.runtime.store.commit(write)
             except Exception as exc:
@@ -211,6 +220,8 @@ class TaskRun:
                 raise await self._abort(InternalError(STORE_FAILED), STORE_MESSAGE) from None
             self.committed, self.stored = version, layout
             self._publish_through(version)
+            if write.deliveries and self.runtime.push is not None:
+                self.runtime.push.ready(self.tenant, self.task_id, targets)
 
     def _publish_through(self, version: int) -> None:
         pending = self._pending

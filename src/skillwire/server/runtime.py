@@ -28,6 +28,7 @@ from skillwire.errors import (
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
+    PushNotificationNotSupportedError,
     ServerBusyError,
     StoreError,
     TaskNotCancelableError,
@@ -40,8 +41,12 @@ from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     AgentCard,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
@@ -51,6 +56,7 @@ from skillwire.protocol.models import (
     StreamResponse,
     SubscribeToTaskRequest,
     Task,
+    TaskPushNotificationConfig,
     agent_text,
     new_id,
 )
@@ -60,6 +66,7 @@ from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
+from skillwire.server.push import PushService
 from skillwire.server.run import (
     CANCELED_MESSAGE,
     STORE_FAILED,
@@ -159,9 +166,12 @@ class TaskRuntime(BaseRequestHandler):
         extended_card: AgentCard | Callable[[Principal], AgentCard] | None = None,
         limits: Limits | None = None,
         input_modes: Sequence[str] = (),
+        push: PushService | None = None,
     ) -> None:
         """``input_modes`` are the agent's defaultInputModes: a message part of another media type is refused
-        (unless the executor's ``input_modes`` says otherwise for that message); empty: any."""
+        (unless the executor's ``input_modes`` says otherwise for that message); empty: any. ``push``: push
+        notifications (None: the push-config operations are not offered)."""
+        self.push = push
         self.executor = executor
         self.input_modes = list(input_modes)
         self.store = store
@@ -190,6 +200,8 @@ class TaskRuntime(BaseRequestHandler):
         """
         if self._recovery is not None:
             return
+        if self.push is not None:
+            await self.push.start()
         failed: list[str] = []
         cursor = await self._recover_batch("", failed)
         if cursor is None:
@@ -250,6 +262,8 @@ class TaskRuntime(BaseRequestHandler):
         run = self._new_run(
             SendMessageRequest(message=first), _owner_context(tenant), first, tenant, stored, resumed=True
         )
+        if self.push is not None:
+            run.push = await self.push.targets(tenant, task.id)
         run.deadline = self.limits.task_timeout
         await run.start(work, eager=False)
         log.info("resumed task %s", task.id)
@@ -278,6 +292,8 @@ class TaskRuntime(BaseRequestHandler):
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         self.bus.close()
+        if self.push is not None:
+            await self.push.stop()  # what is not delivered yet stays in the store, for the next start
 
     def forget(self, run: TaskRun) -> None:
         if self._runs.get(run.key) is run:
@@ -301,10 +317,15 @@ class TaskRuntime(BaseRequestHandler):
         task = stored.task
         ended = with_status(task, state, agent_text(text, context_id=task.context_id, task_id=task.id))
         version = stored.version + 1
-        await self.store.commit(
-            write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
-        )
-        self.bus.publish((tenant, task.id), version, status_event(ended))
+        write = write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
+        event = status_event(ended)
+        targets = await self.push.targets(tenant, task.id) if self.push is not None else None
+        if targets:
+            write = _replace(write, deliveries=self.push.outgoing([event], targets))  # type: ignore[union-attr]
+        await self.store.commit(write)
+        self.bus.publish((tenant, task.id), version, event)
+        if targets:
+            self.push.ready(tenant, task.id, targets)  # type: ignore[union-attr]
         return ended, version
 
     async def repair(self, key: Key, reason: str, fresh: Task | None = None) -> tuple[Task, int] | None:
@@ -365,6 +386,9 @@ class TaskRuntime(BaseRequestHandler):
                 retry_after=self.limits.retry_after,
             )
         tenant = _partition(request, call)
+        inline = request.configuration.task_push_notification_config if request.configuration else None
+        if inline is not None and self.push is not None:
+            self.push.check(inline, "params.configuration.taskPushNotificationConfig")
         if not message.task_id:
             task_id = new_id()
             context_id = message.context_id or new_id()
@@ -398,7 +422,14 @@ class TaskRuntime(BaseRequestHandler):
             )
         user = _replace(message, context_id=task.context_id)
         self._check_room(task, stored, user)
-        return self._new_run(request, call, user, tenant, stored)
+        run = self._new_run(request, call, user, tenant, stored)
+        if self.push is not None:
+            try:
+                run.push = await self.push.targets(tenant, task.id)
+            except BaseException:
+                self.forget(run)
+                raise
+        return run
 
     def _new_run(
         self,
@@ -459,6 +490,11 @@ class TaskRuntime(BaseRequestHandler):
             work = await executor.admit(context)
             deadline = executor.timeout(context)
             run.deadline = deadline if deadline is not None else self.limits.task_timeout
+            config = run.request.configuration
+            inline = config.task_push_notification_config if config is not None else None
+            if inline is not None and self.push is not None:
+                stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
+                run.push[stored.id] = shape
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)
@@ -600,6 +636,59 @@ class TaskRuntime(BaseRequestHandler):
             sub.close()
             raise
         return EventStream(sub, (stored.task, stored.version), end_on_interrupt=False)
+
+    # -- push notification configs --------------------------------------------------------------------
+
+    def _push_service(self) -> PushService:
+        if self.push is None:
+            raise PushNotificationNotSupportedError()
+        return self.push
+
+    async def _push_task(self, request: Any, call: CallContext) -> tuple[PushService, str]:
+        """The push service and the caller's partition, once the task is known to be there."""
+        push = self._push_service()
+        tenant = _partition(request, call)
+        if await self._read(self.store.get(request.task_id, tenant=tenant, history_length=0)) is None:
+            raise TaskNotFoundError.for_task(request.task_id)
+        return push, tenant
+
+    async def on_create_task_push_notification_config(
+        self, request: TaskPushNotificationConfig, call: CallContext
+    ) -> TaskPushNotificationConfig:
+        if not request.task_id:
+            raise InvalidParamsError(
+                "params.taskId is required: the task the config is for",
+                field_violations=[("params.taskId", "required")],
+            )
+        push = self._push_service()
+        push.check(request)
+        push, tenant = await self._push_task(request, call)
+        stored, shape = await self._read(push.put(request, tenant, request.task_id, call))
+        run = self._runs.get((tenant, request.task_id))
+        if run is not None:
+            run.push[stored.id] = shape
+        return stored
+
+    async def on_get_task_push_notification_config(
+        self, request: GetTaskPushNotificationConfigRequest, call: CallContext
+    ) -> TaskPushNotificationConfig:
+        push, tenant = await self._push_task(request, call)
+        return await self._read(push.get(request, tenant, v03=call.protocol_version.startswith("0.")))
+
+    async def on_list_task_push_notification_configs(
+        self, request: ListTaskPushNotificationConfigsRequest, call: CallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        push, tenant = await self._push_task(request, call)
+        return await self._read(push.list_configs(request, tenant))
+
+    async def on_delete_task_push_notification_config(
+        self, request: DeleteTaskPushNotificationConfigRequest, call: CallContext
+    ) -> None:
+        push, tenant = await self._push_task(request, call)
+        await self._read(push.delete(request, tenant))
+        run = self._runs.get((tenant, request.task_id))
+        if run is not None:
+            run.push.pop(request.id, None)
 
     async def on_get_extended_agent_card(
         self, request: GetExtendedAgentCardRequest, call: CallContext

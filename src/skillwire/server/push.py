@@ -1,0 +1,332 @@
+"""Push notifications: the configs callers set, the deliveries their tasks' events make, and who sends them.
+
+:class:`PushSettings` is what an operator chooses (on by default). :class:`PushService` is what the runtime
+calls: the four config operations (scoped, like every task operation, to the caller's partition), the check of
+a config given inline in SendMessage, and, at each commit of a task with configs, the deliveries to queue
+with it (:mod:`skillwire.stores.push`), which the :class:`~skillwire.server.push_delivery.Deliverer` then
+makes.
+
+Rules chosen:
+
+* Every event a task's run commits (the Task, each status and artifact update) is delivered to every config of
+  the task, in order, as a v1.0 StreamResponse, or as the v0.3 stream event (``kind``-tagged, ``final`` on the
+  last) for a config set by a v0.3 client.
+* A config set while the task runs receives the events committed after it; a config can be set on a task in
+  any state (a terminal one makes no more events).
+* The URL is checked by the SSRF guard (:class:`~skillwire.server.outbound.WebhookPolicy`) when the config is
+  set: a refused one answers -32602 and nothing is stored; at delivery the guard checks the resolved
+  addresses again.
+* Budgets: at most ``max_configs_per_task`` configs per task, and bounded field sizes (URL 2048 characters,
+  id 256, token and credentials 4096 each).
+* Deliveries are signed with the agent's key (``iss``: the agent's URL as the client that set the config
+  reached it, else ``issuer``); its JWKS is served at :data:`JWKS_PATH`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from skillwire.errors import InvalidParamsError, TaskNotFoundError, WebhookRefusedError
+from skillwire.protocol.models import (
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    StreamResponse,
+    TaskPushNotificationConfig,
+    new_id,
+)
+from skillwire.server.context import CallContext
+from skillwire.server.outbound import Resolver, WebhookPolicy
+from skillwire.server.push_delivery import Deliverer, RetryPolicy
+from skillwire.stores.push import (
+    Lane,
+    Outgoing,
+    PushConfigRecord,
+    PushStore,
+    config_cursor,
+    decode_config_cursor,
+)
+
+if TYPE_CHECKING:
+    import ssl
+
+    from skillwire.webhooks import WebhookSigner
+
+__all__ = ["JWKS_PATH", "PushService", "PushSettings", "Targets"]
+
+#: Where the public keys of the deliveries' signatures are served.
+JWKS_PATH = "/.well-known/webhook-jwks.json"
+
+#: config id -> the shape its deliveries take (``"1.0"`` or ``"0.3"``)
+Targets = dict[str, str]
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 100
+_MAX_URL = 2048
+_MAX_ID = 256
+_MAX_SECRET = 4096
+
+_encode = msgspec.json.Encoder().encode
+_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushSettings:
+    """How an agent sends push notifications.
+
+    ``enabled``: offer them (``capabilities.pushNotifications``); ``signing_key``: the private key deliveries
+    are signed with (a PEM or JWK file path, a joserfc key, a JWK dict or a :class:`~skillwire.webhooks.
+    WebhookKeys`); None: a P-256 key generated once and kept beside the SQLite store
+    (``NAME.webhook-key.pem``), or held in memory with the memory store. ``issuer``: the ``iss`` of
+    deliveries whose config was set where the agent's URL is not known (gRPC without a public URL); default
+    the public URL, else ``urn:skillwire:agent``. The rest are budgets: configs per task, deliveries under
+    way at once, seconds per attempt, and the retry policy."""
+
+    enabled: bool = True
+    signing_key: Any = None
+    issuer: str | None = None
+    max_configs_per_task: int = 10
+    concurrency: int = 32
+    timeout: float = 10.0
+    max_attempts: int = 8
+    first_delay: float = 1.0
+    max_delay: float = 300.0
+
+    def __post_init__(self) -> None:
+        for name in ("max_configs_per_task", "concurrency", "max_attempts"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PushSettings.{name} must be at least 1")
+        for name in ("timeout", "first_delay", "max_delay"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"PushSettings.{name} must be positive (seconds)")
+
+
+def key_path_for(store_url: str) -> Path | None:
+    """Where the generated signing key is kept for the store at ``store_url``: beside a SQLite file."""
+    if not store_url.startswith("sqlite://"):
+        return None
+    path = store_url[len("sqlite://") :].partition("?")[0]
+    path = path[1:] if path.startswith("/") else path
+    return Path(os.path.splitext(path)[0] + ".webhook-key.pem")
+
+
+def signer_for(settings: PushSettings, store_url: str, issuer: str) -> WebhookSigner:
+    """The signer ``settings`` name, or one with the generated key kept beside the store (this reads, and
+    may write, a key file: run it off the event loop)."""
+    from skillwire.webhooks import WebhookKeys, WebhookSigner, load_or_create
+
+    key = settings.signing_key
+    if isinstance(key, str | os.PathLike):
+        key = load_or_create(Path(key))
+    elif key is None:
+        where = key_path_for(store_url)
+        if where is not None:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            key = load_or_create(where)
+        else:
+            from joserfc.jwk import ECKey
+
+            key = ECKey.generate_key("P-256", private=True)
+    return WebhookSigner(key if isinstance(key, WebhookKeys) else WebhookKeys(key), issuer=issuer)
+
+
+class PushService:
+    """Push configs and deliveries for one runtime (see the module's docstring)."""
+
+    def __init__(
+        self,
+        store: PushStore,
+        signer: WebhookSigner | Callable[[], WebhookSigner],
+        *,
+        issuer: str = "urn:skillwire:agent",
+        policy: WebhookPolicy | None = None,
+        settings: PushSettings | None = None,
+        resolver: Resolver | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """``signer``: the deliveries' signer, or a function that makes it at start-up (it may read or
+        write a key file); ``issuer``: the ``iss`` of deliveries whose config gives none;
+        ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.outbound.guarded_client` takes them."""
+        self.store = store
+        self._signer = signer
+        self.issuer = issuer
+        self.policy = policy or WebhookPolicy()
+        self.settings = settings = settings or PushSettings()
+        self._resolver, self._ssl_context = resolver, ssl_context
+        self.deliverer = Deliverer(
+            store,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
+            retry=RetryPolicy(
+                max_attempts=settings.max_attempts,
+                first_delay=settings.first_delay,
+                max_delay=settings.max_delay,
+            ),
+        )
+
+    @property
+    def signer(self) -> WebhookSigner:
+        """The deliveries' signer (made by ``start()`` when it was given as a function)."""
+        if callable(self._signer) and not hasattr(self._signer, "sign"):
+            raise RuntimeError("the push service is not started")
+        return self._signer  # type: ignore[return-value]
+
+    async def start(self) -> None:
+        """Make the signer (when given as a function), then start delivering what the store holds."""
+        from skillwire.server.outbound import guarded_client
+
+        if callable(self._signer) and not hasattr(self._signer, "sign"):
+            self._signer = await asyncio.to_thread(self._signer)
+        client = guarded_client(
+            self.policy, timeout=self.settings.timeout, resolver=self._resolver, ssl_context=self._ssl_context
+        )
+        await self.deliverer.start(client, self.signer)
+
+    async def stop(self) -> None:
+        await self.deliverer.stop()
+
+    def public_jwks(self) -> dict[str, Any]:
+        return self.signer.public_jwks()
+
+    # -- configs ----------------------------------------------------------------------------------------
+
+    def check(self, config: TaskPushNotificationConfig, field: str = "params") -> None:
+        """Refuse a config that is too large or whose URL the SSRF guard refuses (nothing is stored)."""
+        for name, value, most in (
+            ("url", config.url, _MAX_URL),
+            ("id", config.id, _MAX_ID),
+            ("token", config.token, _MAX_SECRET),
+            (
+                "authentication.credentials",
+                config.authentication.credentials if config.authentication else "",
+                _MAX_SECRET,
+            ),
+            ("authentication.scheme", config.authentication.scheme if config.authentication else "", _MAX_ID),
+        ):
+            if len(value) > most:
+                raise InvalidParamsError(
+                    f"{field}.{name} is {len(value)} characters long; at most {most} are accepted",
+                    field_violations=[(f"{field}.{name}", f"at most {most} characters")],
+                )
+        if config.authentication is not None and not _is_token(config.authentication.scheme):
+            raise InvalidParamsError(
+                f"{field}.authentication.scheme must be an HTTP authentication scheme name such as Bearer",
+                field_violations=[(f"{field}.authentication.scheme", "not an HTTP auth-scheme token")],
+            )
+        if config.id and not config.id.isprintable():
+            raise InvalidParamsError(
+                f"{field}.id holds a control character",
+                field_violations=[(f"{field}.id", "printable characters only")],
+            )
+        try:
+            self.policy.check_url(config.url)
+        except WebhookRefusedError as exc:
+            exc.field_violations = [(f"{field}.url", exc.refusal)]
+            raise
+
+    async def put(
+        self, config: TaskPushNotificationConfig, tenant: str, task_id: str, call: CallContext
+    ) -> tuple[TaskPushNotificationConfig, str]:
+        """Store ``config`` (checked) for the task; it as stored, and its delivery shape."""
+        stored = msgspec.structs.replace(config, id=config.id or new_id(), task_id=task_id)
+        shape = "0.3" if call.protocol_version.startswith("0.") else "1.0"
+        issuer = call.base_url.rstrip("/") or self.issuer
+        record = PushConfigRecord(tenant, task_id, stored.id, _encode(stored), shape, issuer)
+        limit = self.settings.max_configs_per_task
+        if not await self.store.put_push_config(record, limit):
+            raise InvalidParamsError(
+                f"Task {task_id} has {limit} push notification configs, the most a task may have: delete"
+                " one first",
+                field_violations=[("params.id", f"the task already has {limit} configs")],
+                metadata={"taskId": task_id, "maxConfigs": limit},
+            )
+        self.deliverer.forget_config((tenant, task_id, stored.id))
+        return stored, shape
+
+    async def get(
+        self, request: GetTaskPushNotificationConfigRequest, tenant: str, *, v03: bool = False
+    ) -> TaskPushNotificationConfig:
+        """The config; ``v03``: as v0.3 servers answered (the a2a-sdk 0.3 among them), a config id the task
+        does not have reads the task's config when it has exactly one."""
+        record = await self.store.get_push_config(tenant, request.task_id, request.id)
+        if record is None and v03:
+            only = await self.store.list_push_configs(tenant, request.task_id, limit=2)
+            record = only[0] if len(only) == 1 else None
+        if record is None:
+            raise TaskNotFoundError(
+                f"Task {request.task_id} has no push notification config {request.id!r}",
+                metadata={"taskId": request.task_id, "configId": request.id},
+            )
+        return _decode_config(record.body)
+
+    async def list_configs(
+        self, request: ListTaskPushNotificationConfigsRequest, tenant: str
+    ) -> ListTaskPushNotificationConfigsResponse:
+        size = request.page_size
+        if size < 0 or size > MAX_PAGE_SIZE:
+            raise InvalidParamsError(
+                f"params.pageSize must be in 1-{MAX_PAGE_SIZE} (0 or absent: {DEFAULT_PAGE_SIZE})",
+                field_violations=[("params.pageSize", f"must be in 1-{MAX_PAGE_SIZE}")],
+            )
+        size = size or DEFAULT_PAGE_SIZE
+        after = decode_config_cursor(request.page_token) if request.page_token else ""
+        records = await self.store.list_push_configs(tenant, request.task_id, after=after, limit=size + 1)
+        page = records[:size]
+        token = config_cursor(page[-1].id) if len(records) > size else ""
+        return ListTaskPushNotificationConfigsResponse(
+            configs=[_decode_config(r.body) for r in page], next_page_token=token
+        )
+
+    async def delete(self, request: DeleteTaskPushNotificationConfigRequest, tenant: str) -> None:
+        await self.store.delete_push_config(tenant, request.task_id, request.id)
+        self.deliverer.forget_config((tenant, request.task_id, request.id))
+
+    async def targets(self, tenant: str, task_id: str) -> Targets:
+        """The configs of a task, as a run delivers to them."""
+        records = await self.store.list_push_configs(
+            tenant, task_id, limit=self.settings.max_configs_per_task
+        )
+        return {r.id: r.shape for r in records}
+
+    # -- deliveries -------------------------------------------------------------------------------------
+
+    @staticmethod
+    def outgoing(events: list[StreamResponse], targets: Targets) -> tuple[Outgoing, ...]:
+        """The deliveries of ``events`` to each target, in order, each in its target's shape."""
+        bodies: dict[str, list[bytes]] = {}
+        out: list[Outgoing] = []
+        for config_id, shape in targets.items():
+            encoded = bodies.get(shape)
+            if encoded is None:
+                encoded = bodies[shape] = [_body(event, shape) for event in events]
+            out.extend(Outgoing(config_id, body) for body in encoded)
+        return tuple(out)
+
+    def ready(self, tenant: str, task_id: str, targets: Targets) -> None:
+        """Deliveries to ``targets`` of this task were committed."""
+        lanes: list[Lane] = [(tenant, task_id, config_id) for config_id in targets]
+        self.deliverer.ready(lanes)
+
+
+def _body(event: StreamResponse, shape: str) -> bytes:
+    if shape == "0.3":
+        from skillwire.wire.v03.server import encode_stream_event, is_final
+
+        return encode_stream_event(event, final=is_final(event))
+    return _encode(event)
+
+
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def _is_token(value: str) -> bool:
+    """Whether ``value`` is an RFC 9110 token (what an auth-scheme name is)."""
+    return bool(value) and all(c in _TCHAR for c in value)

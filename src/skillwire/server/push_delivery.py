@@ -1,0 +1,348 @@
+"""The push-notification delivery worker: POSTs the store's pending deliveries to their webhooks.
+
+Deliveries wait in the store (:mod:`skillwire.stores.push`), queued with the task writes whose events they
+carry. The worker keeps, in memory, only which lanes (task and config) have work and when it is due; the
+deliveries themselves are read from the store one at a time, so a restart loses nothing and a long outage
+costs the store, not the process.
+
+* **In order per lane, concurrent across lanes.** A lane is delivered by at most one coroutine at a time, its
+  head first; at most ``concurrency`` lanes are delivered at once. A slow or dead webhook holds its own lane
+  (and one slot, for at most ``timeout`` seconds per attempt), never the task or another webhook.
+* **Retries.** A timeout, a connection error, HTTP 408, 425, 429 or 5xx is retried after an exponential
+  backoff with jitter (``first_delay * 2**(n-1)``, at most ``max_delay``, times a random 0.5-1), or after
+  ``Retry-After`` when the receiver asks for longer. Any other answer but 2xx (a 3xx is not followed; a 4xx
+  says the request itself is refused), a URL the SSRF guard refuses, or ``max_attempts`` failed attempts
+  end the delivery as *failed*: kept in the store with its reason, logged, and the lane goes on with its next
+  delivery.
+* **What is sent.** The body as stored (the event in the config's shape), ``Content-Type:
+  application/json``, the config's ``authentication`` as ``Authorization: <scheme> <credentials>``, its
+  ``token`` as ``X-A2A-Notification-Token``, and a fresh signed JWT in ``A2A-Notification-Signature``
+  (:mod:`skillwire.webhooks`; a new ``jti`` per attempt, so that a receiver's replay check never refuses a
+  retry). The response body is never read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import heapq
+import itertools
+import logging
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from skillwire.errors import StoreError, WebhookRefusedError
+from skillwire.protocol.models import TaskPushNotificationConfig
+from skillwire.stores.push import Delivery, Lane, PushConfigRecord, PushStore
+
+if TYPE_CHECKING:
+    import httpx
+
+    from skillwire.webhooks import WebhookSigner
+
+__all__ = ["Deliverer", "DeliveryStats", "RetryPolicy"]
+
+log = logging.getLogger("skillwire.push")
+
+TOKEN_HEADER = "X-A2A-Notification-Token"
+#: Deliveries one lane makes in a row before it gives its slot to the next lane that waits.
+_BURST = 16
+#: Seconds before a lane whose store read or write failed is tried again.
+_STORE_RETRY = 1.0
+#: Configs remembered by lane (their records are read from the store again when forgotten).
+_CONFIG_CACHE = 4096
+
+_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetryPolicy:
+    max_attempts: int = 8
+    first_delay: float = 1.0
+    max_delay: float = 300.0
+
+    def delay(self, attempts: int, retry_after: float | None, rng: Callable[[], float]) -> float:
+        """Seconds to wait after the ``attempts``-th failed attempt."""
+        backoff = min(self.max_delay, self.first_delay * 2.0 ** (attempts - 1)) * (0.5 + rng() / 2)
+        if retry_after is not None:
+            backoff = max(backoff, min(retry_after, self.max_delay))
+        return backoff
+
+
+@dataclass(slots=True)
+class DeliveryStats:
+    """What the worker did since it started (for the operator; the failed deliveries are in the store)."""
+
+    delivered: int = 0
+    retried: int = 0
+    failed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    delivered: bool
+    #: For a failure: whether another attempt can succeed, why it failed, and the receiver's Retry-After.
+    retry: bool = False
+    error: str = ""
+    retry_after: float | None = None
+
+
+_DELIVERED = _Outcome(True)
+_RETRIED_STATUSES = frozenset({408, 425, 429})
+
+
+def _now_us() -> int:
+    return int(time.time() * 1_000_000)
+
+
+class Deliverer:
+    """Makes the store's pending deliveries (see the module's docstring). ``ready(lanes)`` after a commit
+    that queued some; ``start()`` picks up what a previous process left."""
+
+    def __init__(
+        self,
+        store: PushStore,
+        *,
+        concurrency: int = 32,
+        timeout: float = 10.0,
+        retry: RetryPolicy | None = None,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.store = store
+        self.client: httpx.AsyncClient | None = None
+        self.signer: WebhookSigner | None = None
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.stats = DeliveryStats()
+        self._rng = rng
+        #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
+        #: entries that no longer match ``_due`` are stale
+        self._due: dict[Lane, int] = {}
+        self._heap: list[tuple[int, int, Lane]] = []
+        self._order = itertools.count()
+        self._busy: dict[Lane, asyncio.Task[None]] = {}
+        #: busy lanes that got new deliveries meanwhile
+        self._again: set[Lane] = set()
+        self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    async def start(self, client: httpx.AsyncClient, signer: WebhookSigner) -> None:
+        """Schedule the lanes the store holds pending deliveries for, and start delivering with ``client``
+        (which the worker closes when it stops) and ``signer``."""
+        if self._loop_task is not None:
+            return
+        self.client, self.signer = client, signer
+        for lane, due in await self.store.pending_lanes():
+            self._schedule(lane, due)
+        self._loop_task = asyncio.create_task(self._run(), name="skillwire-push")
+
+    async def stop(self) -> None:
+        """Stop delivering: attempts under way are abandoned (their deliveries stay pending in the store,
+        for the next start)."""
+        self._closing = True
+        self._wake.set()
+        tasks = [t for t in (self._loop_task, *self._busy.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        if self.client is not None:
+            await self.client.aclose()
+
+    def ready(self, lanes: Iterable[Lane]) -> None:
+        """These lanes got new deliveries (committed): deliver them soon."""
+        for lane in lanes:
+            if lane in self._busy:
+                self._again.add(lane)
+            elif lane not in self._due:  # a lane waiting for a retry keeps waiting: its head goes first
+                self._schedule(lane, 0)
+        self._wake.set()
+
+    def forget_config(self, lane: Lane) -> None:
+        """The config of ``lane`` changed or went: read it again before the next attempt."""
+        self._configs.pop(lane, None)
+
+    @property
+    def pending_lanes(self) -> int:
+        """Lanes with deliveries waiting or under way."""
+        return len(self._due) + len(self._busy)
+
+    async def idle(self) -> None:
+        """Wait until no lane has a delivery due now or under way (lanes waiting for a retry may remain)."""
+        while True:
+            self._idle.clear()
+            if not self._busy and not any(due <= _now_us() for due in self._due.values()):
+                return
+            await self._idle.wait()
+
+    # -- scheduling -----------------------------------------------------------------------------------------
+
+    def _schedule(self, lane: Lane, due: int) -> None:
+        self._due[lane] = due
+        heapq.heappush(self._heap, (due, next(self._order), lane))
+
+    async def _run(self) -> None:
+        while not self._closing:
+            self._wake.clear()
+            now = _now_us()
+            heap = self._heap
+            while heap and len(self._busy) < self.concurrency:
+                due, _, lane = heap[0]
+                if self._due.get(lane) != due or lane in self._busy:
+                    heapq.heappop(heap)
+                    continue
+                if due > now:
+                    break
+                heapq.heappop(heap)
+                del self._due[lane]
+                self._busy[lane] = asyncio.create_task(self._lane(lane), name="skillwire-push-lane")
+            if not self._busy:
+                self._idle.set()
+            timeout = None
+            if heap and len(self._busy) < self.concurrency:
+                timeout = max(0.0, (heap[0][0] - now) / 1_000_000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _lane(self, lane: Lane) -> None:
+        due: int | None = None
+        try:
+            due = await self._deliver_lane(lane)
+        except StoreError as exc:
+            log.error("push deliveries of task %s wait: the store failed (%s)", lane[1], exc)
+            due = _now_us() + int(_STORE_RETRY * 1_000_000)
+        except Exception:
+            log.exception("push delivery of task %s failed unexpectedly", lane[1])
+            due = _now_us() + int(_STORE_RETRY * 1_000_000)
+        finally:
+            del self._busy[lane]
+            again = lane in self._again
+            self._again.discard(lane)
+            if due is not None:
+                self._schedule(lane, due)
+            elif again:
+                self._schedule(lane, 0)
+            self._wake.set()
+            self._idle.set()
+
+    async def _deliver_lane(self, lane: Lane) -> int | None:
+        """Deliver ``lane`` from its head on; when it should be looked at again (None: it is empty)."""
+        for _ in range(_BURST):
+            delivery = await self.store.next_delivery(lane)
+            if delivery is None:
+                return None
+            if delivery.next_us > _now_us():
+                return delivery.next_us
+            outcome = await self._attempt(delivery)
+            if outcome.delivered:
+                await self.store.finish_delivery(delivery.seq)
+                self.stats.delivered += 1
+                continue
+            attempts = delivery.attempts + 1
+            if not outcome.retry or attempts >= self.retry.max_attempts:
+                await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
+                self.stats.failed += 1
+                log.warning(
+                    "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
+                    attempts,
+                    delivery.task_id,
+                    delivery.config_id,
+                    outcome.error,
+                )
+                continue
+            delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
+            next_us = _now_us() + int(delay * 1_000_000)
+            await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
+            self.stats.retried += 1
+            log.info(
+                "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
+                delivery.task_id,
+                outcome.error,
+                attempts + 1,
+                delay,
+            )
+            return next_us
+        return 0  # more may wait: back in line behind the other lanes
+
+    # -- one attempt ------------------------------------------------------------------------------------------
+
+    async def _config(self, lane: Lane) -> PushConfigRecord | None:
+        if lane in self._configs:
+            self._configs.move_to_end(lane)
+            return self._configs[lane]
+        record = await self.store.get_push_config(*lane)
+        self._configs[lane] = record
+        if len(self._configs) > _CONFIG_CACHE:
+            self._configs.popitem(last=False)
+        return record
+
+    async def _attempt(self, delivery: Delivery) -> _Outcome:
+        record = await self._config(delivery.lane)
+        if record is None:  # the config was deleted: nobody wants it any more
+            return _DELIVERED
+        config = _decode_config(record.body)
+        headers = {"Content-Type": "application/json"}
+        auth = config.authentication
+        if auth is not None:
+            headers["Authorization"] = f"{auth.scheme} {auth.credentials}".strip()
+        if config.token:
+            headers[TOKEN_HEADER] = config.token
+        from skillwire.webhooks import HEADER
+
+        assert self.signer is not None and self.client is not None, "start() first"
+        headers[HEADER] = self.signer.sign(delivery.body, audience=config.url, issuer=record.issuer or None)
+        return await self._post(config.url, delivery.body, headers)
+
+    async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> _Outcome:
+        import httpx
+
+        assert self.client is not None
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self.client.stream("POST", url, content=body, headers=headers) as response:
+                    status = response.status_code
+                    retry_after = _retry_after(response.headers.get("retry-after"))
+        except WebhookRefusedError as exc:
+            return _Outcome(False, error=str(exc))
+        except TimeoutError:
+            return _Outcome(False, retry=True, error=f"no answer within {self.timeout:g} s")
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return _Outcome(False, retry=True, error=error)
+        if 200 <= status < 300:
+            return _DELIVERED
+        if status >= 500 or status in _RETRIED_STATUSES:
+            return _Outcome(False, retry=True, error=f"HTTP {status}", retry_after=retry_after)
+        if 300 <= status < 400:
+            return _Outcome(False, error=f"HTTP {status}: redirects are not followed")
+        return _Outcome(False, error=f"HTTP {status}")
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())

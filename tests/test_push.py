@@ -1,0 +1,510 @@
+"""Push notifications end to end (issue 13): a real skillwire server under uvicorn, a real webhook receiver on
+127.0.0.1 (the allowlist opened for it), real signatures verified as a receiver would, and the server killed
+with deliveries pending."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from tests.conftest import (
+    A2A_V1,
+    EXAMPLES,
+    PROCESS_TIMEOUT,
+    RunningServer,
+    assert_proto,
+    example_agent,
+    free_port,
+    rpc,
+    start_process,
+    user_message,
+)
+
+from skillwire import PushSettings, Task, WebhookPolicy
+from skillwire.client import Client
+from skillwire.errors import A2AError
+from skillwire.models import AuthenticationInfo
+from skillwire.webhooks import HEADER, WebhookVerifier
+
+LOCAL = WebhookPolicy(allow=["127.0.0.1"], allow_http=True)
+#: Retries fast enough for a test, and few of them.
+QUICK = PushSettings(first_delay=0.01, max_delay=0.05, max_attempts=4, timeout=2.0)
+WAIT = 20.0
+
+
+# -- the receiver -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+    @property
+    def event(self) -> dict[str, Any]:
+        decoded: dict[str, Any] = json.loads(self.body)
+        return decoded
+
+
+class Hook:
+    """A webhook receiver: records every request, and answers each by ``answers`` (a status, a (status,
+    headers) pair, or ``"hang"``: no answer until the test ends), else ``default``."""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        self.answers: list[Any] = []
+        self.default: Any = 200
+        self._cond = threading.Condition()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._release: asyncio.Event | None = None
+        self.url = ""
+
+    def app(self) -> Starlette:
+        async def hook(request: Request) -> Response:
+            body = await request.body()
+            with self._cond:
+                answer = self.answers.pop(0) if self.answers else self.default
+                status = answer[0] if isinstance(answer, tuple) else 0 if answer == "hang" else answer
+                self.received.append(Received(dict(request.headers), body, status))
+                self._cond.notify_all()
+            if answer == "hang":
+                self._loop = asyncio.get_running_loop()
+                self._release = self._release or asyncio.Event()
+                await self._release.wait()
+                return Response(status_code=200)
+            if isinstance(answer, tuple):
+                return Response(status_code=answer[0], headers=answer[1])
+            return Response(status_code=answer)
+
+        return Starlette(routes=[Route("/hook", hook, methods=["POST"])])
+
+    def wait_for(self, count: int, *, ok_only: bool = True) -> list[Received]:
+        """The first ``count`` requests received (answered 2xx, unless ``ok_only`` is false)."""
+
+        def chosen() -> list[Received]:
+            return [r for r in self.received if not ok_only or 200 <= r.status < 300]
+
+        with self._cond:
+            assert self._cond.wait_for(lambda: len(chosen()) >= count, WAIT), (
+                f"{len(chosen())} of {count} requests arrived: {self.received}"
+            )
+            return chosen()[:count]
+
+    def wait_until(self, done: Any) -> list[Received]:
+        """The requests answered 2xx, once ``done`` (a function of them) is true."""
+        with self._cond:
+            ok = [r for r in self.received if 200 <= r.status < 300]
+            assert self._cond.wait_for(
+                lambda: done([r for r in self.received if 200 <= r.status < 300]), WAIT
+            ), f"not done: {self.received}"
+            return [r for r in self.received if 200 <= r.status < 300] or ok
+
+    def release(self) -> None:
+        loop, event = self._loop, self._release
+        if loop is not None and event is not None:
+            loop.call_soon_threadsafe(event.set)
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+@contextlib.contextmanager
+def receiving(port: int | None = None) -> Iterator[Hook]:
+    hook = Hook()
+    port = port or free_port()
+    config = uvicorn.Config(hook.app(), host="127.0.0.1", port=port, log_level="warning")
+    server = _Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        assert server.ready.wait(15), "the receiver did not start"
+        hook.url = f"http://127.0.0.1:{port}/hook"
+        yield hook
+    finally:
+        hook.release()
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    with receiving() as receiver:
+        yield receiver
+
+
+@pytest.fixture
+def other_hook() -> Iterator[Hook]:
+    with receiving() as receiver:
+        yield receiver
+
+
+def echo_app(push: PushSettings | bool = QUICK, **options: Any) -> Any:
+    return example_agent("echo").asgi(store="memory://", webhook_policy=LOCAL, push=push, **options)
+
+
+def call(server: RunningServer, method: str, params: dict[str, Any], **headers: str) -> dict[str, Any]:
+    response = httpx.post(server.rpc_url, json=rpc(method, params), headers={**A2A_V1, **headers}, timeout=30)
+    assert response.status_code == 200
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+def send_with_push(server: RunningServer, text: str, url: str, **config: Any) -> dict[str, Any]:
+    answer = call(
+        server,
+        "SendMessage",
+        {
+            "message": user_message(text),
+            "configuration": {"taskPushNotificationConfig": {"url": url, **config}},
+        },
+    )
+    assert "result" in answer, answer
+    task: dict[str, Any] = answer["result"]["task"]
+    return task
+
+
+def kinds(received: list[Received]) -> list[str]:
+    """Each event as its kind and, for a status update, its state."""
+    out = []
+    for r in received:
+        event = r.event
+        if "statusUpdate" in event:
+            out.append(event["statusUpdate"]["status"]["state"])
+        else:
+            [kind] = event
+            out.append(kind)
+    return out
+
+
+def task_of(received: Received) -> str:
+    inner = next(iter(received.event.values()))
+    return str(inner.get("taskId") or inner["id"])
+
+
+ECHO_EVENTS = ["task", "artifactUpdate", "TASK_STATE_COMPLETED"]
+
+
+# -- the capability and the config operations ---------------------------------------------------------------
+
+
+def test_the_card_offers_push_notifications_by_default(serve: Any) -> None:
+    server = serve(example_agent("echo").asgi(store="memory://"))
+    card = httpx.get(server.url + "/.well-known/agent-card.json").json()
+    assert card["capabilities"]["pushNotifications"] is True
+    jwks = httpx.get(server.url + "/.well-known/webhook-jwks.json")
+    assert jwks.status_code == 200
+    assert jwks.headers["content-type"] == "application/jwk-set+json"
+    [key] = jwks.json()["keys"]
+    assert key["kty"] == "EC" and key["crv"] == "P-256" and "d" not in key
+
+
+def test_push_turned_off_answers_push_not_supported(serve: Any) -> None:
+    server = serve(echo_app(push=False))
+    card = httpx.get(server.url + "/.well-known/agent-card.json").json()
+    assert not card["capabilities"].get("pushNotifications")
+    answer = call(server, "CreateTaskPushNotificationConfig", {"taskId": "t", "url": "https://example.com/h"})
+    assert answer["error"]["code"] == -32003
+    assert httpx.get(server.url + "/.well-known/webhook-jwks.json").status_code == 404
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+async def test_config_operations_on_every_binding(serve: Any, binding: str) -> None:
+    pytest.importorskip("grpc")
+    server = serve(echo_app(grpc_port=0))
+    async with await Client.connect(server.url, bindings=[binding]) as client:
+        assert client.interface is not None and client.interface.protocol_binding == binding
+        task = await client.send("hello")
+        assert isinstance(task, Task)
+        created = await client.create_push_config(
+            task.id,
+            "https://hooks.example.com/a2a",
+            token="tok-1",
+            authentication=AuthenticationInfo(scheme="Bearer", credentials="secret"),
+        )
+        assert created.id and created.task_id == task.id and created.token == "tok-1"
+        named = await client.create_push_config(task.id, "https://hooks.example.com/b", id="b-config")
+        assert named.id == "b-config"
+        got = await client.get_push_config(task.id, created.id)
+        assert got.url == "https://hooks.example.com/a2a"
+        assert got.authentication == AuthenticationInfo(scheme="Bearer", credentials="secret")
+        listed = await client.list_push_configs(task.id)
+        assert sorted(c.id for c in listed.configs) == sorted([created.id, "b-config"])
+        first = await client.list_push_configs(task.id, page_size=1)
+        assert len(first.configs) == 1 and first.next_page_token
+        second = await client.list_push_configs(task.id, page_size=1, page_token=first.next_page_token)
+        assert [*first.configs, *second.configs] == listed.configs and not second.next_page_token
+        await client.delete_push_config(task.id, "b-config")
+        await client.delete_push_config(task.id, "b-config")  # idempotent
+        with pytest.raises(A2AError) as missing:
+            await client.get_push_config(task.id, "b-config")
+        assert missing.value.code == -32001
+        with pytest.raises(A2AError) as unknown_task:
+            await client.create_push_config("no-such-task", "https://hooks.example.com/a2a")
+        assert unknown_task.value.code == -32001
+
+
+def test_a_config_for_a_refused_address_is_refused_when_set(serve: Any) -> None:
+    server = serve(example_agent("echo").asgi(store="memory://"))  # the default guard
+    task = call(server, "SendMessage", {"message": user_message("hi")})["result"]["task"]
+    for url, reason in [
+        ("https://127.0.0.1/hook", "loopback"),
+        ("http://hooks.example.com/hook", "scheme"),
+        ("https://169.254.169.254/latest", "metadata"),
+        ("https://169.254.1.1/hook", "link-local"),
+        ("https://10.1.2.3/hook", "private"),
+        ("https://localhost/hook", "this machine"),
+    ]:
+        answer = call(server, "CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": url})
+        assert answer["error"]["code"] == -32602, url
+        assert reason in answer["error"]["message"], answer
+    listed = call(server, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})["result"]
+    assert listed.get("configs", []) == []
+    inline = call(
+        server,
+        "SendMessage",
+        {
+            "message": user_message("hi"),
+            "configuration": {"taskPushNotificationConfig": {"url": "https://127.0.0.1/hook"}},
+        },
+    )
+    assert inline["error"]["code"] == -32602
+    assert "taskPushNotificationConfig.url" in json.dumps(inline["error"]["data"])
+
+
+def test_configs_per_task_are_budgeted(serve: Any) -> None:
+    server = serve(echo_app(push=PushSettings(max_configs_per_task=2)))
+    task = call(server, "SendMessage", {"message": user_message("hi")})["result"]["task"]
+    for n in range(2):
+        config = {"taskId": task["id"], "id": f"c{n}", "url": "https://hooks.example.com/h"}
+        assert "result" in call(server, "CreateTaskPushNotificationConfig", config)
+    third = call(
+        server,
+        "CreateTaskPushNotificationConfig",
+        {"taskId": task["id"], "url": "https://hooks.example.com/h"},
+    )
+    assert third["error"]["code"] == -32602 and "at most" not in third["error"]["message"]
+    assert "2 push notification configs" in third["error"]["message"]
+    again = {"taskId": task["id"], "id": "c1", "url": "https://hooks.example.com/other"}
+    assert call(server, "CreateTaskPushNotificationConfig", again)["result"]["url"].endswith("/other")
+
+
+# -- delivery -----------------------------------------------------------------------------------------------
+
+
+async def test_every_event_is_delivered_in_order_signed_with_credentials(serve: Any, hook: Hook) -> None:
+    server = serve(echo_app())
+    task = send_with_push(
+        server,
+        "hello",
+        hook.url,
+        token="tok-42",
+        authentication={"scheme": "Bearer", "credentials": "hook-secret"},
+    )
+    received = hook.wait_for(3)
+    assert kinds(received) == ECHO_EVENTS
+    verifier = WebhookVerifier(
+        server.url + "/.well-known/webhook-jwks.json", issuer=server.url, audience=hook.url
+    )
+    try:
+        for r in received:
+            assert r.headers["authorization"] == "Bearer hook-secret"
+            assert r.headers["x-a2a-notification-token"] == "tok-42"
+            assert r.headers["content-type"] == "application/json"
+            claims = await verifier.verify(r.body, r.headers)
+            assert claims.issuer == server.url
+            assert_proto(r.event, "StreamResponse")
+    finally:
+        await verifier.close()
+    assert received[0].event["task"]["id"] == task["id"]
+    assert received[-1].event["statusUpdate"]["taskId"] == task["id"]
+    tokens = {r.headers[HEADER.lower()] for r in received}
+    assert len(tokens) == 3
+
+
+def test_a_config_set_while_the_task_runs_gets_the_events_after_it(serve: Any, hook: Hook) -> None:
+    server = serve(example_agent("tck").asgi(store="memory://", webhook_policy=LOCAL, push=QUICK))
+    first = call(server, "SendMessage", {"message": user_message("tck-input-required please")})
+    task = first["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    config = {"taskId": task["id"], "url": hook.url}
+    assert "result" in call(server, "CreateTaskPushNotificationConfig", config)
+    follow = user_message("tck-complete-task now", taskId=task["id"], contextId=task["contextId"])
+    assert call(server, "SendMessage", {"message": follow})["result"]["task"]["id"] == task["id"]
+    received = hook.wait_until(lambda got: got and kinds(got)[-1] == "TASK_STATE_COMPLETED")
+    states = kinds(received)
+    assert states[0] == "task" and states[-1] == "TASK_STATE_COMPLETED", states
+    assert "TASK_STATE_INPUT_REQUIRED" not in states  # that event came before the config
+    assert {task_of(r) for r in received} == {task["id"]}
+
+
+def test_a_v03_client_gets_v03_bodies(serve: Any, hook: Hook) -> None:
+    server = serve(echo_app())
+    message = {
+        "kind": "message",
+        "role": "user",
+        "messageId": "m-1",
+        "parts": [{"kind": "text", "text": "hi"}],
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "message/send",
+        "params": {"message": message, "configuration": {"pushNotificationConfig": {"url": hook.url}}},
+    }
+    answer = httpx.post(server.rpc_url, json=body, timeout=30).json()  # no A2A-Version: v0.3
+    assert answer["result"]["kind"] == "task"
+    received = hook.wait_for(3)
+    events = [r.event for r in received]
+    assert [e["kind"] for e in events] == ["task", "artifact-update", "status-update"]
+    assert events[-1]["status"]["state"] == "completed" and events[-1]["final"] is True
+
+
+def test_a_receiver_that_fails_then_recovers_gets_everything_in_order(serve: Any, hook: Hook) -> None:
+    hook.answers = [500, (503, {"Retry-After": "0"}), 429]
+    app = echo_app()
+    server = serve(app)
+    send_with_push(server, "hello", hook.url)
+    received = hook.wait_for(3)
+    assert kinds(received) == ECHO_EVENTS
+    attempts = hook.wait_for(6, ok_only=False)
+    assert [r.status for r in attempts] == [500, 503, 429, 200, 200, 200]
+    assert len({r.body for r in attempts[:4]}) == 1  # the first event, retried until it got through
+    assert app.runtime.push.deliverer.stats.retried == 3
+
+
+def test_a_hanging_receiver_slows_neither_the_task_nor_another_webhook(
+    serve: Any, hook: Hook, other_hook: Hook
+) -> None:
+    hook.default = "hang"
+    server = serve(echo_app(push=PushSettings(first_delay=0.01, max_delay=0.05, max_attempts=2, timeout=1.0)))
+    first = send_with_push(server, "hello", hook.url)
+    other = send_with_push(server, "hello again", other_hook.url)
+    assert first["status"]["state"] == other["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert kinds(other_hook.wait_for(3)) == ECHO_EVENTS
+    hung = hook.wait_for(1, ok_only=False)
+    assert hung[0].event["task"]["id"] == first["id"]
+    # the hanging attempt times out and is retried; after max_attempts the delivery is recorded as failed
+    hook.wait_for(2, ok_only=False)
+
+
+async def test_failed_deliveries_are_kept_with_their_reason(serve: Any, hook: Hook) -> None:
+    hook.default = 404
+    app = echo_app()
+    server = serve(app)
+    task = send_with_push(server, "hello", hook.url)
+    hook.wait_for(3, ok_only=False)  # one attempt each: a 404 is not retried
+    store = app.runtime.store
+
+    async def failed() -> list[Any]:
+        return await store.failed_deliveries()  # type: ignore[no-any-return]
+
+    found = asyncio.run_coroutine_threadsafe(failed(), server.loop).result(WAIT)
+    while len(found) < 3:  # the last one may still be being recorded
+        hook.wait_for(3, ok_only=False)
+        found = asyncio.run_coroutine_threadsafe(failed(), server.loop).result(WAIT)
+    assert [d.task_id for d in found] == [task["id"]] * 3
+    assert all(d.error == "HTTP 404" and d.attempts == 1 for d in found)
+    assert len(hook.received) == 3
+
+
+def test_a_deleted_config_gets_nothing_more(serve: Any, hook: Hook) -> None:
+    server = serve(example_agent("tck").asgi(store="memory://", webhook_policy=LOCAL, push=QUICK))
+    task = send_with_push(server, "tck-input-required please", hook.url, id="cfg")
+    received = hook.wait_for(1)
+    assert received[0].event["task"]["id"] == task["id"]
+    deleted = call(server, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "cfg"})
+    assert "error" not in deleted
+    before = len(hook.received)
+    follow = user_message("tck-complete-task now", taskId=task["id"], contextId=task["contextId"])
+    done = call(server, "SendMessage", {"message": follow})["result"]["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED"
+    # a second task with a config shows the deliverer is working, yet the first task's hook got no more
+    send_with_push(server, "tck-complete-task", hook.url, id="cfg2")
+    later = hook.wait_for(before + 1)
+    assert all(r.event.get("task", {}).get("id") != task["id"] for r in later[before:])
+    assert all(task["id"] not in r.body.decode() for r in hook.received[before:])
+
+
+def test_configs_belong_to_the_caller_that_owns_the_task(serve: Any, hook: Hook) -> None:
+    from skillwire.security import APIKey, Security
+
+    agent = example_agent("echo")
+    agent.security = Security(APIKey(keys={"alice": "k-alice", "bob": "k-bob"}))
+    server = serve(agent.asgi(store="memory://", webhook_policy=LOCAL, push=QUICK))
+    alice, bob = {"X-API-Key": "k-alice"}, {"X-API-Key": "k-bob"}
+    task = call(server, "SendMessage", {"message": user_message("hi")}, **alice)["result"]["task"]
+    config = {"taskId": task["id"], "id": "mine", "url": hook.url}
+    assert "result" in call(server, "CreateTaskPushNotificationConfig", config, **alice)
+    for method, params in [
+        ("GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}),
+        ("ListTaskPushNotificationConfigs", {"taskId": task["id"]}),
+        ("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}),
+        ("CreateTaskPushNotificationConfig", {"taskId": task["id"], "url": hook.url}),
+    ]:
+        assert call(server, method, params, **bob)["error"]["code"] == -32001, method
+    assert call(server, "GetTaskPushNotificationConfig", {"taskId": task["id"], "id": "mine"}, **alice)[
+        "result"
+    ]
+
+
+# -- a server killed with deliveries pending ---------------------------------------------------------------
+
+
+def test_deliveries_pending_when_the_server_is_killed_arrive_after_restart_in_order(
+    tmp_path: Path, processes: list[Any]
+) -> None:
+    port = free_port()
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    allow = ("--webhook-allow", "127.0.0.1", "--webhook-allow-http")
+    with receiving(port) as hook:
+        hook.default = 503
+        first = start_process(str(EXAMPLES / "echo"), store, tmp_path, *allow)
+        processes.append(first)
+        task_ids = []
+        for n in range(3):
+            answer = first.call(
+                "SendMessage",
+                {
+                    "message": user_message(f"task {n}"),
+                    "configuration": {"taskPushNotificationConfig": {"url": hook.url, "id": "c"}},
+                },
+            )
+            task_ids.append(answer["result"]["task"]["id"])
+        hook.wait_for(1, ok_only=False)  # deliveries are being attempted, and refused
+        os.kill(first.proc.pid, signal.SIGKILL)
+        first.proc.wait(PROCESS_TIMEOUT)
+        with hook._cond:
+            hook.default = 200
+            hook.received.clear()
+        second = start_process(str(EXAMPLES / "echo"), store, tmp_path, *allow)
+        processes.append(second)
+        received = hook.wait_for(9)
+    by_task: dict[str, list[Received]] = {}
+    for r in received:
+        by_task.setdefault(task_of(r), []).append(r)
+    assert sorted(by_task) == sorted(task_ids)
+    for events in by_task.values():
+        assert kinds(events) == ECHO_EVENTS
