@@ -156,18 +156,33 @@ async def test_subscribe_to_a_terminal_task_is_unsupported(client: Client) -> No
         await collect(client.subscribe("no-such-task"))
 
 
-async def test_push_config_calls_raise_push_not_supported(client: Client) -> None:
+async def test_push_config_calls_round_trip(client: Client) -> None:
     task = await client.send(msg("tck-complete-task"))
     assert isinstance(task, m.Task)
-    calls = [
-        client.create_push_config(task.id, "https://example.com/hook", token="t"),
-        client.get_push_config(task.id, "c1"),
-        client.list_push_configs(task.id),
-        client.delete_push_config(task.id, "c1"),
-    ]
-    for call in calls:
-        with pytest.raises(PushNotificationNotSupportedError):
-            await call
+    created = await client.create_push_config(task.id, "https://example.com/hook", token="t")
+    assert created.id and created.task_id == task.id and created.token == "t"
+    assert (await client.get_push_config(task.id, created.id)).url == "https://example.com/hook"
+    assert [c.id for c in (await client.list_push_configs(task.id)).configs] == [created.id]
+    await client.delete_push_config(task.id, created.id)
+    with pytest.raises(TaskNotFoundError):
+        await client.get_push_config(task.id, created.id)
+
+
+@pytest.mark.parametrize("binding", EVERY_BINDING)
+async def test_push_config_calls_raise_push_not_supported_when_push_is_off(serve: Any, binding: str) -> None:
+    srv = serve(example_agent("tck").asgi(store="memory://", grpc_port=0, push=False))
+    async with await Client.connect(srv.url, bindings=(binding,), timeout=WAIT) as client:
+        task = await client.send(msg("tck-complete-task"))
+        assert isinstance(task, m.Task)
+        calls = [
+            client.create_push_config(task.id, "https://example.com/hook", token="t"),
+            client.get_push_config(task.id, "c1"),
+            client.list_push_configs(task.id),
+            client.delete_push_config(task.id, "c1"),
+        ]
+        for call in calls:
+            with pytest.raises(PushNotificationNotSupportedError):
+                await call
 
 
 async def test_extended_card_when_not_offered_is_unsupported(client: Client) -> None:

@@ -497,15 +497,12 @@ async def test_every_json_rpc_request_parses_strictly_into_the_proto(tck: Runnin
         [e async for e in client.stream(msg("tck-complete-task"))]
         with pytest.raises(Exception):  # noqa: B017 - only the request's shape matters here
             [e async for e in client.subscribe(task.id, resume=False)]
-        for call in (
-            client.create_push_config(task.id, "https://example.com/hook", id="c1", token="t"),
-            client.get_push_config(task.id, "c1"),
-            client.list_push_configs(task.id, page_size=3),
-            client.delete_push_config(task.id, "c1"),
-            client.get_extended_card(),
-        ):
-            with pytest.raises(Exception):  # noqa: B017 - push and the extended card are off
-                await call
+        await client.create_push_config(task.id, "https://example.com/hook", id="c1", token="t")
+        await client.get_push_config(task.id, "c1")
+        await client.list_push_configs(task.id, page_size=3)
+        await client.delete_push_config(task.id, "c1")
+        with pytest.raises(Exception):  # noqa: B017 - the extended card is off
+            await client.get_extended_card()
     methods = set()
     for body in bodies:
         envelope = json.loads(body)

@@ -237,9 +237,31 @@ async def test_list_tasks_is_refused_before_anything_is_sent(client: Client) -> 
         await client.list_tasks()
 
 
-async def test_push_configs_are_refused_by_an_agent_without_them(client: Client) -> None:
+async def test_push_configs_round_trip_in_v03(client: Client) -> None:
     task = await client.send(msg("tck-complete-task"))
     assert isinstance(task, m.Task)
+    created = await client.create_push_config(task.id, "https://hook.example/", token="t")
+    assert created.id == task.id  # the v0.3 convention: a config set without an id is the task's
+    got = await client.get_push_config(task.id, created.id)
+    assert got.url == "https://hook.example/" and got.token == "t"
+    assert [c.url for c in (await client.list_push_configs(task.id)).configs] == ["https://hook.example/"]
+    await client.delete_push_config(task.id, created.id)
+    with pytest.raises(TaskNotFoundError):
+        await client.get_push_config(task.id, created.id)
+
+
+async def test_push_configs_are_refused_by_an_agent_without_them(
+    serve: Callable[[Any], RunningServer], binding: str
+) -> None:
+    srv = serve(tck_agent().asgi(store="memory://", push=False))
+    async with httpx.AsyncClient(timeout=WAIT) as http:
+        client = await v03_client(srv.url, binding, http)
+        task = await client.send(msg("tck-complete-task"))
+        assert isinstance(task, m.Task)
+        await _refused_push_calls(client, task)
+
+
+async def _refused_push_calls(client: Client, task: m.Task) -> None:
     calls = [
         client.create_push_config(task.id, "https://hook.example/", token="t"),
         client.get_push_config(task.id, "p1"),

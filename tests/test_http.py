@@ -130,7 +130,7 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
         {"url": srv.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": srv.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
-    assert card["capabilities"] == {"streaming": True, "pushNotifications": False, "extendedAgentCard": False}
+    assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": False}
     # a skill's input is text or a data part, its result a text or a data artifact
     assert card["defaultInputModes"] == card["defaultOutputModes"] == ["text/plain", "application/json"]
     assert "max-age=" in response.headers["cache-control"]
@@ -305,9 +305,11 @@ async def test_wrapping_the_default_handler(serve: Any, client: httpx.AsyncClien
 # -- the eleven methods -----------------------------------------------------------------------------------
 
 
-async def test_push_config_methods_answer_not_supported(serve: Any, client: httpx.AsyncClient) -> None:
+async def test_push_config_methods_answer_not_supported_when_push_is_off(
+    serve: Any, client: httpx.AsyncClient
+) -> None:
     agent, _ = gated_agent()
-    srv = serve(agent.asgi(store="memory://"))
+    srv = serve(agent.asgi(store="memory://", push=False))
     calls = [
         rpc("CreateTaskPushNotificationConfig", {"taskId": "t", "url": "https://example.com/hook"}),
         rpc("GetTaskPushNotificationConfig", {"taskId": "t", "id": "c"}),

@@ -298,7 +298,7 @@ async def test_card_resolved_by_sdk_resolver(
     assert card.name == "Echo"
     assert card.version == "1.0.0"
     assert card.capabilities.streaming is True
-    assert card.capabilities.push_notifications is False
+    assert card.capabilities.push_notifications is True
     assert list(card.default_input_modes) == ["text/plain", "application/json"]
     assert [skill.id for skill in card.skills] == ["echo"]
     assert list(card.skills[0].examples) == ["hello", "stream 10"]

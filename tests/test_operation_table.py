@@ -110,8 +110,8 @@ async def test_a_real_server_routes_every_row_to_the_handler(serve: Any, binding
         _O.LIST_TASKS: "answered",
         _O.CANCEL_TASK: "TaskNotFoundError",
         _O.SUBSCRIBE_TO_TASK: "TaskNotFoundError",
-        # the capability gate (the echo agent sends no push notifications) answers before the handler
-        **{op: "PushNotificationNotSupportedError" for op in SAMPLES if "Push" in op.value},
+        # push configs of a task that does not exist
+        **{op: "TaskNotFoundError" for op in SAMPLES if "Push" in op.value},
         _O.GET_EXTENDED_AGENT_CARD: "UnsupportedOperationError",
     }
     seen: dict[Operation, str] = {}

@@ -83,21 +83,25 @@ async def test_send_get_list_cancel(tck: RunningServer, client: httpx.AsyncClien
 
 
 async def test_errors_are_aip_193_with_the_v1_0_1_statuses(
-    tck: RunningServer, client: httpx.AsyncClient
+    tck: RunningServer, client: httpx.AsyncClient, serve: Any
 ) -> None:
     assert_status(await client.get(tck.url + "/tasks/nope"), 404, "TASK_NOT_FOUND")
     assert_status(await client.post(tck.url + "/tasks/nope:cancel"), 404, "TASK_NOT_FOUND")
     push = {"url": "https://example.com/hook"}
-    error = assert_status(await client.post(tck.url + "/tasks/t/pushNotificationConfigs", json=push), 400)
+    assert_status(
+        await client.post(tck.url + "/tasks/t/pushNotificationConfigs", json=push), 404, "TASK_NOT_FOUND"
+    )
+    off = serve(example_agent("tck").asgi(store="memory://", push=False))
+    error = assert_status(await client.post(off.url + "/tasks/t/pushNotificationConfigs", json=push), 400)
     assert (
         error["status"] == "FAILED_PRECONDITION"
         and error["details"][0]["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED"
     )
     assert_status(
-        await client.get(tck.url + "/tasks/t/pushNotificationConfigs"), 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"
+        await client.get(off.url + "/tasks/t/pushNotificationConfigs"), 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"
     )
-    assert_status(await client.get(tck.url + "/tasks/t/pushNotificationConfigs/c"), 400)
-    assert_status(await client.delete(tck.url + "/tasks/t/pushNotificationConfigs/c"), 400)
+    assert_status(await client.get(off.url + "/tasks/t/pushNotificationConfigs/c"), 400)
+    assert_status(await client.delete(off.url + "/tasks/t/pushNotificationConfigs/c"), 400)
     assert_status(await client.get(tck.url + "/extendedAgentCard"), 400, "UNSUPPORTED_OPERATION")
     missing = await client.post(tck.url + "/message:send", json={})
     assert "message" in assert_status(missing, 400, "INVALID_PARAMS")["message"]

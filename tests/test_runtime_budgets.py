@@ -44,6 +44,7 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.bus import InProcessEventBus
 from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
+from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import make_task, save
 
 CALL = CallContext()
@@ -301,9 +302,9 @@ async def test_a_schema_1_sqlite_file_is_migrated_when_opened(tmp_path: Path) ->
     finally:
         await store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert tables == {"tasks", "messages", "artifacts"}
+        assert tables == {"tasks", "messages", "artifacts", "push_configs", "deliveries"}
 
 
 # -- subscribers -----------------------------------------------------------------------------------------------

@@ -288,7 +288,7 @@ class Agent:
             documentation_url=self.documentation_url,
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
-                push_notifications=False,
+                push_notifications=self.push.enabled,
                 extensions=extensions,
                 extended_agent_card=self.extended_card_enabled,
             ),
@@ -365,10 +365,10 @@ class Agent:
             )
             handler = runtime if wrap is None else wrap(runtime)
         card = self.card()
-        if push_service is not None:
-            card = msgspec.structs.replace(
-                card, capabilities=msgspec.structs.replace(card.capabilities, push_notifications=True)
-            )
+        if card.capabilities.push_notifications != (push_service is not None):
+            # as served: off for this app, or with a store or handler that cannot keep deliveries
+            offered = msgspec.structs.replace(card.capabilities, push_notifications=push_service is not None)
+            card = msgspec.structs.replace(card, capabilities=offered)
         return A2AApplication(
             card=card,
             handler=handler,

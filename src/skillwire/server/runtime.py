@@ -387,8 +387,8 @@ class TaskRuntime(BaseRequestHandler):
             )
         tenant = _partition(request, call)
         inline = request.configuration.task_push_notification_config if request.configuration else None
-        if inline is not None and self.push is not None:
-            self.push.check(inline, "params.configuration.taskPushNotificationConfig")
+        if inline is not None:
+            self._push_service().check(inline, "params.configuration.taskPushNotificationConfig")
         if not message.task_id:
             task_id = new_id()
             context_id = message.context_id or new_id()
