@@ -22,6 +22,13 @@ With ``BENCH_GRPC_PORT`` set, the app also starts the SDK's gRPC binding
 same request handler and task store, and lists it on the card; it needs the SDK's
 ``grpc`` extra.
 
+With ``BENCH_PUSH=1`` (``bench/push.py``), push notifications are on: the SDK's
+``InMemoryPushNotificationConfigStore`` and ``BasePushNotificationSender`` (one
+``httpx.AsyncClient``, no URL validator, so a ``http://127.0.0.1`` webhook is
+accepted), and the card says ``pushNotifications: true``. The SDK POSTs each event
+to every config of the task from the request that runs it, before answering; off by
+default, so ``bench/run.py`` measures the SDK without them.
+
 ``BENCH_HOST`` / ``BENCH_PORT`` only decide the URL the agent card advertises;
 uvicorn's own ``--host`` / ``--port`` decide where it listens, so keep them equal.
 """
@@ -32,12 +39,18 @@ import contextlib
 import os
 import re
 from collections.abc import AsyncIterator
+from typing import Any
 
+import httpx
 from a2a.server.agent_execution.agent_executor import AgentExecutor
 from a2a.server.agent_execution.context import RequestContext
 from a2a.server.events.event_queue import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks.base_push_notification_sender import BasePushNotificationSender
+from a2a.server.tasks.inmemory_push_notification_config_store import (
+    InMemoryPushNotificationConfigStore,
+)
 from a2a.server.tasks.inmemory_task_store import InMemoryTaskStore
 from a2a.server.tasks.task_updater import TaskUpdater
 from a2a.types import (
@@ -106,7 +119,7 @@ class EchoExecutor(AgentExecutor):
         await updater.cancel()
 
 
-def build_agent_card(host: str, port: int, grpc_port: int | None = None) -> AgentCard:
+def build_agent_card(host: str, port: int, grpc_port: int | None = None, push: bool = False) -> AgentCard:
     """The card of the echo agent: JSON-RPC and HTTP+JSON on ``host:port``, gRPC on ``grpc_port``."""
     interfaces = [
         AgentInterface(
@@ -128,7 +141,7 @@ def build_agent_card(host: str, port: int, grpc_port: int | None = None) -> Agen
         name="Echo (a2a-sdk)",
         description="Benchmark echo agent built on the official a2a-sdk.",
         version="1.0.0",
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=push),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[
@@ -144,13 +157,24 @@ def build_agent_card(host: str, port: int, grpc_port: int | None = None) -> Agen
     )
 
 
-def create_app(host: str, port: int, grpc_port: int | None = None) -> Starlette:
-    """A Starlette app serving the agent card, JSON-RPC and HTTP+JSON; gRPC too with ``grpc_port``."""
-    card = build_agent_card(host, port, grpc_port)
+def create_app(host: str, port: int, grpc_port: int | None = None, push: bool = False) -> Starlette:
+    """A Starlette app serving the agent card, JSON-RPC and HTTP+JSON; gRPC too with ``grpc_port``;
+    push notifications with ``push``."""
+    card = build_agent_card(host, port, grpc_port, push)
+    push_client: httpx.AsyncClient | None = None
+    push_options: dict[str, Any] = {}
+    if push:
+        push_client = httpx.AsyncClient(timeout=10.0)
+        configs = InMemoryPushNotificationConfigStore()
+        push_options = {
+            "push_config_store": configs,
+            "push_sender": BasePushNotificationSender(push_client, configs),
+        }
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(),
         task_store=InMemoryTaskStore(),
         agent_card=card,
+        **push_options,
     )
     routes = [
         *create_agent_card_routes(agent_card=card),
@@ -161,6 +185,14 @@ def create_app(host: str, port: int, grpc_port: int | None = None) -> Starlette:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if push_client is not None:
+                stack.push_async_callback(push_client.aclose)
+            await stack.enter_async_context(grpc_lifespan())
+            yield
+
+    @contextlib.asynccontextmanager
+    async def grpc_lifespan() -> AsyncIterator[None]:
         if grpc_port is None:
             yield
             return
@@ -187,4 +219,5 @@ app = create_app(
     host=os.environ.get("BENCH_HOST", "127.0.0.1"),
     port=int(os.environ.get("BENCH_PORT", "8000")),
     grpc_port=int(_grpc_port) if _grpc_port else None,
+    push=os.environ.get("BENCH_PUSH", "") not in ("", "0"),
 )

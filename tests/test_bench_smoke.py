@@ -1,4 +1,4 @@
-"""The stall and scale benchmarks run end to end in their --quick mode and produce their reports.
+"""The stall, scale and push benchmarks run end to end in their quick modes and produce their reports.
 
 Only the shape of the reports is checked (every scenario measured, every figure present): timings depend on
 the machine and never decide a test.
@@ -72,3 +72,29 @@ def test_scale_quick_reports_every_figure(tmp_path: Path) -> None:
     assert restart["FAILED after recovery"] == restart["tasks"]
     assert restart["spawn to recovery done s"] is not None
     assert "## restart" in done.stdout
+
+
+def test_push_reports_every_row_and_deliveries(tmp_path: Path) -> None:
+    out = tmp_path / "push.json"
+    command = [
+        sys.executable,
+        str(ROOT / "bench" / "push.py"),
+        "--duration", "0.5", "--warmup", "0", "--settle", "0.1", "--concurrency", "4",
+        "--skillwire", f"{sys.executable} -m skillwire",
+        "--json", str(out),
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    targets = json.loads(out.read_text())["targets"]
+    assert [t["name"] for t in targets] == ["a2a-sdk", "skillwire-memory", "skillwire-sqlite"]
+    for target in targets:
+        assert target["error"] is None, target
+        assert target["events_per_task"] == 3, target
+        (level,) = target["levels"]
+        assert level["plain"]["requests"] > 0, target["name"]
+        push = level["push"]
+        assert push["load"]["requests"] > 0 and push["received"] > 0, target["name"]
+        assert push["completed"] > 0 and push["received"] == push["expected"], target["name"]
+    for row in ("SendMessage, no push (req/s)", "SendMessage, with push (req/s)", "deliveries/s during the load",
+                "deliveries pending when the load stops", "time to drain them (s)"):  # fmt: skip
+        assert f"| {row} |" in done.stdout, row
