@@ -55,6 +55,8 @@ class Received:
     headers: dict[str, str]
     body: bytes
     status: int
+    #: The sender's address and port: one per connection.
+    peer: tuple[str, int] = ("", 0)
 
     @property
     def event(self) -> dict[str, Any]:
@@ -81,7 +83,8 @@ class Hook:
             with self._cond:
                 answer = self.answers.pop(0) if self.answers else self.default
                 status = answer[0] if isinstance(answer, tuple) else 0 if answer == "hang" else answer
-                self.received.append(Received(dict(request.headers), body, status))
+                peer = (request.client.host, request.client.port) if request.client else ("", 0)
+                self.received.append(Received(dict(request.headers), body, status, peer))
                 self._cond.notify_all()
             if answer == "hang":
                 self._loop = asyncio.get_running_loop()
@@ -165,9 +168,11 @@ def echo_app(push: PushSettings | bool = QUICK, **options: Any) -> Any:
     return example_agent("echo").asgi(store="memory://", webhook_policy=LOCAL, push=push, **options)
 
 
-def call(server: RunningServer, method: str, params: dict[str, Any], **headers: str) -> dict[str, Any]:
+def call(
+    server: RunningServer, method: str, params: dict[str, Any], status: int = 200, **headers: str
+) -> dict[str, Any]:
     response = httpx.post(server.rpc_url, json=rpc(method, params), headers={**A2A_V1, **headers}, timeout=30)
-    assert response.status_code == 200
+    assert response.status_code == status
     answer: dict[str, Any] = response.json()
     return answer
 
@@ -342,6 +347,26 @@ async def test_every_event_is_delivered_in_order_signed_with_credentials(serve: 
     assert received[-1].event["statusUpdate"]["taskId"] == task["id"]
     tokens = {r.headers[HEADER.lower()] for r in received}
     assert len(tokens) == 3
+    assert len({r.peer for r in received}) == 1  # one connection, kept for the next delivery
+
+
+def test_new_configs_wait_while_too_many_deliveries_wait(serve: Any, hook: Hook) -> None:
+    hook.default = 503
+    slow = PushSettings(max_pending=3, first_delay=30, max_delay=30, timeout=2.0)
+    server = serve(echo_app(push=slow))
+    send_with_push(server, "hello", hook.url)  # 3 deliveries, none of which gets through
+    hook.wait_for(1, ok_only=False)
+    refused = call(
+        server,
+        "SendMessage",
+        {"message": user_message("more"), "configuration": {"taskPushNotificationConfig": {"url": hook.url}}},
+        503,  # JSON-RPC answers a busy server with its HTTP status, and Retry-After
+    )
+    assert refused["error"]["code"] == -32603
+    assert "push deliveries are waiting" in refused["error"]["message"]
+    assert refused["error"]["data"][0]["reason"] == "SERVER_BUSY"
+    plain = call(server, "SendMessage", {"message": user_message("no push")})
+    assert plain["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 def test_a_config_set_while_the_task_runs_gets_the_events_after_it(serve: Any, hook: Hook) -> None:

@@ -22,6 +22,7 @@ from skillwire.stores.push import MemoryPushState, Outgoing
 from skillwire.testing.store_contract import (
     PushStoreContract,
     TaskStoreContract,
+    _head,
     make_task,
     push_config,
     save,
@@ -244,7 +245,7 @@ async def test_sqlite_migrates_a_schema_2_file_keeping_its_tasks(tmp_path: Path)
         assert await store.get_push_config("", task.id, "c1") == push_config(task.id, "c1")
         later = make_task(task_id=task.id, state=TaskState.COMPLETED, text="done")
         await store.commit(with_deliveries(write_task(later, version=3, base=2), b"finished"))
-        head = await store.next_delivery(("", task.id, "c1"))
+        head = await _head(store, ("", task.id, "c1"))
         assert head is not None and head.body == b"finished"
         unfinished, _ = await store.unfinished()
         assert unfinished == []
@@ -278,7 +279,7 @@ async def test_sqlite_pending_deliveries_and_configs_survive_reopen(tmp_path: Pa
     record = push_config(task.id, "c1", shape="0.3")
     await store.put_push_config(record, 10)
     await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", b"three"))
-    first = await store.next_delivery(("", task.id, "c1"))
+    first = await _head(store, ("", task.id, "c1"))
     assert first is not None
     await store.retry_delivery(first.seq, 2, 1_700_000_000_000_000, "HTTP 502")
     await store.close()
@@ -289,7 +290,7 @@ async def test_sqlite_pending_deliveries_and_configs_survive_reopen(tmp_path: Pa
         lane = ("", task.id, "c1")
         assert await again.pending_lanes() == [(lane, 1_700_000_000_000_000)]
         assert await again.get_push_config("", task.id, "c1") == record
-        head = await again.next_delivery(lane)
+        head = await _head(again, lane)
         assert head == msgspec.structs.replace(
             first, attempts=2, next_us=1_700_000_000_000_000, error="HTTP 502"
         )
@@ -297,9 +298,9 @@ async def test_sqlite_pending_deliveries_and_configs_survive_reopen(tmp_path: Pa
         # seq goes on growing after a reopen
         await again.commit(with_deliveries(write_task(task, version=2, base=1), b"four"))
         bodies = []
-        while (d := await again.next_delivery(lane)) is not None:
+        while (d := await _head(again, lane)) is not None:
             bodies.append((d.seq, d.body))
-            await again.finish_delivery(d.seq)
+            await again.finish_deliveries([d.seq])
         assert [b for _, b in bodies] == [b"two", b"three", b"four"]
         assert [s for s, _ in bodies] == sorted(s for s, _ in bodies) and bodies[0][0] > first.seq
         assert [d.body for d in await again.failed_deliveries()] == [b"one"]
@@ -360,9 +361,9 @@ def test_sqlite_deliveries_survive_kill_9(tmp_path: Path) -> None:
             assert sorted(await store.pending_lanes()) == [(("", "t1", "c1"), 0), (("", "t1", "c2"), 0)]
             assert await store.get_push_config("", "t1", "c1") == push_config("t1", "c1")
             bodies = []
-            while (d := await store.next_delivery(("", "t1", "c1"))) is not None:
+            while (d := await _head(store, ("", "t1", "c1"))) is not None:
                 bodies.append(d.body)
-                await store.finish_delivery(d.seq)
+                await store.finish_deliveries([d.seq])
             assert bodies == [b"one", b"two"]
             stored = await store.get("t1")
             assert stored is not None and stored.version == 1
@@ -384,8 +385,9 @@ def test_memory_push_state_keeps_the_last_max_failed_deliveries() -> None:
     assert [d.body for d in state.failed(0, 100)] == [b"d2", b"d3", b"d4"]
     assert all(d.failed and d.error == f"failed {d.seq}" for d in state.failed(0, 100))
     assert set(state.deliveries) == {seqs[2], seqs[3], seqs[4], seqs[5]}  # the older ones are forgotten
-    head = state.next_delivery(("", "t1", "c1"))
-    assert head is not None and head.body == b"d5"
+    [head] = state.next_deliveries(("", "t1", "c1"), 5)
+    assert head.body == b"d5"
+    assert state.pending_count() == 1
 
 
 async def test_sqlite_keeps_the_last_max_failed_deliveries(tmp_path: Path) -> None:
@@ -398,11 +400,11 @@ async def test_sqlite_keeps_the_last_max_failed_deliveries(tmp_path: Path) -> No
         )
         lane = ("", task.id, "c1")
         for _ in range(5):
-            head = await store.next_delivery(lane)
+            head = await _head(store, lane)
             assert head is not None
             await store.fail_delivery(head.seq, 1, "HTTP 400")
         assert [d.body for d in await store.failed_deliveries()] == [b"d2", b"d3", b"d4"]
-        head = await store.next_delivery(lane)
+        head = await _head(store, lane)
         assert head is not None and head.body == b"d5"
     finally:
         await store.close()

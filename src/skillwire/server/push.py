@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from skillwire.errors import InvalidParamsError, TaskNotFoundError, WebhookRefusedError
+from skillwire.errors import InvalidParamsError, ServerBusyError, TaskNotFoundError, WebhookRefusedError
 from skillwire.protocol.models import (
     DeleteTaskPushNotificationConfigRequest,
     GetTaskPushNotificationConfigRequest,
@@ -87,13 +87,15 @@ class PushSettings:
     WebhookKeys`); None: a P-256 key generated once and kept beside the SQLite store
     (``NAME.webhook-key.pem``), or held in memory with the memory store. ``issuer``: the ``iss`` of
     deliveries whose config was set where the agent's URL is not known (gRPC without a public URL); default
-    the public URL, else ``urn:skillwire:agent``. The rest are budgets: configs per task, deliveries under
-    way at once, seconds per attempt, and the retry policy."""
+    the public URL, else ``urn:skillwire:agent``. The rest are budgets: configs per task, deliveries waiting
+    (past it, new configs are refused with ServerBusyError), deliveries under way at once, seconds per
+    attempt, and the retry policy."""
 
     enabled: bool = True
     signing_key: Any = None
     issuer: str | None = None
     max_configs_per_task: int = 10
+    max_pending: int = 100_000
     concurrency: int = 32
     timeout: float = 10.0
     max_attempts: int = 8
@@ -101,7 +103,7 @@ class PushSettings:
     max_delay: float = 300.0
 
     def __post_init__(self) -> None:
-        for name in ("max_configs_per_task", "concurrency", "max_attempts"):
+        for name in ("max_configs_per_task", "max_pending", "concurrency", "max_attempts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"PushSettings.{name} must be at least 1")
         for name in ("timeout", "first_delay", "max_delay"):
@@ -161,6 +163,7 @@ class PushService:
         self.policy = policy or WebhookPolicy()
         self.settings = settings = settings or PushSettings()
         self._resolver, self._ssl_context = resolver, ssl_context
+        self._recounted = float("-inf")
         self.deliverer = Deliverer(
             store,
             concurrency=settings.concurrency,
@@ -310,10 +313,29 @@ class PushService:
             out.extend(Outgoing(config_id, body) for body in encoded)
         return tuple(out)
 
-    def ready(self, tenant: str, task_id: str, targets: Targets) -> None:
-        """Deliveries to ``targets`` of this task were committed."""
+    def ready(self, tenant: str, task_id: str, targets: Targets, count: int) -> None:
+        """``count`` deliveries to ``targets`` of this task were committed."""
         lanes: list[Lane] = [(tenant, task_id, config_id) for config_id in targets]
-        self.deliverer.ready(lanes)
+        self.deliverer.ready(lanes, count)
+
+    async def admit(self) -> None:
+        """Refuse a new config (ServerBusyError) while more than ``max_pending`` deliveries wait: the backlog
+        of a webhook that cannot keep up is bounded by the tasks already configured, not by new ones."""
+        limit = self.settings.max_pending
+        deliverer = self.deliverer
+        if deliverer.pending < limit:
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._recounted + 1.0:  # the count drifts (a deleted config's deliveries): recount
+            self._recounted = loop.time()
+            deliverer.pending = await self.store.pending_count()
+            if deliverer.pending < limit:
+                return
+        raise ServerBusyError(
+            f"{deliverer.pending} push deliveries are waiting, this server's limit ({limit}): no new push"
+            " configs are taken until they are made; try again shortly",
+            retry_after=5,
+        )
 
 
 def _body(event: StreamResponse, shape: str) -> bytes:

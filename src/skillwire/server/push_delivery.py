@@ -56,6 +56,8 @@ TOKEN_HEADER = "X-A2A-Notification-Token"
 _BURST = 16
 #: Seconds before a lane whose store read or write failed is tried again.
 _STORE_RETRY = 1.0
+#: Bytes of a webhook's answer read so that its connection can be reused.
+_MAX_ANSWER = 64 * 1024
 #: Configs remembered by lane (their records are read from the store again when forgotten).
 _CONFIG_CACHE = 4096
 
@@ -122,6 +124,8 @@ class Deliverer:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.stats = DeliveryStats()
+        #: Deliveries pending, as far as this worker knows (read from the store at start, then counted).
+        self.pending = 0
         self._rng = rng
         #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
         #: entries that no longer match ``_due`` are stale
@@ -145,6 +149,7 @@ class Deliverer:
         if self._loop_task is not None:
             return
         self.client, self.signer = client, signer
+        self.pending = await self.store.pending_count()
         for lane, due in await self.store.pending_lanes():
             self._schedule(lane, due)
         self._loop_task = asyncio.create_task(self._run(), name="skillwire-push")
@@ -163,8 +168,9 @@ class Deliverer:
         if self.client is not None:
             await self.client.aclose()
 
-    def ready(self, lanes: Iterable[Lane]) -> None:
-        """These lanes got new deliveries (committed): deliver them soon."""
+    def ready(self, lanes: Iterable[Lane], count: int = 0) -> None:
+        """These lanes got ``count`` new deliveries (committed): deliver them soon."""
+        self.pending += count
         for lane in lanes:
             if lane in self._busy:
                 self._again.add(lane)
@@ -240,43 +246,51 @@ class Deliverer:
             self._idle.set()
 
     async def _deliver_lane(self, lane: Lane) -> int | None:
-        """Deliver ``lane`` from its head on; when it should be looked at again (None: it is empty)."""
-        for _ in range(_BURST):
-            delivery = await self.store.next_delivery(lane)
-            if delivery is None:
-                return None
-            if delivery.next_us > _now_us():
-                return delivery.next_us
-            outcome = await self._attempt(delivery)
-            if outcome.delivered:
-                await self.store.finish_delivery(delivery.seq)
-                self.stats.delivered += 1
-                continue
-            attempts = delivery.attempts + 1
-            if not outcome.retry or attempts >= self.retry.max_attempts:
-                await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
-                self.stats.failed += 1
-                log.warning(
-                    "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
-                    attempts,
+        """Deliver ``lane`` from its head on (a batch read at once, the deliveries made recorded at once);
+        when it should be looked at again (None: it is empty)."""
+        batch = await self.store.next_deliveries(lane, _BURST)
+        done: list[int] = []
+        try:
+            for delivery in batch:
+                if delivery.next_us > _now_us():
+                    return delivery.next_us
+                outcome = await self._attempt(delivery)
+                if outcome.delivered:
+                    done.append(delivery.seq)
+                    continue
+                attempts = delivery.attempts + 1
+                if not outcome.retry or attempts >= self.retry.max_attempts:
+                    await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
+                    self.stats.failed += 1
+                    self.pending -= 1
+                    log.warning(
+                        "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
+                        attempts,
+                        delivery.task_id,
+                        delivery.config_id,
+                        outcome.error,
+                    )
+                    continue
+                delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
+                next_us = _now_us() + int(delay * 1_000_000)
+                await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
+                self.stats.retried += 1
+                log.info(
+                    "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
                     delivery.task_id,
-                    delivery.config_id,
                     outcome.error,
+                    attempts + 1,
+                    delay,
                 )
-                continue
-            delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
-            next_us = _now_us() + int(delay * 1_000_000)
-            await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
-            self.stats.retried += 1
-            log.info(
-                "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
-                delivery.task_id,
-                outcome.error,
-                attempts + 1,
-                delay,
-            )
-            return next_us
-        return 0  # more may wait: back in line behind the other lanes
+                return next_us
+        finally:
+            if done:
+                await self.store.finish_deliveries(done)
+                self.stats.delivered += len(done)
+                self.pending -= len(done)
+        # a full batch: more may wait, behind the other lanes; else the lane is empty (or got more meanwhile,
+        # which ``ready`` noted)
+        return 0 if len(batch) == _BURST else None
 
     # -- one attempt ------------------------------------------------------------------------------------------
 
@@ -316,6 +330,13 @@ class Deliverer:
                 async with self.client.stream("POST", url, content=body, headers=headers) as response:
                     status = response.status_code
                     retry_after = _retry_after(response.headers.get("retry-after"))
+                    # Read (and drop) a short answer, so that the connection is kept for the next delivery; a
+                    # long one is cut off, and its connection closed.
+                    read = 0
+                    async for chunk in response.aiter_raw():
+                        read += len(chunk)
+                        if read > _MAX_ANSWER:
+                            break
         except WebhookRefusedError as exc:
             return _Outcome(False, error=str(exc))
         except TimeoutError:

@@ -221,7 +221,7 @@ class TaskRun:
             self.committed, self.stored = version, layout
             self._publish_through(version)
             if write.deliveries and self.runtime.push is not None:
-                self.runtime.push.ready(self.tenant, self.task_id, targets)
+                self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))
 
     def _publish_through(self, version: int) -> None:
         pending = self._pending

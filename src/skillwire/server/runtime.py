@@ -325,7 +325,7 @@ class TaskRuntime(BaseRequestHandler):
         await self.store.commit(write)
         self.bus.publish((tenant, task.id), version, event)
         if targets:
-            self.push.ready(tenant, task.id, targets)  # type: ignore[union-attr]
+            self.push.ready(tenant, task.id, targets, len(write.deliveries))  # type: ignore[union-attr]
         return ended, version
 
     async def repair(self, key: Key, reason: str, fresh: Task | None = None) -> tuple[Task, int] | None:
@@ -493,6 +493,7 @@ class TaskRuntime(BaseRequestHandler):
             config = run.request.configuration
             inline = config.task_push_notification_config if config is not None else None
             if inline is not None and self.push is not None:
+                await self._read(self.push.admit())
                 stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
                 run.push[stored.id] = shape
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
@@ -663,6 +664,7 @@ class TaskRuntime(BaseRequestHandler):
         push = self._push_service()
         push.check(request)
         push, tenant = await self._push_task(request, call)
+        await self._read(push.admit())
         stored, shape = await self._read(push.put(request, tenant, request.task_id, call))
         run = self._runs.get((tenant, request.task_id))
         if run is not None:

@@ -12,6 +12,7 @@ tasks add nothing to the work of a full collection.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import msgspec
 
@@ -182,11 +183,15 @@ class MemoryTaskStore:
     async def pending_lanes(self) -> list[tuple[Lane, int]]:
         return self._push.pending_lanes()
 
-    async def next_delivery(self, lane: Lane) -> Delivery | None:
-        return self._push.next_delivery(lane)
+    async def next_deliveries(self, lane: Lane, limit: int = 1) -> list[Delivery]:
+        return self._push.next_deliveries(lane, limit)
 
-    async def finish_delivery(self, seq: int) -> None:
-        self._push.finish(seq)
+    async def finish_deliveries(self, seqs: Sequence[int]) -> None:
+        for seq in seqs:
+            self._push.finish(seq)
+
+    async def pending_count(self) -> int:
+        return self._push.pending_count()
 
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
         self._push.retry(seq, attempts, next_us, error)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -106,12 +107,16 @@ class PushStore(Protocol):
         """Every lane with a pending delivery, and when its first one is due."""
         ...
 
-    async def next_delivery(self, lane: Lane) -> Delivery | None:
-        """The first pending delivery of ``lane``."""
+    async def next_deliveries(self, lane: Lane, limit: int = 1) -> list[Delivery]:
+        """The first ``limit`` pending deliveries of ``lane``, in order."""
         ...
 
-    async def finish_delivery(self, seq: int) -> None:
-        """The delivery was made (or its config is gone): forget it."""
+    async def finish_deliveries(self, seqs: Sequence[int]) -> None:
+        """These deliveries were made (or their config is gone): forget them."""
+        ...
+
+    async def pending_count(self) -> int:
+        """How many deliveries are pending (not failed), all lanes together."""
         ...
 
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None: ...
@@ -205,9 +210,11 @@ class MemoryPushState:
     def pending_lanes(self) -> list[tuple[Lane, int]]:
         return [(lane, self.deliveries[seqs[0]].next_us) for lane, seqs in self.lanes.items() if seqs]
 
-    def next_delivery(self, lane: Lane) -> Delivery | None:
-        seqs = self.lanes.get(lane)
-        return self.deliveries[seqs[0]] if seqs else None
+    def next_deliveries(self, lane: Lane, limit: int) -> list[Delivery]:
+        return [self.deliveries[seq] for seq in self.lanes.get(lane, ())[:limit]]
+
+    def pending_count(self) -> int:
+        return len(self.deliveries) - len(self._failed)
 
     def _unqueue(self, delivery: Delivery) -> None:
         seqs = self.lanes.get(delivery.lane)

@@ -33,7 +33,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import IO, Any, TypeVar
 
@@ -493,22 +493,28 @@ class SQLiteTaskStore:
 
         return await self._read(read)
 
-    async def next_delivery(self, lane: Lane) -> Delivery | None:
-        def read(conn: sqlite3.Connection) -> Delivery | None:
-            row = conn.execute(
+    async def next_deliveries(self, lane: Lane, limit: int = 1) -> list[Delivery]:
+        def read(conn: sqlite3.Connection) -> list[Delivery]:
+            rows = conn.execute(
                 f"SELECT {_DELIVERY} FROM deliveries WHERE tenant = ? AND task_id = ? AND config_id = ?"
-                " AND failed = 0 ORDER BY seq LIMIT 1",
-                lane,
-            ).fetchone()
-            return None if row is None else _delivery(row)
+                " AND failed = 0 ORDER BY seq LIMIT ?",
+                (*lane, limit),
+            ).fetchall()
+            return [_delivery(row) for row in rows]
 
         return await self._read(read)
 
-    async def finish_delivery(self, seq: int) -> None:
+    async def finish_deliveries(self, seqs: Sequence[int]) -> None:
         def op(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM deliveries WHERE seq = ?", (seq,))
+            conn.executemany("DELETE FROM deliveries WHERE seq = ?", [(seq,) for seq in seqs])
 
         await self._write(op)
+
+    async def pending_count(self) -> int:
+        def read(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT COUNT(*) FROM deliveries WHERE failed = 0").fetchone()[0])
+
+        return await self._read(read)
 
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
         def op(conn: sqlite3.Connection) -> None:

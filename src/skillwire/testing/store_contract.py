@@ -348,15 +348,21 @@ def with_deliveries(write: TaskWrite, *bodies: bytes | tuple[str, bytes], config
     return _replace(write, deliveries=outgoing)
 
 
+async def _head(store: PushStore, lane: Lane) -> Delivery | None:
+    """The first pending delivery of ``lane``."""
+    first = await store.next_deliveries(lane, 1)
+    return first[0] if first else None
+
+
 async def drain(store: PushStore, lane: Lane) -> list[Delivery]:
     """Every pending delivery of ``lane``, in the order the lane makes them (each finished once read)."""
     made: list[Delivery] = []
-    while (delivery := await store.next_delivery(lane)) is not None:
+    while (delivery := await _head(store, lane)) is not None:
         assert delivery.lane == lane and not delivery.failed
         assert not made or delivery.seq > made[-1].seq, "a lane's seq must only grow"
         made.append(delivery)
-        await store.finish_delivery(delivery.seq)
-        assert len(made) <= 1000, "finish_delivery did not remove the delivery"
+        await store.finish_deliveries([delivery.seq])
+        assert len(made) <= 1000, "finish_deliveries did not remove the delivery"
     return made
 
 
@@ -456,13 +462,13 @@ class PushStoreContract:
         await store.commit(write)
         c1, c2 = ("a", task.id, "c1"), ("a", task.id, "c2")
         assert sorted(await store.pending_lanes()) == [(c1, 0), (c2, 0)]
-        head = await store.next_delivery(c1)
+        head = await _head(store, c1)
         assert head is not None
         assert (head.tenant, head.task_id, head.config_id, head.body) == ("a", task.id, "c1", b"one")
         assert (head.attempts, head.next_us, head.failed, head.error) == (0, 0, False, "")
         assert head.created_us == write.updated_us
-        assert await store.next_delivery(c1) == head  # reading does not take it
-        assert await store.next_delivery(("", task.id, "c1")) is None
+        assert await _head(store, c1) == head  # reading does not take it
+        assert await _head(store, ("", task.id, "c1")) is None
         assert [d.body for d in await drain(store, c1)] == [b"one", b"two", b"three"]
         assert [d.body for d in await drain(store, c2)] == [b"other"]
         assert await store.pending_lanes() == []
@@ -505,8 +511,8 @@ class PushStoreContract:
                 with_deliveries(write_task(make_task(task_id="gone"), version=2, base=1), b"z")
             )
         assert await store.pending_lanes() == []
-        assert await store.next_delivery(("", task.id, "c1")) is None
-        assert await store.next_delivery(("", "gone", "c1")) is None
+        assert await _head(store, ("", task.id, "c1")) is None
+        assert await _head(store, ("", "gone", "c1")) is None
 
     async def test_the_same_new_task_write_twice_enqueues_once(self, store: PushTaskStore) -> None:
         write = with_deliveries(write_task(make_task(), version=1), b"once")
@@ -568,54 +574,70 @@ class PushStoreContract:
 
     # -- making deliveries --------------------------------------------------------------------------------
 
-    async def test_finish_delivery_removes_it(self, store: PushTaskStore) -> None:
+    async def test_finish_deliveries_removes_them(self, store: PushTaskStore) -> None:
         task = make_task()
         await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two"))
         lane = ("", task.id, "c1")
-        first = await store.next_delivery(lane)
+        first = await _head(store, lane)
         assert first is not None and first.body == b"one"
-        await store.finish_delivery(first.seq)
-        second = await store.next_delivery(lane)
+        await store.finish_deliveries([first.seq])
+        second = await _head(store, lane)
         assert second is not None and second.body == b"two" and second.seq > first.seq
-        await store.finish_delivery(first.seq)  # finished already: nothing happens
-        assert await store.next_delivery(lane) == second
-        await store.finish_delivery(second.seq)
-        assert await store.next_delivery(lane) is None
+        await store.finish_deliveries([first.seq])  # finished already: nothing happens
+        assert await _head(store, lane) == second
+        await store.finish_deliveries([second.seq])
+        assert await _head(store, lane) is None
         assert await store.pending_lanes() == []
+
+    async def test_deliveries_are_read_and_finished_several_at_a_time(self, store: PushTaskStore) -> None:
+        task = make_task()
+        await store.commit(with_deliveries(write_task(task, version=1), b"a", b"b", b"c", b"d"))
+        lane = ("", task.id, "c1")
+        assert await store.pending_count() == 4
+        batch = await store.next_deliveries(lane, 3)
+        assert [d.body for d in batch] == [b"a", b"b", b"c"]
+        assert [d.body for d in await store.next_deliveries(lane, 10)] == [b"a", b"b", b"c", b"d"]
+        await store.finish_deliveries([d.seq for d in batch])
+        assert [d.body for d in await store.next_deliveries(lane, 10)] == [b"d"]
+        assert await store.pending_count() == 1
+        [last] = await store.next_deliveries(lane, 10)
+        await store.fail_delivery(last.seq, 1, "HTTP 404")
+        assert await store.pending_count() == 0
+        assert await store.next_deliveries(lane, 10) == []
 
     async def test_retry_delivery_records_the_attempt_and_holds_the_lane(self, store: PushTaskStore) -> None:
         task = make_task()
         await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", ("c2", b"free")))
         lane = ("", task.id, "c1")
-        first = await store.next_delivery(lane)
+        first = await _head(store, lane)
         assert first is not None
         await store.retry_delivery(first.seq, 1, 1_700_000_000_000_000, "HTTP 503")
-        again = await store.next_delivery(lane)
+        again = await _head(store, lane)
         assert again == _replace(first, attempts=1, next_us=1_700_000_000_000_000, error="HTTP 503")
         assert sorted(await store.pending_lanes()) == [
             (lane, 1_700_000_000_000_000),
             (("", task.id, "c2"), 0),
         ]
         await store.retry_delivery(first.seq, 2, 1_700_000_000_500_000, "timed out")
-        again = await store.next_delivery(lane)
+        again = await _head(store, lane)
         assert again is not None and (again.seq, again.attempts, again.next_us, again.error) == (
             first.seq,
             2,
             1_700_000_000_500_000,
             "timed out",
         )
-        await store.finish_delivery(first.seq)
+        await store.finish_deliveries([first.seq])
         assert sorted(await store.pending_lanes()) == [(lane, 0), (("", task.id, "c2"), 0)]
 
     async def test_fail_delivery_keeps_it_out_of_its_lane(self, store: PushTaskStore) -> None:
         task = make_task()
         await store.commit(with_deliveries(write_task(task, version=1), b"one", b"two", b"three"))
         lane = ("", task.id, "c1")
-        first = await store.next_delivery(lane)
+        first = await _head(store, lane)
         assert first is not None
         await store.retry_delivery(first.seq, 4, 1_700_000_000_000_000, "HTTP 500")
         await store.fail_delivery(first.seq, 5, "HTTP 410")
-        second = await store.next_delivery(lane)
+        second = await _head(store, lane)
         assert second is not None and second.body == b"two"
         assert await store.pending_lanes() == [(lane, 0)]
         failed = await store.failed_deliveries()
@@ -623,10 +645,10 @@ class PushStoreContract:
             _replace(first, attempts=5, next_us=1_700_000_000_000_000, failed=True, error="HTTP 410")
         ]
         await store.fail_delivery(second.seq, 1, "HTTP 400")
-        third = await store.next_delivery(lane)
+        third = await _head(store, lane)
         assert third is not None and third.body == b"three"
         assert [d.body for d in await store.failed_deliveries()] == [b"one", b"two"]
-        await store.finish_delivery(third.seq)
+        await store.finish_deliveries([third.seq])
         assert await store.pending_lanes() == []
         assert [d.body for d in await store.failed_deliveries()] == [b"one", b"two"]
 
@@ -635,7 +657,7 @@ class PushStoreContract:
         for t in tasks:
             await store.commit(with_deliveries(write_task(t, version=1), b"a", b"b"))
         for t in tasks:
-            while (delivery := await store.next_delivery(("", t.id, "c1"))) is not None:
+            while (delivery := await _head(store, ("", t.id, "c1"))) is not None:
                 await store.fail_delivery(delivery.seq, 3, f"{t.id} {delivery.body.decode()}")
         everything = await store.failed_deliveries()
         assert len(everything) == 6 and all(d.failed and d.attempts == 3 for d in everything)
@@ -658,11 +680,11 @@ class PushStoreContract:
         )
         await store.commit(with_deliveries(write_task(other, version=1), b"other"))
         lane = ("", task.id, "c1")
-        first = await store.next_delivery(lane)
+        first = await _head(store, lane)
         assert first is not None
         await store.fail_delivery(first.seq, 1, "HTTP 400")
         await store.delete_push_config("", task.id, "c1")
-        assert await store.next_delivery(lane) is None
+        assert await _head(store, lane) is None
         assert sorted(await store.pending_lanes()) == sorted(
             [(("", task.id, "c2"), 0), (("", other.id, "c1"), 0)]
         )
