@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import os
 import signal
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import uvicorn
 from starlette.applications import Starlette
@@ -35,11 +37,16 @@ from tests.conftest import (
     user_message,
 )
 
-from skillwire import PushSettings, Task, WebhookPolicy
+from skillwire import MemoryTaskStore, PushSettings, Task, WebhookPolicy
 from skillwire.client import Client
 from skillwire.errors import A2AError
-from skillwire.models import AuthenticationInfo
-from skillwire.webhooks import HEADER, WebhookVerifier
+from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
+from skillwire.server.push import PushService
+from skillwire.server.push_delivery import RetryPolicy, _retry_after
+from skillwire.stores.base import write_task
+from skillwire.stores.push import Outgoing, PushConfigRecord
+from skillwire.testing.store_contract import make_task
+from skillwire.webhooks import HEADER, WebhookSigner, WebhookVerifier, generate_key, load_or_create
 
 LOCAL = WebhookPolicy(allow=["127.0.0.1"], allow_http=True)
 #: Retries fast enough for a test, and few of them.
@@ -533,3 +540,107 @@ def test_deliveries_pending_when_the_server_is_killed_arrive_after_restart_in_or
     assert sorted(by_task) == sorted(task_ids)
     for events in by_task.values():
         assert kinds(events) == ECHO_EVENTS
+
+
+# -- key rotation, the guard at delivery time, the retry policy ---------------------------------------------
+
+
+async def test_rotated_keys_stay_published_and_old_tokens_still_verify(tmp_path: Path, serve: Any) -> None:
+    old, new = tmp_path / "old.pem", tmp_path / "new.pem"
+    old_signer = WebhookSigner(load_or_create(old), issuer="https://agent.example")
+    server = serve(echo_app(push=PushSettings(signing_key=[new, old])))
+    async with httpx.AsyncClient() as http:
+        jwks = (await http.get(server.url + "/.well-known/webhook-jwks.json")).json()
+    assert len(jwks["keys"]) == 2 and new.exists()
+    verifier = WebhookVerifier(jwks, issuer="https://agent.example", audience="https://me.example/hook")
+    body = b'{"statusUpdate":{}}'
+    token = old_signer.sign(body, audience="https://me.example/hook")
+    claims = await verifier.verify(body, {HEADER: token})
+    assert claims.issuer == "https://agent.example"
+    [signing] = [k for k in jwks["keys"] if k["kid"] != old_signer.keys.current.kid]
+    assert signing["kid"] == load_or_create(new).thumbprint()
+
+
+async def test_a_name_that_resolves_to_a_refused_address_is_a_recorded_failure(tmp_path: Path) -> None:
+    async def rebinding(host: str, port: int) -> list[Any]:
+        return [ipaddress.ip_address("127.0.0.1")]  # what an attacker's DNS answers at delivery time
+
+    store = MemoryTaskStore()
+    await store.open()
+    key = generate_key(tmp_path / "key.pem")
+    push = PushService(
+        store,
+        WebhookSigner(key, issuer="https://agent.example"),
+        policy=WebhookPolicy(),
+        settings=PushSettings(max_attempts=1),
+        resolver=rebinding,
+    )
+    config = b'{"url":"https://hooks.example.com/a2a","taskId":"t"}'
+    push.check(
+        msgspec.json.decode(config, type=TaskPushNotificationConfig)
+    )  # passes at set time: a public name
+    task = make_task()
+    await store.put_push_config(PushConfigRecord("", task.id, "c1", config), 10)
+    write = write_task(task, version=1)
+    await store.commit(msgspec.structs.replace(write, deliveries=(Outgoing("c1", b"{}"),)))
+    await push.start()
+    try:
+        push.ready("", task.id, {"c1": "1.0"}, 1)
+        await push.deliverer.idle()
+        [failed] = await store.failed_deliveries()
+        assert "resolves to a refused address" in failed.error and "loopback" in failed.error
+        assert failed.attempts == 1 and push.deliverer.stats.failed == 1
+    finally:
+        await push.stop()
+        await store.close()
+
+
+def test_the_backoff_doubles_within_bounds_and_retry_after_can_only_lengthen_it() -> None:
+    policy = RetryPolicy(max_attempts=8, first_delay=1.0, max_delay=300.0)
+    assert [policy.delay(n, None, lambda: 1.0) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
+    assert [policy.delay(n, None, lambda: 0.0) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]  # jitter: half
+    assert policy.delay(20, None, lambda: 1.0) == 300.0
+    assert policy.delay(1, 60.0, lambda: 1.0) == 60.0  # the receiver asked for longer
+    assert policy.delay(3, 0.0, lambda: 1.0) == 4.0  # and never for shorter
+    assert policy.delay(1, 10_000.0, lambda: 1.0) == 300.0  # at most max_delay
+    assert _retry_after("120") == 120.0
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past: now
+    assert _retry_after("soon") is None and _retry_after(None) is None
+
+
+# -- skillwire serve --------------------------------------------------------------------------------------
+
+
+def _serve_args(*flags: str) -> list[str]:
+    return ["serve", str(EXAMPLES / "echo"), "--store", "memory://", *flags]
+
+
+def test_serve_offers_push_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillwire.cli.main import _application, _parse
+
+    monkeypatch.delenv("SKILLWIRE_PUSH", raising=False)
+    _, on = _application(_parse(_serve_args()))
+    assert on.push is not None and on.card.capabilities.push_notifications is True
+    _, off = _application(_parse(_serve_args("--no-push")))
+    assert off.push is None and off.card.capabilities.push_notifications is False
+    monkeypatch.setenv("SKILLWIRE_PUSH", "0")
+    _, from_env = _application(_parse(_serve_args()))
+    assert from_env.push is None
+
+
+def test_serve_push_signing_keys_survive_the_reload_trip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from skillwire.cli.main import _application, _as_env, _parse
+
+    monkeypatch.delenv("SKILLWIRE_PUSH_SIGNING_KEY", raising=False)
+    new, old = str(tmp_path / "new.pem"), str(tmp_path / "old.pem")
+    args = _parse(_serve_args("--push-signing-key", new, "--push-signing-key", old))
+    _, app = _application(args)
+    assert app.push is not None and app.push.settings.signing_key == [new, old]
+    env = _as_env(args)
+    assert env["SKILLWIRE_PUSH_SIGNING_KEY"] == f"{new},{old}"
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    _, again = _application(_parse(["serve", "--store", "memory://"]))
+    assert again.push is not None and again.push.settings.signing_key == [new, old]

@@ -241,10 +241,13 @@ def _add_webhooks(serve: Any) -> None:
     )
     serve.add_argument(
         "--push-signing-key",
-        default=_env("PUSH_SIGNING_KEY"),
+        action="append",
+        default=None,
         metavar="PATH",
         help="the private key (PEM or JWK) push deliveries are signed with, made there if missing"
-        " (default: NAME.webhook-key.pem beside the SQLite store)",
+        " (default: NAME.webhook-key.pem beside the SQLite store); given again, the later keys are the ones"
+        " used before, kept in the JWKS for an hour (rotation); SKILLWIRE_PUSH_SIGNING_KEY takes them"
+        " comma-separated",
     )
 
 
@@ -399,8 +402,11 @@ def _push_settings(agent: Agent, args: argparse.Namespace) -> PushSettings:
     settings = agent.push
     if args.push is not None:
         settings = dataclasses.replace(settings, enabled=args.push)
-    if args.push_signing_key:
-        settings = dataclasses.replace(settings, signing_key=args.push_signing_key)
+    keys = args.push_signing_key
+    if keys is None:
+        keys = [text for text in (_env("PUSH_SIGNING_KEY", "") or "").split(",") if text]
+    if keys:
+        settings = dataclasses.replace(settings, signing_key=keys[0] if len(keys) == 1 else keys)
     return settings
 
 
@@ -476,7 +482,9 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,
         "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
         "CARD_SIGNING_KID": args.card_signing_kid,
-        "PUSH_SIGNING_KEY": str(Path(args.push_signing_key).resolve()) if args.push_signing_key else None,
+        "PUSH_SIGNING_KEY": ",".join(str(Path(k).resolve()) for k in args.push_signing_key)
+        if args.push_signing_key
+        else None,
         "LOG_LEVEL": args.log_level,
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,

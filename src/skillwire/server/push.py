@@ -84,7 +84,8 @@ class PushSettings:
 
     ``enabled``: offer them (``capabilities.pushNotifications``); ``signing_key``: the private key deliveries
     are signed with (a PEM or JWK file path, a joserfc key, a JWK dict or a :class:`~skillwire.webhooks.
-    WebhookKeys`); None: a P-256 key generated once and kept beside the SQLite store
+    WebhookKeys`), or a list of them: the first signs, the others (the keys used before it) stay in the JWKS
+    for ``previous_keys_grace`` seconds; None: a P-256 key generated once and kept beside the SQLite store
     (``NAME.webhook-key.pem``), or held in memory with the memory store. ``issuer``: the ``iss`` of
     deliveries whose config was set where the agent's URL is not known (gRPC without a public URL); default
     the public URL, else ``urn:skillwire:agent``. The rest are budgets: configs per task, deliveries waiting
@@ -93,6 +94,7 @@ class PushSettings:
 
     enabled: bool = True
     signing_key: Any = None
+    previous_keys_grace: float = 3600.0
     issuer: str | None = None
     max_configs_per_task: int = 10
     max_pending: int = 100_000
@@ -128,6 +130,16 @@ def signer_for(settings: PushSettings, store_url: str, issuer: str) -> WebhookSi
     key = settings.signing_key
     if isinstance(key, str | os.PathLike):
         key = load_or_create(Path(key))
+    elif isinstance(key, list | tuple):
+        # key rotation across a restart: the first key signs, the others (the keys used before it) stay
+        # published for ``previous_keys_grace`` seconds
+        if not key:
+            raise ValueError("PushSettings.signing_key: an empty list names no key")
+        loaded = [load_or_create(Path(k)) if isinstance(k, str | os.PathLike) else k for k in key]
+        keys = WebhookKeys(loaded[-1])
+        for newer in reversed(loaded[:-1]):
+            keys.rotate(newer, grace=settings.previous_keys_grace)
+        key = keys
     elif key is None:
         where = key_path_for(store_url)
         if where is not None:
