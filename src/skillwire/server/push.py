@@ -200,10 +200,16 @@ class PushService:
 
         if callable(self._signer) and not hasattr(self._signer, "sign"):
             self._signer = await asyncio.to_thread(self._signer)
-        client = guarded_client(
-            self.policy, timeout=self.settings.timeout, resolver=self._resolver, ssl_context=self._ssl_context
-        )
-        await self.deliverer.start(client, self.signer)
+        import httpx
+
+        context = self._ssl_context or httpx.create_ssl_context(trust_env=False)
+        clients = [
+            guarded_client(
+                self.policy, timeout=self.settings.timeout, resolver=self._resolver, ssl_context=context
+            )
+            for _ in range(self.settings.concurrency)
+        ]
+        await self.deliverer.start(clients, self.signer)
 
     async def stop(self) -> None:
         await self.deliverer.stop()
