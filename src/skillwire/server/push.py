@@ -253,14 +253,21 @@ class PushService:
             exc.field_violations = [(f"{field}.url", exc.refusal)]
             raise
 
+    def record(
+        self, config: TaskPushNotificationConfig, tenant: str, task_id: str, call: CallContext
+    ) -> tuple[TaskPushNotificationConfig, PushConfigRecord]:
+        """``config`` (checked) as it is stored for the task, and its record (not stored yet)."""
+        stored = msgspec.structs.replace(config, id=config.id or new_id(), task_id=task_id)
+        shape = "0.3" if call.protocol_version.startswith("0.") else "1.0"
+        issuer = call.base_url.rstrip("/") or self.issuer
+        return stored, PushConfigRecord(tenant, task_id, stored.id, _encode(stored), shape, issuer)
+
     async def put(
         self, config: TaskPushNotificationConfig, tenant: str, task_id: str, call: CallContext
     ) -> tuple[TaskPushNotificationConfig, str]:
         """Store ``config`` (checked) for the task; it as stored, and its delivery shape."""
-        stored = msgspec.structs.replace(config, id=config.id or new_id(), task_id=task_id)
-        shape = "0.3" if call.protocol_version.startswith("0.") else "1.0"
-        issuer = call.base_url.rstrip("/") or self.issuer
-        record = PushConfigRecord(tenant, task_id, stored.id, _encode(stored), shape, issuer)
+        stored, record = self.record(config, tenant, task_id, call)
+        shape = record.shape
         limit = self.settings.max_configs_per_task
         if not await self.store.put_push_config(record, limit):
             raise InvalidParamsError(

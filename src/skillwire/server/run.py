@@ -52,6 +52,7 @@ from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
 from skillwire.stores.base import StoredTask, write_task
+from skillwire.stores.push import PushConfigRecord
 
 if TYPE_CHECKING:
     from skillwire.server.runtime import TaskRuntime
@@ -168,6 +169,8 @@ class TaskRun:
         self._expiring: asyncio.Future[None] | None = None
         #: The task's push configs (id -> delivery shape): each commit queues its events for them.
         self.push: dict[str, str] = {}
+        #: Configs to store with the next commit (given inline in the SendMessage that creates the task).
+        self.push_records: list[PushConfigRecord] = []
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -213,12 +216,15 @@ class TaskRun:
                 service = self.runtime.push
                 if events and service is not None:
                     write = msgspec.structs.replace(write, deliveries=service.outgoing(events, targets))
+            if self.push_records:
+                write = msgspec.structs.replace(write, configs=tuple(self.push_records))
             try:
                 await self.runtime.store.commit(write)
             except Exception as exc:
                 log.error("could not store task %s: %s", self.task_id, exc)
                 raise await self._abort(InternalError(STORE_FAILED), STORE_MESSAGE) from None
             self.committed, self.stored = version, layout
+            self.push_records.clear()
             self._publish_through(version)
             if write.deliveries and self.runtime.push is not None:
                 self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))

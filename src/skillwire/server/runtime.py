@@ -494,8 +494,13 @@ class TaskRuntime(BaseRequestHandler):
             inline = config.task_push_notification_config if config is not None else None
             if inline is not None and self.push is not None:
                 await self._read(self.push.admit())
-                stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
-                run.push[stored.id] = shape
+                if run.previous is None:  # a new task: the config is stored with its first write
+                    stored, record = self.push.record(inline, run.tenant, run.task_id, run.call)
+                    run.push_records.append(record)
+                    run.push[stored.id] = record.shape
+                else:
+                    stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
+                    run.push[stored.id] = shape
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)

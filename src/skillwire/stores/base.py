@@ -34,7 +34,7 @@ from skillwire.errors import InvalidParamsError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Artifact, Message, Part, Task
 from skillwire.protocol.states import TaskState
-from skillwire.stores.push import Outgoing
+from skillwire.stores.push import Outgoing, PushConfigRecord
 
 __all__ = [
     "ArtifactPiece",
@@ -114,6 +114,9 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     #: Push-notification deliveries of the events this write covers, stored with it in one transaction (a
     #: store without push support refuses a write that has any: see :mod:`skillwire.stores.push`).
     deliveries: tuple[Outgoing, ...] = ()
+    #: Push configs set with this write (a config given inline in the SendMessage that creates the task),
+    #: stored in the same transaction, before its deliveries.
+    configs: tuple[PushConfigRecord, ...] = ()
 
 
 def write_task(

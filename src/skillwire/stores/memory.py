@@ -90,6 +90,8 @@ class MemoryTaskStore:
             row.version, row.context_id, row.head = write.version, write.context_id, write.head
             row.state, row.updated_us = write.state, write.updated_us
         _apply_pieces(row, write)
+        for record in write.configs:
+            self._push.put(record, max_per_task=2**31)
         if write.deliveries:
             self._push.enqueue(write.tenant, write.task_id, write.deliveries, write.updated_us)
         if write.state.is_terminal:

@@ -248,10 +248,10 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
         params: list[object] = []
         for w in chunk:
             params.extend(_insert_params(w))
-        if not any(w.deliveries for w in chunk):
+        if not any(w.deliveries or w.configs for w in chunk):
             outcomes.extend(_conflicts(chunk, conn.execute(sql, params).fetchall()))
             continue
-        # With push deliveries, the tasks and their deliveries are one transaction.
+        # With push configs or deliveries, the tasks and those are one transaction.
         conn.execute("BEGIN IMMEDIATE")
         try:
             found = _conflicts(chunk, conn.execute(sql, params).fetchall())
@@ -269,7 +269,14 @@ _ENQUEUE = "INSERT INTO deliveries (tenant, task_id, config_id, body, created_us
 
 
 def _enqueue(conn: sqlite3.Connection, writes: list[TaskWrite]) -> None:
-    """Queue the push deliveries these writes carry (see :mod:`skillwire.stores.push`)."""
+    """Store the push configs and queue the deliveries these writes carry (see :mod:`skillwire.stores.push`)."""
+    configs = [(c.tenant, c.task_id, c.id, c.body, c.shape, c.issuer) for w in writes for c in w.configs]
+    if configs:
+        conn.executemany(
+            "INSERT OR REPLACE INTO push_configs (tenant, task_id, id, body, shape, issuer)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            configs,
+        )
     rows = [
         (w.tenant, w.task_id, out.config_id, out.body, w.updated_us) for w in writes for out in w.deliveries
     ]

@@ -589,6 +589,29 @@ class PushStoreContract:
         assert await _head(store, lane) is None
         assert await store.pending_lanes() == []
 
+    async def test_configs_given_with_a_write_are_stored_with_it(self, store: PushTaskStore) -> None:
+        task, other = make_task(), make_task()
+        config = push_config(task.id, "inline")
+        write = msgspec.structs.replace(write_task(task, version=1), configs=(config,))
+        await store.commit(with_deliveries(write, b"first", config="inline"))
+        assert await store.get_push_config("", task.id, "inline") == config
+        assert [d.body for d in await store.next_deliveries(("", task.id, "inline"), 5)] == [b"first"]
+        # a write that conflicts stores neither its configs nor its deliveries
+        stale = msgspec.structs.replace(write_task(task, version=1), configs=(push_config(task.id, "late"),))
+        with pytest.raises(ConcurrentUpdateError):
+            await store.commit(with_deliveries(stale, b"never", config="late"))
+        assert await store.get_push_config("", task.id, "late") is None
+        assert await store.next_deliveries(("", task.id, "late"), 5) == []
+        # and among new tasks committed together (one statement in SQLite), each keeps its own
+        third = make_task()
+        together = [
+            msgspec.structs.replace(write_task(t, version=1), configs=(push_config(t.id, "c"),))
+            for t in (other, third)
+        ]
+        await asyncio.gather(*(store.commit(w) for w in together))
+        for t in (other, third):
+            assert await store.get_push_config("", t.id, "c") == push_config(t.id, "c")
+
     async def test_deliveries_are_read_and_finished_several_at_a_time(self, store: PushTaskStore) -> None:
         task = make_task()
         await store.commit(with_deliveries(write_task(task, version=1), b"a", b"b", b"c", b"d"))
