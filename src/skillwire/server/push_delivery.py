@@ -137,6 +137,11 @@ class Deliverer:
         self._busy: dict[Lane, asyncio.Task[None]] = {}
         #: busy lanes that got new deliveries meanwhile
         self._again: set[Lane] = set()
+        #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
+        #: written), and the task writing them
+        self._made: list[int] = []
+        self._recording: set[int] = set()
+        self._recorder: asyncio.Task[None] | None = None
         self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
@@ -178,6 +183,8 @@ class Deliverer:
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        with contextlib.suppress(Exception):  # what was made is recorded (else it is made again next time)
+            await self._recorded()
         for client in self._all_clients:
             await client.aclose()
 
@@ -204,7 +211,8 @@ class Deliverer:
         """Wait until no lane has a delivery due now or under way (lanes waiting for a retry may remain)."""
         while True:
             self._idle.clear()
-            if not self._busy and not any(due <= _now_us() for due in self._due.values()):
+            recording = self._recorder is not None and not self._recorder.done()
+            if not self._busy and not recording and not any(due <= _now_us() for due in self._due.values()):
                 return
             await self._idle.wait()
 
@@ -261,7 +269,12 @@ class Deliverer:
     async def _deliver_lane(self, lane: Lane) -> int | None:
         """Deliver ``lane`` from its head on (a batch read at once, the deliveries made recorded at once);
         when it should be looked at again (None: it is empty)."""
-        batch = await self.store.next_deliveries(lane, _BURST)
+        read = await self.store.next_deliveries(lane, _BURST)
+        batch = [d for d in read if d.seq not in self._recording]
+        if read and not batch:  # its first ones were made, and are being recorded: wait for that, read again
+            await self._recorded()
+            read = await self.store.next_deliveries(lane, _BURST)
+            batch = [d for d in read if d.seq not in self._recording]
         done: list[int] = []
         try:
             for delivery in batch:
@@ -298,12 +311,39 @@ class Deliverer:
                 return next_us
         finally:
             if done:
-                await self.store.finish_deliveries(done)
-                self.stats.delivered += len(done)
-                self.pending -= len(done)
+                self._record(done)
         # a full batch: more may wait, behind the other lanes; else the lane is empty (or got more meanwhile,
         # which ``ready`` noted)
-        return 0 if len(batch) == _BURST else None
+        return 0 if len(read) == _BURST else None
+
+    def _record(self, seqs: list[int]) -> None:
+        """These deliveries were made: record it in the store soon, in one write with those of other lanes
+        (the lane goes on meanwhile; a read of the lane skips them until then)."""
+        self.stats.delivered += len(seqs)
+        self.pending -= len(seqs)
+        self._made.extend(seqs)
+        self._recording.update(seqs)
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record_made(), name="skillwire-push-record")
+
+    async def _record_made(self) -> None:
+        while self._made:
+            batch, self._made = self._made, []
+            try:
+                await self.store.finish_deliveries(batch)
+            except StoreError as exc:
+                log.error("could not record %d push deliveries as made yet (%s); retrying", len(batch), exc)
+                self._made = batch + self._made
+                await asyncio.sleep(_STORE_RETRY)
+                continue
+            self._recording.difference_update(batch)
+        self._idle.set()
+
+    async def _recorded(self) -> None:
+        """Wait until the deliveries made so far are recorded."""
+        recorder = self._recorder
+        if recorder is not None and not recorder.done():
+            await asyncio.shield(recorder)
 
     # -- one attempt ------------------------------------------------------------------------------------------
 
