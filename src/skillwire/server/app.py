@@ -339,11 +339,23 @@ class A2AApplication:
             elif path == JWKS_PATH and self.card_endpoint.signers:
                 await self.card_endpoint.jwks(scope, receive, send)
             elif path == PUSH_JWKS_PATH and self.push is not None and self._serving:
-                await send_key_set(scope, send, _encode_json(self.push.public_jwks()), b"public, max-age=300")
+                await self._push_jwks(scope, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    async def _push_jwks(self, scope: Scope, send: Send) -> None:
+        """``GET /.well-known/webhook-jwks.json``: the public keys of push deliveries' signatures."""
+        assert self.push is not None
+        try:
+            jwks = await self.push.public_jwks()
+        except Exception as exc:
+            log.error("the push signing key could not be loaded: %s", exc)
+            error = ServerBusyError("The push signing keys are not available yet", retry_after=5)
+            await self._answer_unavailable(send, error)
+            return
+        await send_key_set(scope, send, _encode_json(jwks), b"public, max-age=300")
 
     async def _host_allowed(self, scope: Scope, send: Send) -> bool:
         """Whether the request's Host is allowed; if not, it is answered 400 in the shape of the route it

@@ -25,6 +25,8 @@ Rules chosen:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,9 +60,13 @@ from skillwire.stores.push import (
 if TYPE_CHECKING:
     import ssl
 
+    import httpx
+
     from skillwire.webhooks import WebhookSigner
 
 __all__ = ["JWKS_PATH", "PushService", "PushSettings", "Targets"]
+
+log = logging.getLogger("skillwire.push")
 
 #: Where the public keys of the deliveries' signatures are served.
 JWKS_PATH = "/.well-known/webhook-jwks.json"
@@ -176,6 +182,8 @@ class PushService:
         self.settings = settings = settings or PushSettings()
         self._resolver, self._ssl_context = resolver, ssl_context
         self._recounted = float("-inf")
+        self._making = asyncio.Lock()
+        self._warming: asyncio.Task[None] | None = None
         self.deliverer = Deliverer(
             store,
             concurrency=settings.concurrency,
@@ -187,20 +195,20 @@ class PushService:
             ),
         )
 
-    @property
-    def signer(self) -> WebhookSigner:
-        """The deliveries' signer (made by ``start()`` when it was given as a function)."""
+    async def signer(self) -> WebhookSigner:
+        """The deliveries' signer, made on first use when it was given as a function (it may read or write
+        a key file, in a worker thread): an agent that never pushes never loads the key or JOSE."""
         if callable(self._signer) and not hasattr(self._signer, "sign"):
-            raise RuntimeError("the push service is not started")
+            async with self._making:
+                if callable(self._signer) and not hasattr(self._signer, "sign"):
+                    self._signer = await asyncio.to_thread(self._signer)
         return self._signer  # type: ignore[return-value]
 
-    async def start(self) -> None:
-        """Make the signer (when given as a function), then start delivering what the store holds."""
-        from skillwire.server.outbound import guarded_client
-
-        if callable(self._signer) and not hasattr(self._signer, "sign"):
-            self._signer = await asyncio.to_thread(self._signer)
+    async def _connect(self) -> tuple[list[httpx.AsyncClient], WebhookSigner]:
+        """What the first delivery needs: one guarded client per delivery slot, and the signer."""
         import httpx
+
+        from skillwire.server.outbound import guarded_client
 
         context = self._ssl_context or httpx.create_ssl_context(trust_env=False)
         clients = [
@@ -209,13 +217,31 @@ class PushService:
             )
             for _ in range(self.settings.concurrency)
         ]
-        await self.deliverer.start(clients, self.signer)
+        return clients, await self.signer()
+
+    async def start(self) -> None:
+        """Start delivering what the store holds. The signing key is loaded (or generated) in the
+        background, so start-up does not wait for it (a key that cannot be read is logged then, and each
+        delivery fails until it can); the HTTP clients are made at the first delivery."""
+        await self.deliverer.start(self._connect)
+        self._warming = asyncio.create_task(self._warm(), name="skillwire-push-key")
+
+    async def _warm(self) -> None:
+        try:
+            await self.signer()
+        except Exception:
+            log.exception("the push notification signing key could not be loaded")
 
     async def stop(self) -> None:
+        warming, self._warming = self._warming, None
+        if warming is not None:
+            warming.cancel()
+            with contextlib.suppress(BaseException):
+                await warming
         await self.deliverer.stop()
 
-    def public_jwks(self) -> dict[str, Any]:
-        return self.signer.public_jwks()
+    async def public_jwks(self) -> dict[str, Any]:
+        return (await self.signer()).public_jwks()
 
     # -- configs ----------------------------------------------------------------------------------------
 

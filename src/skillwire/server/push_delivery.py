@@ -32,7 +32,7 @@ import logging
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,6 +62,9 @@ _MAX_ANSWER = 64 * 1024
 _CONFIG_CACHE = 4096
 
 _decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+
+#: Makes what delivering needs: the HTTP clients (one per slot) and the signer.
+Connect = Callable[[], "Awaitable[tuple[list[httpx.AsyncClient], WebhookSigner]]"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,10 +121,13 @@ class Deliverer:
         rng: Callable[[], float] = random.random,
     ) -> None:
         self.store = store
-        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``).
+        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
+        #: signer: made by ``connect`` at the first delivery.
         self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
         self._all_clients: list[httpx.AsyncClient] = []
         self.signer: WebhookSigner | None = None
+        self._connect: Connect | None = None
+        self._connecting = asyncio.Lock()
         self.concurrency = concurrency
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
@@ -150,9 +156,9 @@ class Deliverer:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
-    async def start(self, clients: Sequence[httpx.AsyncClient], signer: WebhookSigner) -> None:
-        """Schedule the lanes the store holds pending deliveries for, and start delivering with ``clients``
-        (which the worker closes when it stops) and ``signer``.
+    async def start(self, connect: Connect) -> None:
+        """Schedule the lanes the store holds pending deliveries for, and start delivering. ``connect`` makes
+        the HTTP clients (which the worker closes when it stops) and the signer, at the first delivery.
 
         Each attempt takes a client of its own and gives it back after: httpx's connection pool hands one
         idle connection to every request that arrives at once and makes all but one of them try again
@@ -161,12 +167,7 @@ class Deliverer:
         through it reuses one."""
         if self._loop_task is not None:
             return
-        if not clients:
-            raise ValueError("the deliverer needs at least one HTTP client")
-        self.signer = signer
-        self._all_clients = list(clients)
-        for client in self._all_clients:
-            self._clients.put_nowait(client)
+        self._connect = connect
         self.pending = await self.store.pending_count()
         for lane, due in await self.store.pending_lanes():
             self._schedule(lane, due)
@@ -370,9 +371,22 @@ class Deliverer:
             headers[TOKEN_HEADER] = config.token
         from skillwire.webhooks import HEADER
 
-        assert self.signer is not None, "start() first"
-        headers[HEADER] = self.signer.sign(delivery.body, audience=config.url, issuer=record.issuer or None)
+        signer = self.signer or await self._connected()
+        headers[HEADER] = signer.sign(delivery.body, audience=config.url, issuer=record.issuer or None)
         return await self._post(config.url, delivery.body, headers)
+
+    async def _connected(self) -> WebhookSigner:
+        async with self._connecting:
+            if self.signer is None:
+                assert self._connect is not None, "start() first"
+                clients, signer = await self._connect()
+                if not clients:
+                    raise ValueError("the deliverer needs at least one HTTP client")
+                self._all_clients = list(clients)
+                for client in self._all_clients:
+                    self._clients.put_nowait(client)
+                self.signer = signer
+        return self.signer
 
     async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> _Outcome:
         import httpx
