@@ -644,3 +644,14 @@ def test_serve_push_signing_keys_survive_the_reload_trip(
         monkeypatch.setenv(name, value)
     _, again = _application(_parse(["serve", "--store", "memory://"]))
     assert again.push is not None and again.push.settings.signing_key == [new, old]
+
+
+def test_the_generated_key_is_kept_beside_the_store_and_reused(tmp_path: Path, serve: Any) -> None:
+    store = f"sqlite:///{tmp_path / 'agent.db'}"
+    first = serve(example_agent("echo").asgi(store=store, webhook_policy=LOCAL))
+    kid = httpx.get(first.url + "/.well-known/webhook-jwks.json").json()["keys"][0]["kid"]
+    key = tmp_path / "agent.webhook-key.pem"
+    assert key.exists() and key.stat().st_mode & 0o777 == 0o600
+    first.stop()
+    second = serve(example_agent("echo").asgi(store=store, webhook_policy=LOCAL))
+    assert httpx.get(second.url + "/.well-known/webhook-jwks.json").json()["keys"][0]["kid"] == kid
