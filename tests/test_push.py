@@ -24,7 +24,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from tests.conftest import (
+
+from conftest import (
     A2A_V1,
     EXAMPLES,
     PROCESS_TIMEOUT,
@@ -36,7 +37,6 @@ from tests.conftest import (
     start_process,
     user_message,
 )
-
 from skillwire import MemoryTaskStore, PushSettings, Task, WebhookPolicy
 from skillwire.client import Client
 from skillwire.errors import A2AError
@@ -655,3 +655,49 @@ def test_the_generated_key_is_kept_beside_the_store_and_reused(tmp_path: Path, s
     first.stop()
     second = serve(example_agent("echo").asgi(store=store, webhook_policy=LOCAL))
     assert httpx.get(second.url + "/.well-known/webhook-jwks.json").json()["keys"][0]["kid"] == kid
+
+
+def test_the_operator_lists_failed_deliveries_while_the_server_runs(
+    tmp_path: Path, processes: list[Any], hook: Hook
+) -> None:
+    import subprocess
+    import sys
+
+    hook.default = 410
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    allow = ("--webhook-allow", "127.0.0.1", "--webhook-allow-http")
+    served = start_process(str(EXAMPLES / "echo"), store, tmp_path, *allow)
+    processes.append(served)
+    answer = served.call(
+        "SendMessage",
+        {
+            "message": user_message("hi"),
+            "configuration": {"taskPushNotificationConfig": {"url": hook.url, "id": "c"}},
+        },
+    )
+    task_id = answer["result"]["task"]["id"]
+    hook.wait_for(3, ok_only=False)  # each refused with 410: failed at once
+
+    def listed(*flags: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "skillwire", "deliveries", store, *flags],
+            capture_output=True,
+            text=True,
+            timeout=PROCESS_TIMEOUT,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    lines = listed("--json").splitlines()
+    for _ in range(50):  # the last failure may still be being written (each ask takes a process start)
+        if len(lines) >= 3:
+            break
+        lines = listed("--json").splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [(e["taskId"], e["configId"], e["attempts"], e["error"]) for e in entries] == [
+        (task_id, "c", 1, "HTTP 410")
+    ] * 3
+    text = listed()
+    assert f"task {task_id}  config c" in text and "HTTP 410" in text
+    assert served.proc.poll() is None  # read while the server owns the store
+    assert listed("--after", str(entries[-1]["seq"])) == "no failed deliveries\n"

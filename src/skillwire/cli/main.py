@@ -329,9 +329,58 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--allow-origin", action="append", default=[], metavar="ORIGIN", help=calls.ALLOW_ORIGIN_HELP
     )
+    deliveries = sub.add_parser(
+        "deliveries",
+        help="list the push deliveries that failed for good, from a SQLite store (read-only: works while a"
+        " server owns it)",
+    )
+    deliveries.add_argument("store", help="the store: sqlite:///PATH, or the file's path")
+    deliveries.add_argument("--after", type=int, default=0, metavar="SEQ", help="only those after this one")
+    deliveries.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    deliveries.add_argument("--json", action="store_true", help="one JSON object per line")
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     return parser
+
+
+def _deliveries(args: argparse.Namespace) -> int:
+    """``skillwire deliveries STORE``: the failed push deliveries, oldest first."""
+    import json
+    from datetime import UTC, datetime
+
+    from skillwire.server.context import split_partition
+    from skillwire.stores.sqlite import read_failed_deliveries
+
+    store = args.store
+    if store.startswith("sqlite://"):
+        store = store[len("sqlite://") :].partition("?")[0]
+        store = store[1:] if store.startswith("/") else store
+    elif "://" in store:
+        raise SkillwireError(f"{args.store!r}: deliveries are read from a SQLite store (sqlite:///PATH)")
+    found = read_failed_deliveries(store, after=args.after, limit=args.limit)
+    for d in found:
+        tenant, owner = split_partition(d.tenant)
+        when = datetime.fromtimestamp(d.created_us / 1_000_000, UTC).isoformat(timespec="seconds")
+        if args.json:
+            entry = {
+                "seq": d.seq,
+                "tenant": tenant,
+                "owner": owner,
+                "taskId": d.task_id,
+                "configId": d.config_id,
+                "attempts": d.attempts,
+                "error": d.error,
+                "created": when.replace("+00:00", "Z"),
+            }
+            say(json_text(json.dumps(entry)))
+        else:
+            who = f" tenant {tenant!r}" if tenant else ""
+            who += f" owner {owner}" if owner else ""
+            say(f"{d.seq}  task {d.task_id}  config {d.config_id}{who}  {d.attempts} attempt(s)  {when}")
+            say(f"    {d.error}")
+    if not found and not args.json:
+        say("no failed deliveries")
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -593,6 +642,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _list(args.target, as_json=args.json, allowed_origins=args.allow_origin)
         if args.command == "skills":
             return _check(args.folder, strict=args.strict)
+        if args.command == "deliveries":
+            return _deliveries(args)
         if args.command in calls.COMMANDS:
             return calls.run(args)
         if args.command in scaffold.COMMANDS:

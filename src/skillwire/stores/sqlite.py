@@ -63,7 +63,7 @@ try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SQLiteTaskStore"]
+__all__ = ["SQLiteTaskStore", "read_failed_deliveries"]
 
 log = logging.getLogger("skillwire.sqlite")
 
@@ -551,6 +551,32 @@ class SQLiteTaskStore:
             return [_delivery(row) for row in rows]
 
         return await self._read(read)
+
+
+def read_failed_deliveries(path: str | os.PathLike[str], after: int = 0, limit: int = 100) -> list[Delivery]:
+    """The failed push deliveries of the SQLite store at ``path``, read without opening the store: the file
+    is opened read-only and its owner lock is not taken, so this works while a server owns the store (WAL
+    readers never wait for the writer). For the operator (``skillwire deliveries``)."""
+    target = os.fspath(path)
+    if not os.path.exists(target):
+        raise StoreError(f"no SQLite store at {target}")
+    try:
+        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version < 3:
+            return []  # written before push notifications: none failed
+        rows = conn.execute(
+            f"SELECT {_DELIVERY} FROM deliveries WHERE failed = 1 AND seq > ? ORDER BY seq LIMIT ?",
+            (after, limit),
+        ).fetchall()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    finally:
+        conn.close()
+    return [_delivery(row) for row in rows]
 
 
 _DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us"
