@@ -75,6 +75,26 @@ def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
     return RunningServer(app, port, thread, server, loops[0])
 
 
+async def _no_outside_dns(host: str, port: int) -> list[Any]:
+    """The webhook resolver while tests run: ``localhost`` is this machine, any other name does not resolve,
+    so no push delivery a test causes (a config naming https://example.com/...) asks real DNS or leaves the
+    machine. Literal addresses (127.0.0.1: the receivers tests start) are not resolved at all."""
+    import ipaddress
+
+    if host.rstrip(".").lower() == "localhost":
+        return [ipaddress.ip_address("127.0.0.1")]
+    raise socket.gaierror(socket.EAI_NONAME, f"tests resolve no outside name ({host})")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _webhooks_stay_on_this_machine() -> Iterator[None]:
+    import skillwire.server.outbound as outbound
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(outbound, "resolve", _no_outside_dns)
+        yield
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[[A2AApplication], RunningServer]]:
     """``serve(app)`` starts a real server; every server started is stopped after the test."""

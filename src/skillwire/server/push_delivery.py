@@ -118,7 +118,7 @@ class Deliverer:
         concurrency: int = 32,
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
-        rng: Callable[[], float] = random.random,
+        rng: Callable[[], float] | None = None,
     ) -> None:
         self.store = store
         #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
@@ -134,7 +134,8 @@ class Deliverer:
         self.stats = DeliveryStats()
         #: Deliveries pending, as far as this worker knows (read from the store at start, then counted).
         self.pending = 0
-        self._rng = rng
+        # a generator of its own: the worker never moves the process's global random state
+        self._rng = rng or random.Random().random
         #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
         #: entries that no longer match ``_due`` are stale
         self._due: dict[Lane, int] = {}
