@@ -701,3 +701,16 @@ def test_the_operator_lists_failed_deliveries_while_the_server_runs(
     assert f"task {task_id}  config c" in text and "HTTP 410" in text
     assert served.proc.poll() is None  # read while the server owns the store
     assert listed("--after", str(entries[-1]["seq"])) == "no failed deliveries\n"
+
+
+def test_an_unreadable_signing_key_makes_the_key_set_unavailable_not_a_500(
+    tmp_path: Path, serve: Any
+) -> None:
+    broken = tmp_path / "key.pem"
+    broken.write_text("not a key\n")
+    server = serve(echo_app(push=PushSettings(signing_key=broken)))
+    answer = httpx.get(server.url + "/.well-known/webhook-jwks.json")
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "5"
+    assert answer.json()["error"]["message"] == "The push signing keys are not available yet"
+    card = httpx.get(server.url + "/.well-known/agent-card.json")
+    assert card.status_code == 200  # the agent itself goes on

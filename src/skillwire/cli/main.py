@@ -349,12 +349,12 @@ def _deliveries(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from skillwire.server.context import split_partition
+    from skillwire.stores.base import sqlite_path
     from skillwire.stores.sqlite import read_failed_deliveries
 
     store = args.store
     if store.startswith("sqlite://"):
-        store = store[len("sqlite://") :].partition("?")[0]
-        store = store[1:] if store.startswith("/") else store
+        store, _ = sqlite_path(store)
     elif "://" in store:
         raise SkillwireError(f"{args.store!r}: deliveries are read from a SQLite store (sqlite:///PATH)")
     found = read_failed_deliveries(store, after=args.after, limit=args.limit)

@@ -48,6 +48,7 @@ from skillwire.protocol.models import (
 from skillwire.server.context import CallContext
 from skillwire.server.outbound import Resolver, WebhookPolicy
 from skillwire.server.push_delivery import Deliverer, RetryPolicy
+from skillwire.stores.base import sqlite_path
 from skillwire.stores.push import (
     Lane,
     Outgoing,
@@ -123,8 +124,7 @@ def key_path_for(store_url: str) -> Path | None:
     """Where the generated signing key is kept for the store at ``store_url``: beside a SQLite file."""
     if not store_url.startswith("sqlite://"):
         return None
-    path = store_url[len("sqlite://") :].partition("?")[0]
-    path = path[1:] if path.startswith("/") else path
+    path, _ = sqlite_path(store_url)
     return Path(os.path.splitext(path)[0] + ".webhook-key.pem")
 
 
@@ -176,7 +176,9 @@ class PushService:
         write a key file); ``issuer``: the ``iss`` of deliveries whose config gives none;
         ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.outbound.guarded_client` takes them."""
         self.store = store
-        self._signer = signer
+        #: the signer once made, and what makes it (None once made)
+        self._signer: WebhookSigner | None = None if callable(signer) else signer
+        self._make_signer: Callable[[], WebhookSigner] | None = signer if callable(signer) else None
         self.issuer = issuer
         self.policy = policy or WebhookPolicy()
         self.settings = settings = settings or PushSettings()
@@ -198,11 +200,13 @@ class PushService:
     async def signer(self) -> WebhookSigner:
         """The deliveries' signer, made on first use when it was given as a function (it may read or write
         a key file, in a worker thread): an agent that never pushes never loads the key or JOSE."""
-        if callable(self._signer) and not hasattr(self._signer, "sign"):
+        if self._signer is None:
             async with self._making:
-                if callable(self._signer) and not hasattr(self._signer, "sign"):
-                    self._signer = await asyncio.to_thread(self._signer)
-        return self._signer  # type: ignore[return-value]
+                if self._signer is None:
+                    assert self._make_signer is not None
+                    self._signer = await asyncio.to_thread(self._make_signer)
+                    self._make_signer = None
+        return self._signer
 
     async def _connect(self) -> tuple[list[httpx.AsyncClient], WebhookSigner]:
         """What the first delivery needs: one guarded client per delivery slot, and the signer."""

@@ -45,6 +45,7 @@ __all__ = [
     "TaskStore",
     "TaskWrite",
     "open_store",
+    "sqlite_path",
     "write_task",
 ]
 
@@ -336,6 +337,13 @@ def decode_cursor(token: str) -> tuple[int, str, int]:
     return cursor_int(us), tie, cursor_int(total)
 
 
+def sqlite_path(url: str) -> tuple[str, str]:
+    """The file path and the query of a ``sqlite://`` URL (``sqlite:///rel.db`` -> ``rel.db``,
+    ``sqlite:////abs.db`` -> ``/abs.db``)."""
+    path, _, query = url[len("sqlite://") :].partition("?")
+    return path[1:] if path.startswith("/") else path, query
+
+
 def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
     """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
 
@@ -348,9 +356,7 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
     if url.startswith("sqlite://"):
         from skillwire.stores.sqlite import SQLiteTaskStore
 
-        path, _, query = url[len("sqlite://") :].partition("?")
-        if path.startswith("/"):
-            path = path[1:]
+        path, query = sqlite_path(url)
         if not path:
             raise SkillwireError(f"{url!r} names no file: use sqlite:///PATH")
         timeout = 5.0
