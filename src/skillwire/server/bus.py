@@ -37,6 +37,10 @@ class Subscription(Protocol):
 
 
 class EventBus(Protocol):
+    #: Whether other processes publish and subscribe through this bus too (Redis, PostgreSQL): a process then
+    #: learns from it that a task it runs was ended elsewhere (a CancelTask served by another process).
+    shared: bool
+
     def subscribe(self, key: tuple[str, str]) -> Subscription: ...
 
     def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
@@ -106,6 +110,8 @@ class _QueueSubscription:
 
 
 class InProcessEventBus:
+    shared = False
+
     def __init__(self, *, max_events: int = 10_000, max_bytes: int = 8 * 1024 * 1024) -> None:
         self.max_events = max_events
         self.max_bytes = max_bytes

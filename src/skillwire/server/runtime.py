@@ -108,12 +108,19 @@ class EventStream:
     """
 
     def __init__(
-        self, sub: Subscription, first: tuple[Task, int] | None = None, *, end_on_interrupt: bool = True
+        self,
+        sub: Subscription,
+        first: tuple[Task, int] | None = None,
+        *,
+        end_on_interrupt: bool = True,
+        floor: int = 0,
     ) -> None:
+        """``floor``: events of this version and older are dropped (a bus that replays a task's stream from
+        its start gives a stream of a continued task its earlier turns too)."""
         self._sub = sub
         self._first = first
         self._ends: Callable[[TaskState], bool] = settles if end_on_interrupt else _is_terminal
-        self._seen = first[1] if first is not None else 0
+        self._seen = first[1] if first is not None else floor
         self._started = False
         self._done = False
 
@@ -292,6 +299,9 @@ class TaskRuntime(BaseRequestHandler):
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
         self.bus.close()
+        closing = getattr(self.bus, "aclose", None)
+        if closing is not None:  # a bus with connections of its own (Redis, PostgreSQL)
+            await closing()
         if self.push is not None:
             await self.push.stop()  # what is not delivered yet stays in the store, for the next start
 
@@ -563,7 +573,7 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub)
+        return EventStream(sub, floor=run.committed)
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
         tenant = _partition(request, call)
