@@ -482,6 +482,85 @@ async def test_following_resumes_after_a_restart(tmp_path: Path) -> None:
     await store2.close()
 
 
+def retrying_agent(started: asyncio.Event, release: asyncio.Event, retryable: bool = True) -> Agent:
+    agent = Agent("R")
+
+    @agent.skill(tags=["test"], retryable=retryable)
+    async def work(params: Any, ctx: SkillContext) -> str:
+        """Safe to run twice."""
+        started.set()
+        await release.wait()
+        return f"done {params['text']}"
+
+    return agent
+
+
+async def left_working(path: Path, agent: Agent) -> str:
+    """A task of ``agent`` left WORKING in the SQLite file at ``path`` by a process that "died"."""
+    store = SQLiteTaskStore(path)
+    await store.open()
+    rt = runtime_for(agent, store)
+    request = text("x")
+    request.configuration = SendMessageConfiguration(return_immediately=True)
+    task = await send(rt, request)
+    await store.close()  # "crash" while the handler runs
+    return task.id
+
+
+async def test_a_retryable_skill_runs_again_after_a_restart_at_most_three_times(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    task_id = await left_working(path, retrying_agent(asyncio.Event(), asyncio.Event()))
+    for attempt in (2, 3):
+        started, release = asyncio.Event(), asyncio.Event()
+        store = SQLiteTaskStore(path)
+        await store.open()
+        rt = runtime_for(retrying_agent(started, release), store)
+        await rt.start()
+        assert await rt.recovered() == []  # taken back, not failed
+        await asyncio.wait_for(started.wait(), WAIT)
+        running = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
+        assert running.metadata == {"attempt": attempt}
+        if attempt == 3:
+            release.set()
+            await finish(rt, task_id)
+            done = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
+            assert done.status.state is TaskState.COMPLETED
+            assert done.artifacts[0].parts[0].text == "done x"
+        await store.close()  # dies again while running (attempt 2), or ends cleanly (attempt 3)
+
+    # a third death: the task has had its runs and is failed
+    task_id = await left_working(tmp_path / "u.db", retrying_agent(asyncio.Event(), asyncio.Event()))
+    for _ in range(2):
+        started = asyncio.Event()
+        store = SQLiteTaskStore(tmp_path / "u.db")
+        await store.open()
+        rt = runtime_for(retrying_agent(started, asyncio.Event()), store)
+        await rt.start()
+        await asyncio.wait_for(started.wait(), WAIT)
+        await store.close()
+    store = SQLiteTaskStore(tmp_path / "u.db")
+    await store.open()
+    rt = runtime_for(retrying_agent(asyncio.Event(), asyncio.Event()), store)
+    await rt.start()
+    assert await rt.recovered() == [task_id]
+    failed = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
+    assert failed.status.state is TaskState.FAILED
+    await rt.stop()
+    await store.close()
+
+
+async def test_a_skill_that_is_not_retryable_is_failed_after_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    task_id = await left_working(path, retrying_agent(asyncio.Event(), asyncio.Event(), retryable=False))
+    store = SQLiteTaskStore(path)
+    await store.open()
+    rt = runtime_for(retrying_agent(asyncio.Event(), asyncio.Event(), retryable=False), store)
+    await rt.start()
+    assert await rt.recovered() == [task_id]
+    await rt.stop()
+    await store.close()
+
+
 # -- hooks and read-only ---------------------------------------------------------------------------------------
 
 

@@ -155,6 +155,7 @@ class Agent:
         timeout_seconds: float | None = None,
         text_input: str | None = None,
         security: Sequence[Requirement] = (),
+        retryable: bool = False,
     ) -> Callable[[F], F]:
         """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
@@ -168,7 +169,9 @@ class Agent:
         docstring; like a manifest, a skill needs a description and at least one tag. Without
         ``input_schema``, the Struct or the typed parameters are the input schema (both at once is refused).
         ``timeout_seconds`` is the skill's deadline (like a manifest's ``executionHints.timeoutSeconds``;
-        default: ``Limits.task_timeout``). ``text_input`` names the input property a text message fills (a
+        default: ``Limits.task_timeout``); ``retryable=True`` lets another process run it again from the
+        task's first message when the process running it died (its ``executionHints.retryable``).
+        ``text_input`` names the input property a text message fills (a
         manifest's ``textInput``). ``security`` is the skill's securityRequirements, checked on top of the
         agent's (``[{"bearer": ["deploy"]}]``: a token with that scope); they must name schemes the agent's
         ``security=`` declares."""
@@ -189,6 +192,7 @@ class Agent:
                         follow=follow,
                         timeout_seconds=timeout_seconds,
                         text_input=text_input,
+                        retryable=retryable,
                         security_requirements=as_card(requirement_sets(security)),
                     )
                 )

@@ -88,6 +88,10 @@ class Limits:
     #: Seconds one executor run may take unless a skill's ``executionHints.timeoutSeconds`` says otherwise
     #: (``None``: no deadline). At the deadline the work is cancelled and the task fails with a reason.
     task_timeout: float | None = 3600.0
+    #: Seconds a process's lease on the tasks it runs lasts without renewal, with a store several processes
+    #: share (PostgreSQL). It is renewed every third of this; once it lapses (the process died) another process
+    #: takes its tasks over within about 4/3 of it (docs/deploy.md).
+    lease_seconds: float = 15.0
     #: Finished tasks the memory store keeps (the oldest are forgotten first).
     memory_store_finished_tasks: int = 10_000
 

@@ -186,6 +186,7 @@ class PushService:
         self._recounted = float("-inf")
         self._making = asyncio.Lock()
         self._warming: asyncio.Task[None] | None = None
+        self._rescan: asyncio.Task[None] | None = None
         self.deliverer = Deliverer(
             store,
             concurrency=settings.concurrency,
@@ -236,7 +237,24 @@ class PushService:
         except Exception:
             log.exception("the push notification signing key could not be loaded")
 
+    def resume_pending(self) -> None:
+        """Look in the store for deliveries this process now owns and does not know of yet (taken over from a
+        process that stopped, or queued by another process in a lane this one delivers)."""
+        if self._rescan is None or self._rescan.done():
+            self._rescan = asyncio.create_task(self._rescan_now(), name="skillwire-push-rescan")
+
+    async def _rescan_now(self) -> None:
+        try:
+            await self.deliverer.rescan()
+        except Exception as exc:
+            log.warning("could not read the pending push deliveries (%s); trying again later", exc)
+
     async def stop(self) -> None:
+        rescan, self._rescan = self._rescan, None
+        if rescan is not None:
+            rescan.cancel()
+            with contextlib.suppress(BaseException):
+                await rescan
         warming, self._warming = self._warming, None
         if warming is not None:
             warming.cancel()

@@ -200,6 +200,18 @@ class Deliverer:
                 self._schedule(lane, 0)
         self._wake.set()
 
+    async def rescan(self) -> None:
+        """Schedule what the store holds for this process and is not scheduled yet: deliveries taken over
+        from a process that stopped, or committed by another process into a lane this one delivers (a store
+        several processes share)."""
+        if self._loop_task is None or self._closing:
+            return
+        self.pending = await self.store.pending_count()
+        for lane, due in await self.store.pending_lanes():
+            if lane not in self._busy and lane not in self._due:
+                self._schedule(lane, due)
+        self._wake.set()
+
     def forget_config(self, lane: Lane) -> None:
         """The config of ``lane`` changed or went: read it again before the next attempt."""
         self._configs.pop(lane, None)

@@ -18,6 +18,14 @@ reported that the store does not hold) and the runtime retries the repair in the
 Snapshots: appending a chunk to an artifact extends that artifact's parts in place (so a long stream costs
 linear, not quadratic, time); everything that leaves the run (an event, an answer) is a ``snapshot()``, which
 copies the lists that change.
+
+Several processes (a store and a bus they share). Every commit is made from the version the run last
+committed, so a run whose task was changed by another process finds out at its next commit
+(ConcurrentUpdateError): the task was canceled there, taken over after this process's lease lapsed, or
+continued there first. The run then ends without writing: its work is cancelled and its callers get the
+task as stored (or, when this run had not committed anything yet, the task is busy). So that work which
+commits nothing for a while still stops at once when it is canceled through another process, a run on a
+shared bus follows its own task's events, and a terminal state it did not produce ends it the same way.
 """
 
 from __future__ import annotations
@@ -32,9 +40,11 @@ import msgspec
 
 from skillwire.errors import (
     A2AError,
+    ConcurrentUpdateError,
     InternalError,
     InvalidAgentResponseError,
     TaskNotCancelableError,
+    UnsupportedOperationError,
 )
 from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
@@ -139,6 +149,8 @@ class TaskRun:
         if origin is not None and not resumed:
             self.task = _replace(origin.task, history=[*origin.task.history, message])
         self.committed = origin.version if origin is not None else 0
+        #: The version the task had when this run took it (0: a new task).
+        self.origin_version = self.committed
         self.version = self.committed + (1 if origin is not None and not resumed else 0)
         self.stored = origin.layout if origin is not None else None
         self.task_id = origin.task.id if origin is not None else message.task_id
@@ -171,6 +183,8 @@ class TaskRun:
         self.push: dict[str, str] = {}
         #: Configs to store with the next commit (given inline in the SendMessage that creates the task).
         self.push_records: list[PushConfigRecord] = []
+        #: On a bus other processes share: follows this task's events for an end made elsewhere.
+        self._watcher: asyncio.Task[None] | None = None
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -220,6 +234,8 @@ class TaskRun:
                 write = msgspec.structs.replace(write, configs=tuple(self.push_records))
             try:
                 await self.runtime.store.commit(write)
+            except ConcurrentUpdateError:
+                raise await self._lost() from None
             except Exception as exc:
                 log.error("could not store task %s: %s", self.task_id, exc)
                 raise await self._abort(InternalError(STORE_FAILED), STORE_MESSAGE) from None
@@ -261,6 +277,94 @@ class TaskRun:
             except A2AError:
                 break  # the run failed; fail() has told everyone
         self._dirty = False
+
+    async def _lost(self) -> A2AError:
+        """The stored task changed since this run's last commit: another process wrote it (the caller holds
+        the commit lock). End the run without writing; the error further commits raise."""
+        try:
+            stored = await self.runtime.store.get(self.task_id, tenant=self.tenant)
+        except Exception:
+            stored = None
+        return self._end_elsewhere(stored)
+
+    def _end_elsewhere(self, stored: StoredTask | None) -> A2AError:
+        """End this run because another process changed its task to ``stored`` (None: unknown)."""
+        self._pending.clear()
+        runner = self.runner
+        if runner is not None and runner is not asyncio.current_task() and not runner.done():
+            runner.cancel()
+        meta = {"taskId": self.task_id}
+        error: A2AError
+        result: Task | None = None
+        if stored is not None and stored.task.status.state.is_terminal:
+            state = stored.task.status.state
+            error = TaskNotCancelableError(f"Task {self.task_id} is already {state.value}", metadata=meta)
+            result = stored.task
+            log.info(
+                "task %s was ended by another process (%s); its run here stops", self.task_id, state.value
+            )
+        elif self.committed == self.origin_version:
+            # this run had not written anything: another process took the message turn (or the task) first
+            error = UnsupportedOperationError(
+                f"Task {self.task_id} is still working on an earlier message; send more input when it asks"
+                " for it",
+                metadata=meta,
+            )
+            self.runtime.bus.fail(self.key, error)
+        else:
+            error = UnsupportedOperationError(
+                f"Task {self.task_id} was taken over by another server process", metadata=meta
+            )
+            result = stored.task if stored is not None else None
+            log.warning("task %s was taken over by another process; its run here stops", self.task_id)
+        self.failure = error
+        if stored is not None:
+            self.committed = stored.version
+        if not self.settled.done():
+            if result is not None:
+                self.settled.set_result(result)
+            else:
+                self.settled.set_exception(error)
+                self.settled.exception()
+        return error
+
+    def watch(self) -> None:
+        """On a bus other processes share, follow this task's events until the run ends: a terminal state
+        this run did not produce (a CancelTask served by another process) stops its work at once."""
+        bus = self.runtime.bus
+        if bus.shared and self._watcher is None:
+            sub = bus.subscribe(self.key)
+            self._watcher = asyncio.create_task(
+                self._watch(sub, self.committed), name=f"skillwire-watch-{self.task_id}"
+            )
+
+    async def _watch(self, sub: Any, floor: int) -> None:
+        try:
+            while self.failure is None:
+                item = await sub.next()
+                if item is None:
+                    return
+                version, event = item
+                update = event.status_update
+                if version <= floor or update is None or not update.status.state.is_terminal:
+                    continue
+                task = self.task
+                if task is not None and task.status.state.is_terminal:
+                    return  # this run's own end
+                async with self._commit_lock:  # after a commit of this run under way, if any
+                    if self.failure is not None:
+                        return
+                    try:
+                        stored = await self.runtime.store.get(self.task_id, tenant=self.tenant)
+                    except Exception:
+                        stored = None  # the next commit finds out
+                    if stored is not None and stored.version > self.committed:
+                        self._end_elsewhere(stored)
+                    return
+        except A2AError:
+            return  # the bus failed: the next commit still finds out
+        finally:
+            sub.close()
 
     async def _abort(self, error: A2AError, reason: str, *, content: bool = False) -> A2AError:
         await self.fail(error, reason, content=content)
@@ -439,7 +543,8 @@ class TaskRun:
     @property
     def watchers(self) -> int:
         """Blocking callers still waiting plus open streams following this task."""
-        return self.waiters + self.runtime.bus.subscriber_count(self.key)
+        own = 1 if self._watcher is not None and not self._watcher.done() else 0
+        return self.waiters + self.runtime.bus.subscriber_count(self.key) - own
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
@@ -464,6 +569,7 @@ class TaskRun:
                 await self._commit()
             elif self.task is None and eager:
                 await self._materialize()
+        self.watch()
         self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
 
     async def _drive(self, work: Work) -> None:
@@ -487,6 +593,9 @@ class TaskRun:
         finally:
             if expiry is not None:
                 expiry.cancel()
+            watcher = self._watcher
+            if watcher is not None and not watcher.done():
+                watcher.cancel()
             self.runtime.forget(self)
 
     def _expire(self) -> None:

@@ -78,6 +78,7 @@ from skillwire.server.run import (
     with_status,
 )
 from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
+from skillwire.stores.shared import SharedStore
 
 __all__ = ["EventStream", "TaskRuntime"]
 
@@ -85,7 +86,13 @@ log = logging.getLogger("skillwire.runtime")
 
 RESTART_MESSAGE = "The server stopped while this task was running; it cannot be resumed."
 SHUTDOWN_MESSAGE = "The server shut down before this task finished."
+ORPHAN_MESSAGE = (
+    "The server process running this task stopped (its lease on the task lapsed); the work it stood for was"
+    " lost with it."
+)
 DEFAULT_PAGE_SIZE = 50
+#: Reads and writes a CancelTask tries while another process keeps writing the task.
+CANCEL_ATTEMPTS = 5
 #: Tasks read and failed per step of the recovery at start-up.
 RECOVERY_BATCH = 500
 
@@ -193,6 +200,12 @@ class TaskRuntime(BaseRequestHandler):
         #: Tasks whose failure could not be stored yet, with the reason, retried in the background.
         self._repairs: dict[Key, str] = {}
         self._repairer: asyncio.Task[None] | None = None
+        #: The store, when several processes share it: this process then holds a lease on the tasks it runs
+        #: and takes over those of processes whose lease lapsed (see skillwire.stores.shared).
+        self.shared: SharedStore | None = store if isinstance(store, SharedStore) else None
+        self._leaser: asyncio.Task[None] | None = None
+        #: Set after each round of the lease keeper (renewal, then takeover of what dead processes left).
+        self.swept = asyncio.Event()
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -209,6 +222,15 @@ class TaskRuntime(BaseRequestHandler):
             return
         if self.push is not None:
             await self.push.start()
+        if self.shared is not None:
+            # Other processes run their own tasks in this store: only those whose owner died are recovered,
+            # now and whenever one dies, by the lease keeper.
+            await self._renew()
+            done_now: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+            done_now.set_result([])
+            self._recovery = done_now
+            self._leaser = asyncio.create_task(self._keep_lease(), name="skillwire-lease")
+            return
         failed: list[str] = []
         cursor = await self._recover_batch("", failed)
         if cursor is None:
@@ -217,6 +239,68 @@ class TaskRuntime(BaseRequestHandler):
             self._recovery = done
             return
         self._recovery = asyncio.create_task(self._recover(cursor, failed), name="skillwire-recovery")
+
+    # -- leases (a store several processes share) ---------------------------------------------------------
+
+    async def _renew(self) -> bool:
+        assert self.shared is not None
+        try:
+            await self.shared.renew_lease(self.limits.lease_seconds)
+        except Exception as exc:
+            log.warning(
+                "could not renew this process's lease on its tasks (%s): past %g s without one, other"
+                " processes take them over",
+                exc,
+                self.limits.lease_seconds,
+            )
+            return False
+        return True
+
+    async def _keep_lease(self) -> None:
+        """Renew the lease every third of its time to live; after each renewal take over what processes whose
+        lease lapsed left behind (their unfinished tasks, their pending push deliveries)."""
+        interval = self.limits.lease_seconds / 3
+        renewed = True
+        while not self._closing:
+            if renewed:
+                try:
+                    await self.sweep()
+                except Exception:
+                    log.exception("could not take over the tasks of stopped processes; trying again")
+            self.swept.set()
+            await asyncio.sleep(interval)
+            renewed = await self._renew()
+
+    async def sweep(self) -> list[str]:
+        """Take over the unfinished tasks of processes whose lease lapsed, a batch at a time: resume those the
+        executor takes back (a retryable skill, delegated work to follow), fail the others with a reason. The
+        ids failed. Each takeover is a commit from the version read, so of several processes sweeping at once
+        one takes each task. Their pending push deliveries are taken over too."""
+        shared = self.shared
+        if shared is None:
+            return []
+        failed: list[str] = []
+        while not self._closing:
+            batch = [
+                (tenant, stored)
+                for tenant, stored, _owner in await shared.orphaned(RECOVERY_BATCH)
+                if (tenant, stored.task.id) not in self._runs
+            ]
+            if not batch:
+                break
+            outcomes = await asyncio.gather(*(self._recover_one(t, s, ORPHAN_MESSAGE) for t, s in batch))
+            failed.extend(task_id for task_id in outcomes if task_id)
+            if len(batch) < RECOVERY_BATCH:
+                break
+        if failed:
+            log.warning("failed %d task(s) whose process stopped: %s", len(failed), ", ".join(failed[:10]))
+        if self.push is not None:
+            adopted = await shared.adopt_deliveries()
+            if adopted:
+                log.info("took over %d push deliveries of stopped processes", adopted)
+            # also what another process queued in a lane this one delivers (a cancel it served)
+            self.push.resume_pending()
+        return failed
 
     async def recovered(self) -> list[str]:
         """Wait for the recovery begun by ``start`` and return the ids of the tasks it failed."""
@@ -241,7 +325,9 @@ class TaskRuntime(BaseRequestHandler):
         failed.extend(task_id for task_id in outcomes if task_id)
         return cursor or None
 
-    async def _recover_one(self, tenant: str, stored: StoredTask) -> str | None:
+    async def _recover_one(
+        self, tenant: str, stored: StoredTask, reason: str = RESTART_MESSAGE
+    ) -> str | None:
         """Resume a task the executor takes back, or fail it; the id if it was failed."""
         task = stored.task
         try:
@@ -253,7 +339,7 @@ class TaskRuntime(BaseRequestHandler):
             await self._resume(tenant, stored, work)
             return None
         try:
-            await self._fail_stored(tenant, stored, RESTART_MESSAGE)
+            await self._fail_stored(tenant, stored, reason)
         except ConcurrentUpdateError:
             return None  # it changed meanwhile (a CancelTask): nothing to recover
         except Exception:
@@ -272,13 +358,17 @@ class TaskRuntime(BaseRequestHandler):
         if self.push is not None:
             run.push = await self.push.targets(tenant, task.id)
         run.deadline = self.limits.task_timeout
+        if self.shared is not None:
+            # Taking a task over is a commit from the version read: of several processes, one wins; the
+            # others' runs end quietly when their first commit finds the task changed.
+            run.version += 1
         await run.start(work, eager=False)
         log.info("resumed task %s", task.id)
 
     async def stop(self, grace: float = 5.0) -> None:
         """Let running tasks finish for ``grace`` seconds, fail the rest, then end every stream."""
         self._closing = True
-        for background in (self._recovery, self._repairer):
+        for background in (self._recovery, self._repairer, self._leaser):
             if background is not None and not background.done():
                 background.cancel()
                 with contextlib.suppress(BaseException):
@@ -298,6 +388,11 @@ class TaskRuntime(BaseRequestHandler):
         pending = [r.runner for r in self._runs.values() if r.runner is not None]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        if self.shared is not None:
+            try:  # what this process still owns is failed above: nothing is left for others to take over
+                await self.shared.release_lease()
+            except Exception as exc:
+                log.warning("could not release this process's lease (%s); it lapses by itself", exc)
         self.bus.close()
         closing = getattr(self.bus, "aclose", None)
         if closing is not None:  # a bus with connections of its own (Redis, PostgreSQL)
@@ -616,24 +711,29 @@ class TaskRuntime(BaseRequestHandler):
         run = self._runs.get(key)
         if run is not None:
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
-        stored = await self._read(self.store.get(request.id, tenant=key[0]))
-        if stored is None:
-            raise TaskNotFoundError.for_task(request.id)
-        task = stored.task
-        if task.status.state.is_terminal:
-            raise TaskNotCancelableError(
-                f"Task {task.id} is already {task.status.state.value}", metadata={"taskId": task.id}
-            )
-        try:
-            canceled, _ = await self._end_stored(key[0], stored, TaskState.CANCELED, CANCELED_MESSAGE)
-        except ConcurrentUpdateError:
-            raise TaskNotCancelableError(
-                f"Task {task.id} changed while it was being canceled; try again", metadata={"taskId": task.id}
-            ) from None
-        except StoreError as exc:
-            log.error("could not store the cancellation of task %s: %s", task.id, exc)
-            raise InternalError(STORE_FAILED) from None
-        return canceled
+        # No run of this process owns the task: end it in the store, from the version read. Another process
+        # may be running it and commit meanwhile: read again and retry (its run stops when it sees the end).
+        for _ in range(CANCEL_ATTEMPTS):
+            stored = await self._read(self.store.get(request.id, tenant=key[0]))
+            if stored is None:
+                raise TaskNotFoundError.for_task(request.id)
+            task = stored.task
+            if task.status.state.is_terminal:
+                raise TaskNotCancelableError(
+                    f"Task {task.id} is already {task.status.state.value}", metadata={"taskId": task.id}
+                )
+            try:
+                canceled, _ = await self._end_stored(key[0], stored, TaskState.CANCELED, CANCELED_MESSAGE)
+            except ConcurrentUpdateError:
+                continue
+            except StoreError as exc:
+                log.error("could not store the cancellation of task %s: %s", task.id, exc)
+                raise InternalError(STORE_FAILED) from None
+            return canceled
+        raise TaskNotCancelableError(
+            f"Task {request.id} kept changing while it was being canceled; try again",
+            metadata={"taskId": request.id},
+        )
 
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (_partition(request, call), request.id)

@@ -62,6 +62,8 @@ GENERIC_FAILURE = "The skill failed while working on this task."
 OUTPUT_MISMATCH = "The skill produced output that does not match its outputSchema."
 NOT_JSON = "The skill returned a value that is not JSON: "
 _DEFAULTS = Limits()
+#: Runs a retryable skill's task gets in all: the first, and again each time the process running it died.
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,10 +268,11 @@ class SkillExecutor(Executor):
         await self._run(skill, ctx, skill.handler, params)
 
     def resume(self, task: Task) -> Work | None:
-        """Take back a task whose skill delegated its work, so following goes on after a restart."""
+        """Take back a task whose skill delegated its work, so following goes on after a restart; or run a
+        retryable skill's task again from its first message (at most MAX_ATTEMPTS runs in all)."""
         delegation = (task.metadata or {}).get("delegation")
         if not isinstance(delegation, dict):
-            return None
+            return self._retry(task)
         skill = self.registry.get(str(delegation.get("skillId")))
         if skill is None or skill.follow is None or not self.serves(skill):
             return None
@@ -298,6 +301,34 @@ class SkillExecutor(Executor):
             await self._run(skill, ctx, follow, ref, resumed=True)
 
         return carry_on
+
+    def _retry(self, task: Task) -> Work | None:
+        if not task.history:
+            return None
+        try:
+            skill = self.route(task.history[0])
+        except A2AError:
+            return None
+        attempt = (task.metadata or {}).get("attempt", 1)
+        if not skill.retryable or not isinstance(attempt, int) or attempt >= MAX_ATTEMPTS:
+            return None
+
+        async def again(events: TaskEvents) -> None:
+            await events.set_metadata("attempt", attempt + 1)
+            first = task.history[0]
+            params = skill.validate_input(params_of(first, skill.text_input), max_steps=self.schema_steps)
+            ctx = SkillContext(
+                skill,
+                events,
+                message=first,
+                call=events.call,
+                task=task,
+                params=params,
+                answers=recorded_answers(task.history),
+            )
+            await self._run(skill, ctx, skill.handler, params)
+
+        return again
 
     # -- running a handler to its outcome -----------------------------------------------------------------
 

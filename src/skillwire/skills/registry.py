@@ -127,6 +127,9 @@ class Skill:
     output_validator: Validator | None = field(default=None, repr=False)
     #: Seconds one run may take (``executionHints.timeoutSeconds``); None: the agent-wide default applies.
     timeout_seconds: float | None = None
+    #: Whether a run may be started again from the task's first message when the process running it died
+    #: (``executionHints.retryable``): the handler must be safe to run twice.
+    retryable: bool = False
     #: The input property a text message fills: ``{text_input: <text>}``; None: ``{"text": <text>}``.
     text_input: str | None = None
 
@@ -193,6 +196,7 @@ def skill_from_manifest(
         input_validator=card.input_validator,
         output_validator=card.output_validator,
         timeout_seconds=card.execution_hints.timeout_seconds,
+        retryable=bool(card.execution_hints.retryable),
         text_input=card.text_input or implied_text_input(card.input_schema),
     )
 
@@ -237,6 +241,7 @@ def skill_from_function(
     follow: Follower | None = None,
     timeout_seconds: float | None = None,
     text_input: str | None = None,
+    retryable: bool = False,
 ) -> Skill:
     """A programmatic skill (see :mod:`skillwire.skills.signature` for the handler's two forms).
 
@@ -246,7 +251,8 @@ def skill_from_function(
     keyword arguments); ``skill.input_schema`` is the JSON Schema msgspec derives. Like a manifest, a skill
     needs a description (``description=`` or the docstring's first paragraph) and at least one tag; a
     contradiction (``input_schema=`` with a Struct annotation or typed parameters) is refused.
-    ``timeout_seconds`` is the manifest's ``executionHints.timeoutSeconds``: how long one run may take.
+    ``timeout_seconds`` is the manifest's ``executionHints.timeoutSeconds``: how long one run may take;
+    ``retryable`` its ``executionHints.retryable`` (run again when the process running it died).
     ``text_input`` is the input property a text message fills (the manifest's ``textInput``; default: see
     :func:`implied_text_input`)."""
     from skillwire.skills.signature import read_signature
@@ -287,6 +293,7 @@ def skill_from_function(
         input_validator=input_validator,
         output_validator=output_validator,
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
+        retryable=bool(retryable),
         text_input=_text_input(id, text_input, input_schema),
     )
 
