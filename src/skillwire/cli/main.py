@@ -175,6 +175,14 @@ def _add_serve(sub: Any) -> None:
         " needs `pip install 'skillwire[reload]'`)",
     )
     serve.add_argument(
+        "--workers",
+        type=int,
+        default=int(_env("WORKERS", "1") or "1"),
+        metavar="N",
+        help="serve N processes on the port (default 1); they share their tasks and events through the store"
+        " and the bus, so N > 1 needs --store postgresql://... and a shared --bus (docs/deploy.md)",
+    )
+    serve.add_argument(
         "--grpc-port",
         type=int,
         default=_env("GRPC_PORT"),
@@ -389,6 +397,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.reload:
         return _serve_reloading(args)
     agent, app = _application(args)
+    if args.workers != 1:
+        return _serve_workers(args, agent.name, app)
 
     def ready() -> None:
         print_banner(app, agent.name, host=args.host, port=args.port, public_url=args.public_url)
@@ -401,6 +411,38 @@ def _serve(args: argparse.Namespace) -> int:
     if app.startup_error is not None:
         raise SkillwireError(f"cannot start: {app.startup_error}")
     return 0
+
+
+def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> int:
+    from skillwire.server.serve import print_banner, serve_workers
+    from skillwire.stores.shared import SharedStore
+
+    if args.workers < 1:
+        raise SkillwireError(f"--workers {args.workers}: expected 1 or more")
+    if args.grpc_port is not None:
+        raise SkillwireError(
+            "--workers with --grpc-port: run one gRPC server per process instead (docs/deploy.md)"
+        )
+    runtime = app.runtime
+    if not isinstance(app.store, SharedStore) or runtime is None or not runtime.bus.shared:
+        raise SkillwireError(
+            f"--workers {args.workers} needs a store and a bus the processes share: --store postgresql://..."
+            " and --bus redis://... (or --bus postgresql://...); with this store each process would keep"
+            " tasks of its own (docs/deploy.md)"
+        )
+
+    def ready() -> None:
+        print_banner(app, name, host=args.host, port=args.port, public_url=args.public_url)
+        print(f"  workers: {args.workers}", flush=True)
+
+    return serve_workers(
+        lambda: _application(args)[1],
+        args.workers,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        on_ready=ready,
+    )
 
 
 def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:

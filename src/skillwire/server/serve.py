@@ -4,11 +4,15 @@ see :mod:`skillwire.server.http`)."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import logging
+import os
 import platform
+import signal
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +33,7 @@ __all__ = [
     "print_banner",
     "serve",
     "serve_reloading",
+    "serve_workers",
     "warn_unnamed",
 ]
 
@@ -303,3 +308,100 @@ def serve_reloading(
     )
     server = _Server(config, None, None, _Banner(host, port, public_url))
     WatchFilesReload(config, target=server.run, sockets=[config.bind_socket()]).run()
+
+
+# -- several worker processes on one port ---------------------------------------------------------------------
+
+#: A worker that exits this soon after it started, this many times in a row, stops the supervisor: it would
+#: only fail again (a database that refuses it, a port taken).
+_QUICK_EXIT = 5.0
+_QUICK_EXITS = 5
+
+
+def serve_workers(
+    build: Callable[[], A2AApplication],
+    workers: int,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "info",
+    on_ready: Callable[[], None] | None = None,
+) -> int:
+    """Serve ``workers`` processes on one listening socket (``skillwire serve --workers N``), each with the
+    application ``build()`` makes in it; returns the exit status.
+
+    This process binds the socket, then forks the workers, which inherit it: the kernel hands each new
+    connection to one of them. The application is built in each worker after the fork, so no thread, event
+    loop or database connection is shared between processes. The workers must share their tasks and events
+    through the store and the bus (PostgreSQL, Redis), which the caller checks. A worker that dies is
+    started again (unless it keeps dying at once); SIGTERM or SIGINT stops every worker gracefully (each
+    settles its tasks and ends its streams as a single server does) and then this process."""
+    configure_logging(log_level)
+    probe = uvicorn.Config(
+        app="skillwire:Agent", host=host, port=port
+    )  # binds as uvicorn would; loads nothing
+    sock = probe.bind_socket()
+    children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start time)
+    stopping = False
+
+    def start(number: int) -> None:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            code = 0
+            try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                app = build()
+                warn_unnamed(app, host)
+                sys.setswitchinterval(0.001)
+                raise_fd_limit()
+                _return_large_buffers()
+                ready = on_ready if number == 0 else None
+                server = build_server(app, host=host, port=port, log_level=log_level, on_ready=ready)
+                server.run(sockets=[sock])
+                code = 0 if server.started else 3
+            except BaseException:  # a worker reports and exits; the supervisor goes on
+                log.exception("worker %d failed", number)
+                code = 1
+            finally:
+                os._exit(code)
+        children[pid] = (number, time.monotonic())
+
+    def stop(signum: int, frame: Any) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(children):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    quick = 0
+    status = 0
+    try:
+        for number in range(workers):
+            start(number)
+        log.info("serving with %d worker processes on %s:%d", workers, host, port)
+        while children:
+            try:
+                pid, code = os.wait()
+            except ChildProcessError:
+                break
+            except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait
+                continue
+            number, started = children.pop(pid, (-1, 0.0))
+            if number < 0 or stopping:
+                continue
+            exit_code = os.waitstatus_to_exitcode(code)
+            quick = quick + 1 if time.monotonic() - started < _QUICK_EXIT else 0
+            if quick >= _QUICK_EXITS:
+                log.error("worker processes keep exiting at once (last status %d): stopping", exit_code)
+                status = 1
+                stop(signal.SIGTERM, None)
+                continue
+            log.warning("worker %d (pid %d) exited with status %d: starting it again", number, pid, exit_code)
+            start(number)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        sock.close()
+    return status

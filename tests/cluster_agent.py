@@ -1,0 +1,59 @@
+"""The agent the multi-process tests serve (tests/test_cluster.py), one copy per `skillwire serve` process.
+
+Each skill says which process runs it (its pid, in a status message or the result), so a test can tell
+where the work happened.
+
+* ``hold``: works until it is canceled (or its process dies).
+* ``ask``: asks a question, then completes with the answer (a multi-turn task).
+* ``tick``: streams ``count`` artifact chunks, each once the file named by ``gate`` holds at least that many
+  lines (the test writes a line to let one more through), then completes.
+* ``again``: retryable; its first run works until its process dies, a run after that completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from skillwire import Agent, SkillContext
+
+agent = Agent("Cluster", "Skills for the multi-process tests.")
+
+
+@agent.skill(tags=["test"])
+async def hold(params: Any, ctx: SkillContext) -> str:
+    """Works until canceled."""
+    await ctx.working(f"running in {os.getpid()}")
+    await asyncio.Event().wait()
+    return "never"
+
+
+@agent.skill(tags=["test"])
+async def ask(params: Any, ctx: SkillContext) -> str:
+    """Asks for a name, then greets it."""
+    answer = await ctx.ask("Your name?")
+    return f"hello {answer.text} from {os.getpid()}"
+
+
+@agent.skill(tags=["test"])
+async def tick(params: Any, ctx: SkillContext) -> str:
+    """Streams chunks as the gate file lets them through."""
+    gate = Path(params["gate"])
+    count = int(params["count"])
+    await ctx.working(f"running in {os.getpid()}")
+    for i in range(count):
+        while len(gate.read_text().splitlines()) <= i:
+            await asyncio.sleep(0.02)  # the agent polls a file; the test waits on events it sees
+        await ctx.artifact(f"chunk {i}", artifact_id="ticks", append=i > 0, last_chunk=i == count - 1)
+    return f"ticked in {os.getpid()}"
+
+
+@agent.skill(tags=["test"], retryable=True)
+async def again(params: Any, ctx: SkillContext) -> str:
+    """Safe to run twice: the first run waits for its process to die, a later one completes."""
+    if ctx.task is None:  # the first run (a run again is given the task as stored)
+        await ctx.working(f"running in {os.getpid()}")
+        await asyncio.Event().wait()
+    return f"done in {os.getpid()}"
