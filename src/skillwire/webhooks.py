@@ -134,6 +134,13 @@ def generate_key(path: str | Path) -> Key:
     return key
 
 
+def new_key_pem() -> bytes:
+    """A new EC P-256 private key as PEM (what :func:`generate_key` writes)."""
+    from joserfc.jwk import ECKey
+
+    return ECKey.generate_key("P-256", private=True).as_pem(private=True)
+
+
 def load_or_create(path: str | Path) -> Key:
     """The key in ``path`` (a PEM or a JWK in JSON), made by :func:`generate_key` the first time."""
     target = Path(path)

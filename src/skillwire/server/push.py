@@ -57,6 +57,7 @@ from skillwire.stores.push import (
     config_cursor,
     decode_config_cursor,
 )
+from skillwire.stores.shared import SharedStore
 
 if TYPE_CHECKING:
     import ssl
@@ -118,6 +119,10 @@ class PushSettings:
         for name in ("timeout", "first_delay", "max_delay"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"PushSettings.{name} must be positive (seconds)")
+
+
+#: The name under which a store several processes share keeps the generated signing key.
+SIGNING_KEY_SECRET = "webhook-signing-key"
 
 
 def key_path_for(store_url: str) -> Path | None:
@@ -204,10 +209,22 @@ class PushService:
         if self._signer is None:
             async with self._making:
                 if self._signer is None:
-                    assert self._make_signer is not None
-                    self._signer = await asyncio.to_thread(self._make_signer)
+                    store = self.store
+                    if isinstance(store, SharedStore) and self.settings.signing_key is None:
+                        self._signer = await self._shared_signer(store)
+                    else:
+                        assert self._make_signer is not None
+                        self._signer = await asyncio.to_thread(self._make_signer)
                     self._make_signer = None
         return self._signer
+
+    async def _shared_signer(self, store: SharedStore) -> WebhookSigner:
+        """Every process sharing the store signs with the same generated key, kept in the store: a receiver
+        verifies a delivery from any of them with the JWKS any of them serves."""
+        from skillwire.webhooks import WebhookSigner, new_key_pem
+
+        pem = await store.shared_secret(SIGNING_KEY_SECRET, await asyncio.to_thread(new_key_pem))
+        return await asyncio.to_thread(WebhookSigner, pem, issuer=self.issuer)
 
     async def _connect(self) -> tuple[list[httpx.AsyncClient], WebhookSigner]:
         """What the first delivery needs: one guarded client per delivery slot, and the signer."""

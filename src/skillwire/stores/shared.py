@@ -13,7 +13,9 @@ left by a process that died: the others are still running theirs. So each proces
 - push deliveries belong to an owner too, per lane (task and config): a delivery joins the owner of the
   pending deliveries of its lane when there are any (so one process delivers a lane, in order), else its
   store's owner; a deliverer reads only its owner's deliveries; ``adopt_deliveries`` moves the deliveries of
-  owners without a live lease to this store's owner.
+  owners without a live lease to this store's owner;
+- what every process must hold alike, the push notification signing key when none is configured, is kept in
+  the store (``shared_secret``): the first process to start stores the one it made, the others read it.
 
 The single-process stores (memory, SQLite, which takes a lock on its file) have no such protocol: everything
 unfinished at start-up was left by the previous process.
@@ -45,6 +47,11 @@ class SharedStore(Protocol):
     async def orphaned(self, limit: int = 500) -> list[tuple[str, StoredTask, str]]:
         """Up to ``limit`` unfinished tasks whose owner holds no live lease, oldest first: ``(tenant, the task
         read whole, its owner)``."""
+        ...
+
+    async def shared_secret(self, name: str, value: bytes) -> bytes:
+        """The value stored under ``name``; ``value`` is stored first if there is none (of several processes
+        storing at once, one value wins and all of them get it)."""
         ...
 
     async def adopt_deliveries(self) -> int:
