@@ -663,12 +663,13 @@ class TaskRuntime(BaseRequestHandler):
         run = await self._begin(request, call)
         sub = self.bus.subscribe(run.key)
         run.observed = True
+        floor = run.committed  # the version the task had before this message (0: a new task)
         try:
             await self._admit_and_start(run, eager=False)
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub, floor=run.committed)
+        return EventStream(sub, floor=floor)
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
         tenant = _partition(request, call)
