@@ -251,7 +251,7 @@ async def postgres_schema() -> AsyncIterator[str]:
     dsn = await postgres_dsn()
     schema = f"sw_test_{uuid.uuid4().hex[:16]}"
     try:
-        yield f"{dsn}?schema={schema}"
+        yield f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
     finally:
         conn = await asyncpg.connect(dsn, timeout=5)
         try:

@@ -373,12 +373,8 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
                 raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
         return SQLiteTaskStore(path, timeout=timeout)
     if url.startswith(("postgresql://", "postgres://")):
-        try:
-            from skillwire.stores.postgres import PostgresTaskStore
-        except ImportError as exc:  # pragma: no cover - asyncpg is missing
-            raise SkillwireError(
-                f"{url!r}: the PostgreSQL store needs asyncpg: pip install 'skillwire[postgres]' ({exc})"
-            ) from None
+        from skillwire.stores.postgres import PostgresTaskStore  # without asyncpg it says how to install it
+
         return PostgresTaskStore(url)
     raise SkillwireError(
         f"Unknown store URL {url!r}: use memory://, sqlite:///PATH or postgresql://HOST/DATABASE"

@@ -287,6 +287,11 @@ def _from_index(param: str) -> str:
     return f"(CASE WHEN {param}::int IS NULL THEN 0 ELSE GREATEST(t.messages - GREATEST({param}::int, 0), 0) END)"
 
 
+def _view(history_length: int | None) -> int | None:
+    """``history_length`` as the INT parameter it is sent as (a longer view than 2**31 - 1 shows all)."""
+    return None if history_length is None else max(0, min(history_length, 2**31 - 1))
+
+
 def _read(row: Any, history_length: int | None, artifacts: bool) -> tuple[StoredTask, int]:
     """The task of a row selected with _task_columns, and the bytes read for it."""
     head: bytes = row["head"]
@@ -425,8 +430,14 @@ def _delivery(row: Any) -> Delivery:
 
 
 class PostgresTaskStore:
-    """``PostgresTaskStore("postgresql://user@host/db?schema=agents")``: a TaskStore, PushStore and
-    SharedStore on PostgreSQL. ``owner`` names this process in the store (a fresh random id by default)."""
+    """A TaskStore, PushStore and SharedStore on PostgreSQL; ``owner`` names this process in the store (a
+    fresh random id by default)::
+
+        store = PostgresTaskStore("postgresql://app@db.internal/agents?schema=skillwire&pool=20")
+        await store.open()  # connects, and applies any migration the schema lacks
+        await store.renew_lease(30)
+
+    or, from a URL, ``open_store("postgresql://...")``, which is what ``skillwire serve --store`` does."""
 
     def __init__(self, url: str, *, owner: str | None = None, max_failed_deliveries: int = 10_000) -> None:
         _require_driver()
@@ -557,7 +568,7 @@ class PostgresTaskStore:
         self, task_id: str, *, tenant: str = "", history_length: int | None = None
     ) -> StoredTask | None:
         async with self._conn() as conn:
-            row = await conn.fetchrow(self._sql.get, _b(tenant), _b(task_id), history_length)
+            row = await conn.fetchrow(self._sql.get, _b(tenant), _b(task_id), _view(history_length))
         return None if row is None else _read(row, history_length, True)[0]
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
@@ -617,7 +628,7 @@ class PostgresTaskStore:
                 room -= size
             if not batch:  # the next one may still fit as read (a view is smaller than what is stored)
                 batch.append(candidates[i]["seq"])
-            rows = {r["seq"]: r for r in await conn.fetch(sql, batch, query.history_length)}
+            rows = {r["seq"]: r for r in await conn.fetch(sql, batch, _view(query.history_length))}
             for seq in batch:
                 row = rows.get(seq)
                 if row is None:  # pragma: no cover - the snapshot holds every candidate
