@@ -235,6 +235,16 @@ async def test_a_delivery_joins_the_owner_of_its_lanes_pending_deliveries(
     assert await a.next_deliveries(c1, 10) == []
 
 
+async def test_a_shared_secret_is_the_first_one_stored_for_every_process(
+    pair: tuple[PostgresTaskStore, PostgresTaskStore],
+) -> None:
+    a, b = pair
+    got = await asyncio.gather(*(s.shared_secret("push-key", s.owner.encode()) for s in (a, b, a, b)))
+    assert len(set(got)) == 1 and got[0] in (b"owner-a", b"owner-b")
+    assert await b.shared_secret("push-key", b"later") == got[0]
+    assert await a.shared_secret("other\x00name", b"\x00bytes") == b"\x00bytes"
+
+
 # -- schema -------------------------------------------------------------------------------------------------
 
 

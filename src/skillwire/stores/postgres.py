@@ -9,7 +9,8 @@ Layout (schema version 1, every table prefixed ``skillwire_`` in the URL's ``sch
 task holds its head, version, owner and the columns listings filter on; ``messages`` holds one row per history
 message and ``artifacts`` one row per artifact piece (the artifact as first written, then each appended
 chunk), as in the SQLite store, so a write stores only what it adds. ``push_configs`` and ``deliveries``
-are the push side (:mod:`skillwire.stores.push`), ``leases`` the owners alive (:mod:`skillwire.stores.shared`).
+are the push side (:mod:`skillwire.stores.push`), ``leases`` the owners alive (:mod:`skillwire.stores.shared`), ``secrets`` what all processes
+must share (the generated push signing key).
 Tenants, ids and bodies are BYTEA: ids are arbitrary strings, which may hold NUL, and PostgreSQL text cannot
 (UTF-8, with ``surrogatepass`` so that any Python str round-trips).
 
@@ -458,6 +459,23 @@ class PostgresTaskStore:
         async with self._conn() as conn:
             rows = await conn.fetch(self._sql.orphaned, limit)
         return [(_s(row["tenant"]), _read(row, None, True)[0], row["owner"]) for row in rows]
+
+    async def shared_secret(self, name: str, value: bytes) -> bytes:
+        """The value stored under ``name``, storing ``value`` first if there is none: of several processes
+        storing at once, the first insert wins and every one of them gets its value."""
+        secrets = f"{self._sql.s}.skillwire_secrets"
+        sql = (
+            f"WITH ins AS (INSERT INTO {secrets} (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING"
+            f" RETURNING value) SELECT value FROM ins UNION ALL SELECT value FROM {secrets} WHERE name = $1"
+        )
+        async with self._conn() as conn:
+            # A concurrent insert that committed after this statement's snapshot makes ours do nothing,
+            # yet is not in the snapshot: the next statement sees it.
+            for _ in range(2):
+                stored = await conn.fetchval(sql, _b(name), value)
+                if stored is not None:
+                    return bytes(stored)
+        raise StoreError(f"the shared secret {name!r} could not be stored or read")  # pragma: no cover
 
     async def adopt_deliveries(self) -> int:
         async with self._conn() as conn:

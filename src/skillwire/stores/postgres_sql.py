@@ -89,6 +89,10 @@ CREATE TABLE {{s}}.skillwire_leases (
     owner   TEXT        PRIMARY KEY,
     expires TIMESTAMPTZ NOT NULL
 );
+CREATE TABLE {{s}}.skillwire_secrets (
+    name  BYTEA PRIMARY KEY,
+    value BYTEA NOT NULL
+);
 """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
