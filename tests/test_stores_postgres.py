@@ -17,9 +17,10 @@ from conftest import ROOT, free_port, postgres_dsn, postgres_schema
 from skillwire import SkillwireError, TaskState, open_store
 from skillwire.errors import ConcurrentUpdateError, StoreError
 from skillwire.protocol.models import TaskStatus
-from skillwire.stores.base import TaskQuery, write_task
+from skillwire.stores.base import TaskQuery, TaskStore, write_task
 from skillwire.stores.postgres import SCHEMA_VERSION, PostgresTaskStore, upgrade
-from skillwire.stores.push import PushConfigRecord
+from skillwire.stores.push import PushConfigRecord, PushStore
+from skillwire.stores.shared import SharedStore
 from skillwire.testing.store_contract import (
     PushStoreContract,
     TaskStoreContract,
@@ -492,6 +493,7 @@ async def test_without_asyncpg_open_store_says_how_to_install_it() -> None:
 def test_url_options_are_checked() -> None:
     store = open_store("postgres://u@h/db?schema=agents&pool=3&timeout=1.5&application_name=sw")
     assert isinstance(store, PostgresTaskStore) and store.schema == "agents"
+    assert isinstance(store, TaskStore) and isinstance(store, PushStore) and isinstance(store, SharedStore)
     assert store._options.pool == 3 and store._options.timeout == 1.5
     assert store._options.dsn == "postgres://u@h/db?application_name=sw"  # the rest is asyncpg's
     for bad in ("schema=a-b", "schema=", "pool=0", "pool=x", "timeout=soon", "timeout=0"):
