@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import queue
 import socket
 import subprocess
@@ -188,13 +190,74 @@ def assert_rpc_error(response: dict[str, Any], code: int) -> dict[str, Any]:
     return error  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
-    """An open store, empty: once the memory store, once a SQLite file (for runtime semantics on both)."""
+    """An open store, empty: the memory store, a SQLite file, a fresh PostgreSQL schema (runtime semantics
+    on each)."""
+    if request.param == "postgres":
+        from skillwire.stores.postgres import PostgresTaskStore
+
+        async with postgres_schema() as url:
+            pg = PostgresTaskStore(url)
+            await pg.open()
+            yield pg
+            await pg.close()
+        return
     s: TaskStore = MemoryTaskStore() if request.param == "memory" else SQLiteTaskStore(tmp_path / "t.db")
     await s.open()
     yield s
     await s.close()
+
+
+# -- PostgreSQL ----------------------------------------------------------------------------------------------
+
+#: The database the PostgreSQL tests use (trust auth); each test gets a fresh schema in it.
+POSTGRES_DSN = os.environ.get("SKILLWIRE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+_postgres_dsn: list[str] = []
+
+
+async def postgres_dsn() -> str:
+    """A DSN that connects: POSTGRES_DSN, else the same without its user (the current user); skips (or
+    fails under SKILLWIRE_REQUIRE_SERVICES=1) when PostgreSQL is unreachable."""
+    if _postgres_dsn:
+        return _postgres_dsn[0]
+    from urllib.parse import urlsplit, urlunsplit
+
+    import asyncpg
+
+    parts = urlsplit(POSTGRES_DSN)
+    userless = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    errors = []
+    for dsn in dict.fromkeys((POSTGRES_DSN, userless)):
+        try:
+            conn = await asyncpg.connect(dsn, timeout=5)
+        except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+            errors.append(f"{dsn}: {exc}")
+            continue
+        await conn.close()
+        _postgres_dsn.append(dsn)
+        return dsn
+    skip_without_service("PostgreSQL", "; ".join(errors))
+    raise AssertionError("unreachable")  # skip_without_service raises
+
+
+@contextlib.asynccontextmanager
+async def postgres_schema() -> AsyncIterator[str]:
+    """The URL of a fresh schema (``?schema=sw_test_...``), dropped with everything in it afterwards."""
+    import uuid
+
+    import asyncpg
+
+    dsn = await postgres_dsn()
+    schema = f"sw_test_{uuid.uuid4().hex[:16]}"
+    try:
+        yield f"{dsn}{'&' if '?' in dsn else '?'}schema={schema}"
+    finally:
+        conn = await asyncpg.connect(dsn, timeout=5)
+        try:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await conn.close()
 
 
 # -- `skillwire serve` in a subprocess ---------------------------------------------------------------------

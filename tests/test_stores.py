@@ -55,7 +55,7 @@ def test_open_store_urls(tmp_path: Path) -> None:
     absolute = open_store(f"sqlite:///{tmp_path}/t.db")
     assert isinstance(absolute, SQLiteTaskStore) and absolute.path == f"{tmp_path}/t.db"
     with pytest.raises(SkillwireError):
-        open_store("postgres://nope")
+        open_store("mysql://nope")
     with pytest.raises(SkillwireError):
         open_store("sqlite://")
 

@@ -346,9 +346,27 @@ def _parser() -> argparse.ArgumentParser:
     deliveries.add_argument("--after", type=int, default=0, metavar="SEQ", help="only those after this one")
     deliveries.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     deliveries.add_argument("--json", action="store_true", help="one JSON object per line")
+    db = sub.add_parser("db", help="manage a shared task store's database")
+    db_sub = db.add_subparsers(dest="db_command", required=True)
+    db_upgrade = db_sub.add_parser(
+        "upgrade", help="apply the schema migrations to a PostgreSQL store (what opening it does too)"
+    )
+    db_upgrade.add_argument("url", help="postgresql://HOST/DATABASE[?schema=NAME]")
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     return parser
+
+
+def _db_upgrade(url: str) -> int:
+    """``skillwire db upgrade URL``: bring a PostgreSQL store's schema up to date and say its version."""
+    import asyncio
+
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise SkillwireError(f"{url!r}: db upgrade migrates a PostgreSQL store (postgresql://...)")
+    from skillwire.stores.postgres import upgrade  # without asyncpg, upgrade() says how to install it
+
+    say(f"schema version {asyncio.run(upgrade(url))}")
+    return 0
 
 
 def _deliveries(args: argparse.Namespace) -> int:
@@ -686,6 +704,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args.folder, strict=args.strict)
         if args.command == "deliveries":
             return _deliveries(args)
+        if args.command == "db":
+            return _db_upgrade(args.url)
         if args.command in calls.COMMANDS:
             return calls.run(args)
         if args.command in scaffold.COMMANDS:

@@ -2,7 +2,8 @@
 
 Task stores: where tasks live. ``open_store(url)`` picks one from a URL. The store protocol and its values
 are :mod:`skillwire.stores.base`'s (its ``__all__`` lists them, once); the stores are
-:class:`MemoryTaskStore` and :class:`SQLiteTaskStore`.
+:class:`MemoryTaskStore` and :class:`SQLiteTaskStore`, and :class:`~skillwire.stores.postgres.PostgresTaskStore`
+(imported on first use: it needs the ``postgres`` extra, asyncpg).
 """
 
 from __future__ import annotations

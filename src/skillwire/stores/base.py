@@ -348,7 +348,10 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
     """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
 
     A SQLite URL may carry ``?timeout=SECONDS``: how long a write waits for a database that another
-    connection has locked before it fails (default 5)."""
+    connection has locked before it fails (default 5).
+
+    ``postgresql://`` (or ``postgres://``) URLs open :class:`~skillwire.stores.postgres.PostgresTaskStore`,
+    shared by several processes (``?schema=NAME``, ``?pool=N``, ``?timeout=SECONDS``: docs/postgres.md)."""
     if url == "memory://" or url == "memory":
         from skillwire.stores.memory import MemoryTaskStore
 
@@ -369,4 +372,10 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
             except ValueError:
                 raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
         return SQLiteTaskStore(path, timeout=timeout)
-    raise SkillwireError(f"Unknown store URL {url!r}: use memory:// or sqlite:///PATH")
+    if url.startswith(("postgresql://", "postgres://")):
+        from skillwire.stores.postgres import PostgresTaskStore  # without asyncpg it says how to install it
+
+        return PostgresTaskStore(url)
+    raise SkillwireError(
+        f"Unknown store URL {url!r}: use memory://, sqlite:///PATH or postgresql://HOST/DATABASE"
+    )

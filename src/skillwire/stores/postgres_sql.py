@@ -1,0 +1,246 @@
+"""The SQL of the PostgreSQL store (:mod:`skillwire.stores.postgres`): its migrations, and the statements of
+one schema, built once. Kept apart from the store so that each reads on its own: here what the database
+does, there when and why the store asks it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skillwire.errors import StoreError
+from skillwire.stores.base import UNFINISHED_STATES
+
+__all__ = [
+    "DELIVERY",
+    "MIGRATION_LOCK",
+    "SCHEMA_VERSION",
+    "Statements",
+    "from_index",
+    "migrate",
+    "task_columns",
+]
+
+
+# -- schema -------------------------------------------------------------------------------------------------
+
+UNFINISHED = ", ".join(f"'{s.value}'" for s in UNFINISHED_STATES)
+
+#: Migration N brings the schema from version N-1 to N. ``{s}`` is the quoted schema name.
+MIGRATIONS: tuple[str, ...] = (
+    f"""
+CREATE TABLE {{s}}.skillwire_tasks (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant     BYTEA  NOT NULL,
+    id         BYTEA  NOT NULL,
+    context_id BYTEA  NOT NULL,
+    state      TEXT   NOT NULL,
+    updated_us BIGINT NOT NULL,
+    version    BIGINT NOT NULL,
+    head       BYTEA  NOT NULL,
+    messages   INT    NOT NULL,
+    size       BIGINT NOT NULL,
+    layout     BYTEA  NOT NULL,
+    owner      TEXT   NOT NULL,
+    UNIQUE (tenant, id)
+);
+CREATE INDEX skillwire_tasks_by_time ON {{s}}.skillwire_tasks (tenant, updated_us, seq);
+CREATE INDEX skillwire_tasks_by_context ON {{s}}.skillwire_tasks (tenant, context_id, updated_us, seq);
+CREATE INDEX skillwire_tasks_by_state ON {{s}}.skillwire_tasks (tenant, state, updated_us, seq);
+CREATE INDEX skillwire_tasks_unfinished ON {{s}}.skillwire_tasks (seq) WHERE state IN ({UNFINISHED});
+CREATE TABLE {{s}}.skillwire_messages (
+    task BIGINT NOT NULL REFERENCES {{s}}.skillwire_tasks (seq) ON DELETE CASCADE,
+    idx  INT    NOT NULL,
+    body BYTEA  NOT NULL,
+    PRIMARY KEY (task, idx)
+);
+CREATE TABLE {{s}}.skillwire_artifacts (
+    task  BIGINT NOT NULL REFERENCES {{s}}.skillwire_tasks (seq) ON DELETE CASCADE,
+    idx   INT    NOT NULL,
+    start INT    NOT NULL,
+    body  BYTEA  NOT NULL,
+    PRIMARY KEY (task, idx, start)
+);
+CREATE TABLE {{s}}.skillwire_push_configs (
+    tenant  BYTEA NOT NULL,
+    task_id BYTEA NOT NULL,
+    id      BYTEA NOT NULL,
+    body    BYTEA NOT NULL,
+    shape   BYTEA NOT NULL,
+    issuer  BYTEA NOT NULL,
+    PRIMARY KEY (tenant, task_id, id)
+);
+CREATE TABLE {{s}}.skillwire_deliveries (
+    seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant     BYTEA   NOT NULL,
+    task_id    BYTEA   NOT NULL,
+    config_id  BYTEA   NOT NULL,
+    body       BYTEA   NOT NULL,
+    attempts   INT     NOT NULL DEFAULT 0,
+    next_us    BIGINT  NOT NULL DEFAULT 0,
+    failed     BOOLEAN NOT NULL DEFAULT FALSE,
+    error      BYTEA   NOT NULL DEFAULT '',
+    created_us BIGINT  NOT NULL,
+    owner      TEXT    NOT NULL
+);
+CREATE INDEX skillwire_deliveries_by_lane ON {{s}}.skillwire_deliveries (tenant, task_id, config_id, seq)
+    WHERE NOT failed;
+CREATE INDEX skillwire_deliveries_by_owner ON {{s}}.skillwire_deliveries (owner, seq) WHERE NOT failed;
+CREATE INDEX skillwire_deliveries_failed ON {{s}}.skillwire_deliveries (seq) WHERE failed;
+CREATE TABLE {{s}}.skillwire_leases (
+    owner   TEXT        PRIMARY KEY,
+    expires TIMESTAMPTZ NOT NULL
+);
+CREATE TABLE {{s}}.skillwire_secrets (
+    name  BYTEA PRIMARY KEY,
+    value BYTEA NOT NULL
+);
+""",
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+#: The first key of the advisory lock migrations take (the second is the schema's hash).
+MIGRATION_LOCK = 0x5357  # "SW"
+
+
+async def migrate(conn: Any, schema: str) -> int:
+    """Bring ``schema`` up to SCHEMA_VERSION (one transaction, under an advisory lock); the version."""
+    s = f'"{schema}"'
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext($2))", MIGRATION_LOCK, schema)
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+        await conn.execute(f"CREATE TABLE IF NOT EXISTS {s}.skillwire_schema (version INT NOT NULL)")
+        current = await conn.fetchval(f"SELECT COALESCE(MAX(version), 0) FROM {s}.skillwire_schema")
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"the PostgreSQL schema {schema!r} was written by a newer skillwire (schema {current}, this"
+                f" one knows {SCHEMA_VERSION})"
+            )
+        for number in range(current + 1, SCHEMA_VERSION + 1):
+            await conn.execute(MIGRATIONS[number - 1].format(s=s))
+            await conn.execute(f"INSERT INTO {s}.skillwire_schema (version) VALUES ($1)", number)
+    return SCHEMA_VERSION
+
+
+# -- statements -------------------------------------------------------------------------------------------
+
+
+#: What a read selects of a task: seq, head, version, layout, owner, the messages of the view (from index
+#: $N, see _from_index) and, when artifacts are read, their pieces' indexes and bodies in order.
+def task_columns(s: str, start: str, artifacts: bool) -> str:
+    cols = (
+        f"t.seq, t.head, t.version, t.layout, t.owner, t.updated_us, t.tenant,"
+        f" ARRAY(SELECT m.body FROM {s}.skillwire_messages m WHERE m.task = t.seq AND m.idx >= {start}"
+        " ORDER BY m.idx) AS msgs"
+    )
+    if artifacts:
+        cols += (
+            f", ARRAY(SELECT a.idx FROM {s}.skillwire_artifacts a WHERE a.task = t.seq ORDER BY a.idx, a.start)"
+            " AS aidx,"
+            f" ARRAY(SELECT a.body FROM {s}.skillwire_artifacts a WHERE a.task = t.seq ORDER BY a.idx, a.start)"
+            " AS abody"
+        )
+    return cols
+
+
+def from_index(param: str) -> str:
+    """The first message index a view of ``param`` (NULL: all) messages shows (see history_start)."""
+    return f"(CASE WHEN {param}::int IS NULL THEN 0 ELSE GREATEST(t.messages - GREATEST({param}::int, 0), 0) END)"
+
+
+class Statements:
+    """The statements of one schema, built once."""
+
+    def __init__(self, schema: str) -> None:
+        s = self.s = f'"{schema}"'
+        self.tasks, self.deliveries = f"{s}.skillwire_tasks", f"{s}.skillwire_deliveries"
+        self.configs, self.leases = f"{s}.skillwire_push_configs", f"{s}.skillwire_leases"
+        self.whole = task_columns(s, "0", True)
+        self.get = f"SELECT {task_columns(s, from_index('$3'), True)} FROM {self.tasks} t WHERE tenant = $1 AND id = $2"
+        self.unfinished = (
+            f"SELECT {self.whole} FROM {self.tasks} t WHERE state IN ({UNFINISHED}) AND seq > $1"
+            " ORDER BY seq LIMIT $2"
+        )
+        live = f"SELECT 1 FROM {self.leases} l WHERE l.owner = {{0}}.owner AND l.expires > now()"
+        self.orphaned = (
+            f"SELECT {self.whole} FROM {self.tasks} t WHERE state IN ({UNFINISHED})"
+            f" AND NOT EXISTS ({live.format('t')}) ORDER BY seq LIMIT $1"
+        )
+        self.adopt = (
+            f"UPDATE {self.deliveries} d SET owner = $1 WHERE NOT failed AND owner <> $1"
+            f" AND NOT EXISTS ({live.format('d')})"
+        )
+        self._commits: dict[tuple[bool, bool, bool], str] = {}
+
+    def commit(self, new: bool, configs: bool, deliveries: bool) -> str:
+        key = (new, configs, deliveries)
+        sql = self._commits.get(key)
+        if sql is None:
+            sql = self._commits[key] = self._commit(*key)
+        return sql
+
+    def _commit(self, new: bool, configs: bool, deliveries: bool) -> str:
+        """One statement per write: the task row (conditional on the version), its pieces, its configs and
+        deliveries, each piece statement drawing on the row the first one returned (none: nothing happens).
+
+        Parameters: $1 tenant, $2 id, $3 context, $4 state, $5 updated_us, $6 version, $7 head, $8 message
+        count, $9 size, $10 layout, $11 owner, $12 base, $13 first message, $14 message bodies, $15 artifact
+        indexes, $16 piece offsets, $17 piece bodies, $18 artifact count; then, when there are configs, six
+        arrays (tenants, task ids, ids, bodies, shapes, issuers), and when there are deliveries, two (config
+        ids, bodies)."""
+        s = self.s
+        if new:
+            row = (
+                f"INSERT INTO {self.tasks} (tenant, id, context_id, state, updated_us, version, head, messages,"
+                " size, layout, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+                " ON CONFLICT (tenant, id) DO NOTHING RETURNING seq"
+            )
+        else:
+            row = (
+                f"UPDATE {self.tasks} SET context_id = $3, state = $4, updated_us = $5, version = $6, head = $7,"
+                " messages = $8, size = $9, layout = $10, owner = $11"
+                " WHERE tenant = $1 AND id = $2 AND version = $12 RETURNING seq"
+            )
+        parts = [
+            f"t AS ({row})",
+            # pieces are upserted; what lies beyond them (messages after the last one written, pieces of an
+            # artifact after its new one, artifacts past the count) is deleted. The two never touch one row.
+            f"m AS (INSERT INTO {s}.skillwire_messages (task, idx, body)"
+            " SELECT t.seq, $13::int + u.i::int - 1, u.body FROM t, unnest($14::bytea[]) WITH ORDINALITY AS u(body, i)"
+            " ON CONFLICT (task, idx) DO UPDATE SET body = EXCLUDED.body)",
+            f"a AS (INSERT INTO {s}.skillwire_artifacts (task, idx, start, body)"
+            " SELECT t.seq, u.idx, u.start, u.body FROM t, unnest($15::int[], $16::int[], $17::bytea[])"
+            " AS u(idx, start, body) ON CONFLICT (task, idx, start) DO UPDATE SET body = EXCLUDED.body)",
+        ]
+        if not new:
+            parts += [
+                f"dm AS (DELETE FROM {s}.skillwire_messages x USING t"
+                " WHERE x.task = t.seq AND x.idx >= $13::int + cardinality($14::bytea[]))",
+                f"da AS (DELETE FROM {s}.skillwire_artifacts x USING t WHERE x.task = t.seq AND (x.idx >= $18::int"
+                " OR EXISTS (SELECT 1 FROM unnest($15::int[], $16::int[]) AS p(idx, start)"
+                " WHERE p.idx = x.idx AND x.start > p.start)))",
+            ]
+        n = 19
+        if configs:
+            parts.append(
+                f"c AS (INSERT INTO {self.configs} (tenant, task_id, id, body, shape, issuer)"
+                f" SELECT u.tenant, u.task_id, u.id, u.body, u.shape, u.issuer FROM t,"
+                f" unnest(${n}::bytea[], ${n + 1}::bytea[], ${n + 2}::bytea[], ${n + 3}::bytea[],"
+                f" ${n + 4}::bytea[], ${n + 5}::bytea[]) AS u(tenant, task_id, id, body, shape, issuer)"
+                " ON CONFLICT (tenant, task_id, id) DO UPDATE SET body = EXCLUDED.body, shape = EXCLUDED.shape,"
+                " issuer = EXCLUDED.issuer)"
+            )
+            n += 6
+        if deliveries:
+            # a delivery joins the owner of its lane's pending deliveries, if any (one process makes a lane)
+            parts.append(
+                f"d AS (INSERT INTO {self.deliveries} (tenant, task_id, config_id, body, created_us, owner)"
+                " SELECT $1, $2, u.config_id, u.body, $5, COALESCE((SELECT p.owner FROM"
+                f" {self.deliveries} p WHERE p.tenant = $1 AND p.task_id = $2 AND p.config_id = u.config_id"
+                " AND NOT p.failed ORDER BY p.seq LIMIT 1), $11)"
+                f" FROM t, unnest(${n}::bytea[], ${n + 1}::bytea[]) WITH ORDINALITY AS u(config_id, body, i)"
+                " ORDER BY u.i)"
+            )
+        # a new task's statement names $12 and $18 too, so that every parameter has a type
+        tail = " WHERE $12::bigint = 0 AND $18::int >= 0" if new else ""
+        return "WITH " + ", ".join(parts) + " SELECT seq FROM t" + tail
+
+
+DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us"
