@@ -224,10 +224,16 @@ class TaskRuntime(BaseRequestHandler):
             await self.push.start()
         if self.shared is not None:
             # Other processes run their own tasks in this store: only those whose owner died are recovered,
-            # now and whenever one dies, by the lease keeper.
+            # now (before this process's lease exists, so that what an earlier process of the same owner id
+            # left counts too) and whenever one dies, by the lease keeper.
+            try:
+                swept = await self.sweep()
+            except Exception:
+                log.exception("could not take over the tasks of stopped processes; trying again")
+                swept = []
             await self._renew()
             done_now: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-            done_now.set_result([])
+            done_now.set_result(swept)
             self._recovery = done_now
             self._leaser = asyncio.create_task(self._keep_lease(), name="skillwire-lease")
             return
@@ -260,16 +266,14 @@ class TaskRuntime(BaseRequestHandler):
         """Renew the lease every third of its time to live; after each renewal take over what processes whose
         lease lapsed left behind (their unfinished tasks, their pending push deliveries)."""
         interval = self.limits.lease_seconds / 3
-        renewed = True
         while not self._closing:
-            if renewed:
+            await asyncio.sleep(interval)
+            if await self._renew():
                 try:
                     await self.sweep()
                 except Exception:
                     log.exception("could not take over the tasks of stopped processes; trying again")
             self.swept.set()
-            await asyncio.sleep(interval)
-            renewed = await self._renew()
 
     async def sweep(self) -> list[str]:
         """Take over the unfinished tasks of processes whose lease lapsed, a batch at a time: resume those the
