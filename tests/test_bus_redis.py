@@ -465,12 +465,30 @@ async def test_a_task_streamed_on_one_runtime_is_followed_on_another(
 
 
 async def test_continued_task_streams_only_its_new_turn(
-    runtimes: tuple[TaskRuntime, TaskRuntime, Scripted],
+    runtimes: tuple[TaskRuntime, TaskRuntime, Scripted], redis_client: redis.Redis
 ) -> None:
     a, b, _ = runtimes
     asked = (await within(a.on_send_message(send("ask"), CALL))).task
     assert asked is not None and asked.status.state is TaskState.INPUT_REQUIRED
-    await within(a.bus.flush())  # type: ignore[attr-defined]
-    # the first subscription of b to this task replays its stream: the first turn's events are in it
+    bus = a.bus
+    assert isinstance(bus, RedisEventBus)
+    await within(bus.flush())
+    # b's first subscription to this task replays its stream, which holds the first turn's events
+    first_turn = await redis_client.xrange(bus.stream_name(("", asked.id)))
+    assert len(first_turn) >= 2
     events = await collect(await b.on_send_streaming_message(send("Ada", task_id=asked.id), CALL))
     assert shape(events) == ["WORKING", "artifact:got Ada", "COMPLETED"]
+
+
+def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import EXAMPLES
+    from skillwire.cli.main import _application, _parse
+
+    echo = str(EXAMPLES / "echo")
+    _, app = _application(_parse(["serve", echo, "--store", "memory://", "--bus", REDIS]))
+    assert app.runtime is not None and isinstance(app.runtime.bus, RedisEventBus)
+    _, default = _application(_parse(["serve", echo, "--store", "memory://"]))
+    assert default.runtime is not None and isinstance(default.runtime.bus, InProcessEventBus)
+    monkeypatch.setenv("SKILLWIRE_BUS", "nats://somewhere")
+    with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://"):
+        _application(_parse(["serve", echo, "--store", "memory://"]))

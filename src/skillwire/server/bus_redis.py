@@ -190,7 +190,12 @@ class RedisEventBus:
             return
         update = event.status_update
         ends = event.message is not None or (update is not None and update.status.state.is_terminal)
-        self._pending.append((key, self.stream_name(key), version, _encode(event), ends))
+        try:
+            data = _encode(event)
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the store took it: not expected
+            self._dropped(key, 1, f"an event is not JSON ({exc})")
+            return
+        self._pending.append((key, self.stream_name(key), version, data, ends))
         self._start(reader=False)
         assert self._queued is not None and self._idle is not None
         self._idle.clear()
@@ -276,7 +281,9 @@ class RedisEventBus:
             batch = [self._pending.popleft() for _ in range(min(WRITE_BATCH, len(self._pending)))]
             try:
                 await self._send(batch)
-            except _FAILURES as exc:
+            except Exception as exc:  # anything else too: the writer must outlive a bad batch
+                if not isinstance(exc, _FAILURES):
+                    log.exception("event bus %s: sending events failed", self._where)
                 self._send_failed(batch, exc)
                 if self._stopping:  # no retrying at shutdown: what is left goes too
                     self._send_failed(list(self._pending), exc)
@@ -304,13 +311,15 @@ class RedisEventBus:
         if not batch:
             return
         keys = {item[0] for item in batch}
-        log.warning(
+        log.log(
+            logging.DEBUG if self._dropping else logging.WARNING,  # warned once per spell of failures
             "event bus %s: could not send %d events of %d tasks (%s); their local subscribers are dropped",
             self._where,
             len(batch),
             len(keys),
             _reason(exc),
         )
+        self._dropping = True
         self.dropped += len(batch)
         for key in keys:
             self._local.fail(key, self._unreachable(key))
@@ -333,7 +342,9 @@ class RedisEventBus:
                 continue
             try:
                 await self._follow()
-            except _FAILURES as exc:
+            except Exception as exc:  # anything else too: a reader that died would leave streams hanging
+                if not isinstance(exc, _FAILURES):
+                    log.exception("event bus %s: reading events failed", self._where)
                 self._lost(exc)
                 await self._reconnect()
 
