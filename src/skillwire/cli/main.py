@@ -29,6 +29,7 @@ from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
+from skillwire.server.bus import open_bus
 from skillwire.server.hosts import served_hosts
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushSettings
@@ -135,6 +136,12 @@ def _add_serve(sub: Any) -> None:
         "--store",
         default=_env("STORE"),
         help=f"memory:// or sqlite:///PATH (default {DEFAULT_STORE}: a file named after the agent)",
+    )
+    serve.add_argument(
+        "--bus",
+        default=_env("BUS"),
+        help="the event bus: memory:// (default: this process only) or redis://HOST[:PORT][/DB] (rediss:// for"
+        " TLS), shared by the processes that serve one store (needs `pip install 'skillwire[redis]'`)",
     )
     serve.add_argument(
         "--public-url", default=_env("PUBLIC_URL"), help="the base URL clients reach the agent at"
@@ -493,6 +500,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     store = open_store(args.store or default_store(agent.name), limits=limits)
     app = agent.asgi(
         store=store,
+        bus=open_bus(args.bus, limits) if args.bus else None,
         allowed_hosts=hosts,
         public_url=args.public_url,
         grpc_port=args.grpc_port,
@@ -586,6 +594,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "HOST": args.host,
         "PORT": str(args.port),
         "STORE": args.store,
+        "BUS": args.bus,
         "PUBLIC_URL": args.public_url,
         "ALLOWED_HOSTS": ",".join(args.allowed_host) if args.allowed_host else None,
         "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,

@@ -3,7 +3,8 @@
 A subscriber registers *before* it reads the task's current snapshot; events are tagged with the task
 version they produced, so the subscriber drops what the snapshot already contains and misses nothing
 (replay from the store, then live). The runtime publishes an event only once the store has committed it.
-The in-process bus serves one server process; a Redis bus joins later behind the same protocol.
+The in-process bus serves one server process; :mod:`skillwire.server.bus_redis` serves several that share
+a Redis, behind the same protocol (:func:`open_bus` picks one by URL).
 
 Each subscriber's queue is bounded (events, and approximate bytes of content). A subscriber that stops
 reading while its task keeps producing is dropped once it passes the bound: its stream ends with
@@ -18,10 +19,11 @@ from typing import Any, Protocol
 
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, StreamDroppedError
+from skillwire.errors import A2AError, SkillwireError, StreamDroppedError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Part, StreamResponse
 
-__all__ = ["EventBus", "InProcessEventBus", "Subscription"]
+__all__ = ["EventBus", "InProcessEventBus", "Subscription", "open_bus"]
 
 #: (task version after the event, the event, its approximate size); an error ends the subscription by
 #: raising; ``None`` ends it.
@@ -156,6 +158,40 @@ class InProcessEventBus:
             subs.discard(sub)
             if not subs:
                 del self._subs[key]
+
+
+def open_bus(url: str, limits: Limits | None = None) -> EventBus:
+    """The bus ``url`` names: ``memory://`` (this process only) or ``redis://HOST[:PORT][/DB]`` (also
+    ``rediss://`` for TLS): the processes sharing that Redis share their tasks' events. The subscriber queue
+    bounds are ``limits.stream_buffer_events`` and ``stream_buffer_bytes``::
+
+        app = agent.asgi(store=store, bus=open_bus("redis://127.0.0.1:6379/0"))
+    """
+    limits = limits or Limits()
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if url in ("memory://", "memory"):
+        return InProcessEventBus(max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes)
+    if scheme in ("redis", "rediss"):
+        try:
+            from skillwire.server.bus_redis import RedisEventBus
+        except ImportError as exc:
+            if exc.name is None or exc.name.split(".")[0] != "redis":
+                raise
+            raise SkillwireError(
+                f"the event bus {scheme}:// needs redis-py: pip install 'skillwire[redis]'"
+            ) from None
+        try:
+            return RedisEventBus(
+                url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
+            )
+        except ValueError as exc:  # redis-py's word on a URL it cannot read
+            raise SkillwireError(f"event bus URL: {exc}") from None
+    if scheme in ("postgresql", "postgres"):
+        raise SkillwireError("a PostgreSQL event bus (postgresql://) is not available yet: use redis://")
+    named = f"scheme {scheme}://" if scheme else f"URL {url!r}"  # a scheme only: the URL may hold a password
+    raise SkillwireError(
+        f"Unknown event bus {named}: use memory:// or redis://HOST[:PORT][/DB] (rediss:// for TLS)"
+    )
 
 
 # -- sizes ------------------------------------------------------------------------------------------------

@@ -1,0 +1,494 @@
+"""The Redis event bus against a real Redis (127.0.0.1:6379): order, replay, two processes, bounds, trimming,
+outages (a TCP proxy in front of Redis, closed then reopened), and two task runtimes sharing it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+
+from conftest import skip_without_service
+
+pytest.importorskip("redis")
+
+import redis.asyncio as redis
+
+from skillwire import (
+    CallContext,
+    Executor,
+    MemoryTaskStore,
+    RequestContext,
+    TaskEvents,
+    TaskState,
+)
+from skillwire.errors import SkillwireError, StreamDroppedError
+from skillwire.protocol.models import (
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from skillwire.server import bus_redis
+from skillwire.server.bus import InProcessEventBus, open_bus
+from skillwire.server.bus_redis import RedisEventBus
+from skillwire.server.runtime import TaskRuntime
+
+REDIS = "redis://127.0.0.1:6379/0"
+WAIT = 10.0
+CALL = CallContext()
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], wait: float = WAIT) -> T:
+    return await asyncio.wait_for(awaitable, wait)
+
+
+def status(task_id: str, state: TaskState, text: str = "") -> StreamResponse:
+    message = Message(message_id=uuid.uuid4().hex, role=Role.AGENT, parts=[Part(text=text)]) if text else None
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id=task_id, context_id="ctx", status=TaskStatus(state=state, message=message)
+        )
+    )
+
+
+def texts(items: list[tuple[int, StreamResponse]]) -> list[tuple[int, str]]:
+    out = []
+    for version, event in items:
+        update = event.status_update
+        assert update is not None and update.status.message is not None
+        out.append((version, update.status.message.parts[0].text))
+    return out
+
+
+async def take(sub: Any, count: int) -> list[tuple[int, StreamResponse]]:
+    async def run() -> list[tuple[int, StreamResponse]]:
+        got = []
+        while len(got) < count:
+            item = await sub.next()
+            assert item is not None, f"the subscription ended after {len(got)} of {count} events"
+            got.append(item)
+        return got
+
+    return await within(run())
+
+
+@pytest.fixture
+async def redis_client() -> AsyncIterator[redis.Redis]:
+    client = redis.Redis.from_url(REDIS)
+    try:
+        await within(client.ping(), 2.0)
+    except (OSError, redis.RedisError, TimeoutError) as exc:
+        await client.aclose()
+        skip_without_service("Redis", f"none answers at 127.0.0.1:6379: {exc}")
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def prefix(redis_client: redis.Redis) -> AsyncIterator[str]:
+    """A key prefix of this test's own; its keys are deleted afterwards."""
+    name = f"skillwire-test:{uuid.uuid4().hex}"
+    yield name
+    keys = [key async for key in redis_client.scan_iter(match=f"{name}:*")]
+    if keys:
+        await redis_client.delete(*keys)
+
+
+@pytest.fixture
+async def make_bus(prefix: str) -> AsyncIterator[Callable[..., RedisEventBus]]:
+    """``make_bus(**options)``: a bus on this test's prefix (one per simulated process), closed afterwards."""
+    made: list[RedisEventBus] = []
+
+    def make(url: str = REDIS, **options: Any) -> RedisEventBus:
+        bus = RedisEventBus(url, prefix=prefix, **options)
+        made.append(bus)
+        return bus
+
+    yield make
+    for bus in made:
+        await within(bus.aclose())
+
+
+class Proxy:
+    """A TCP proxy in front of Redis that can be closed (an outage: connections cut, port refused) and
+    reopened on the same port."""
+
+    def __init__(self, port: int = 6379) -> None:
+        self.target = port
+        self.port = 0
+        self.server: asyncio.Server | None = None
+        self.pipes: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    async def open(self) -> None:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in list(self.pipes):
+            writer.transport.abort()
+        self.pipes.clear()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self.pipes |= {writer, up_writer}
+        await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer))
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.transport.abort()
+            self.pipes.discard(writer)
+
+
+# -- the bus itself -----------------------------------------------------------------------------------------
+
+
+async def test_events_of_a_task_arrive_in_publishing_order(make_bus: Callable[..., RedisEventBus]) -> None:
+    bus = make_bus()
+    sub = bus.subscribe(("t", "task-1"))
+    for version in range(1, 301):
+        bus.publish(("t", "task-1"), version, status("task-1", TaskState.WORKING, f"e{version}"))
+    got = await take(sub, 300)
+    assert texts(got) == [(v, f"e{v}") for v in range(1, 301)]
+    assert bus.subscriber_count(("t", "task-1")) == 1
+    sub.close()
+    assert bus.subscriber_count(("t", "task-1")) == 0
+
+
+async def test_late_subscriber_gets_the_stream_replayed(make_bus: Callable[..., RedisEventBus]) -> None:
+    publisher, late = make_bus(), make_bus()
+    key = ("t", "task-1")
+    for version in range(1, 6):
+        publisher.publish(key, version, status("task-1", TaskState.WORKING, f"e{version}"))
+    await within(publisher.flush())
+    sub = late.subscribe(key)  # after the events: a first subscription reads the stream from its start
+    publisher.publish(key, 6, status("task-1", TaskState.COMPLETED, "done"))
+    assert [v for v, _ in await take(sub, 6)] == [1, 2, 3, 4, 5, 6]
+    # a second subscription of a stream the reader follows joins at the reader's position
+    again = late.subscribe(key)
+    publisher.publish(key, 7, status("task-1", TaskState.COMPLETED, "more"))
+    assert texts(await take(again, 1)) == [(7, "more")]
+
+
+async def test_two_processes_publish_and_subscribe_across(make_bus: Callable[..., RedisEventBus]) -> None:
+    a, b = make_bus(), make_bus()
+    key = ("tenant", "shared")
+    on_a, on_b = a.subscribe(key), b.subscribe(key)
+    a.publish(key, 1, status("shared", TaskState.WORKING, "from a"))
+    await within(a.flush())
+    b.publish(key, 2, status("shared", TaskState.COMPLETED, "from b"))
+    expected = [(1, "from a"), (2, "from b")]
+    assert texts(await take(on_a, 2)) == expected
+    assert texts(await take(on_b, 2)) == expected
+    assert a.shared and b.shared
+
+
+async def test_tenants_and_ids_with_separators_and_nul_do_not_collide(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    bus = make_bus()
+    one, two = ("a:b", "c"), ("a", "b:c")
+    nul = ("x\x00", "%3A{slot}")
+    assert len({bus.stream_name(k) for k in (one, two, nul)}) == 3
+    subs = {k: bus.subscribe(k) for k in (one, two, nul)}
+    for k in (one, two, nul):
+        bus.publish(k, 1, status(k[1], TaskState.WORKING, repr(k)))
+    for k, sub in subs.items():
+        assert texts(await take(sub, 1)) == [(1, repr(k))]
+
+
+async def test_subscriber_that_falls_behind_is_dropped(make_bus: Callable[..., RedisEventBus]) -> None:
+    bus = make_bus(max_events=5)
+    key = ("t", "busy")
+    slow = bus.subscribe(key)
+    watcher = make_bus().subscribe(key)
+    for version in range(1, 21):
+        bus.publish(key, version, status("busy", TaskState.WORKING, f"e{version}"))
+    await take(watcher, 20)  # every event reached Redis and came back
+
+    async def drain() -> int:
+        got = 0
+        while await slow.next() is not None:  # what was read before the bound passed, then the drop
+            got += 1
+        return got
+
+    with pytest.raises(StreamDroppedError, match="fell more than 5 events"):
+        await within(drain())
+    assert bus.subscriber_count(key) == 0
+
+
+async def test_streams_are_bounded_and_expire_after_the_task_ends(
+    make_bus: Callable[..., RedisEventBus], redis_client: redis.Redis
+) -> None:
+    bus = make_bus(maxlen=100, ttl_after_end=30, idle_ttl=3600)
+    running, ended = ("t", "running"), ("t", "ended")
+    for version in range(1, 2001):
+        bus.publish(running, version, status("running", TaskState.WORKING, "x"))
+    bus.publish(ended, 1, status("ended", TaskState.WORKING, "working"))
+    bus.publish(ended, 2, status("ended", TaskState.COMPLETED, "done"))
+    await within(bus.flush())
+    assert bus.dropped == 0
+    length = await redis_client.xlen(bus.stream_name(running))
+    assert 100 <= length < 400, length  # MAXLEN ~: at least maxlen, trimmed by whole nodes
+    idle = await redis_client.pttl(bus.stream_name(running))
+    assert 30_000 < idle <= 3_600_000
+    after_end = await redis_client.pttl(bus.stream_name(ended))
+    assert 0 < after_end <= 30_000
+    entries = await redis_client.xrange(bus.stream_name(ended))
+    assert [fields[b"version"] for _, fields in entries] == [b"1", b"2"]
+    assert (
+        msgspec.json.decode(entries[1][1][b"event"])["statusUpdate"]["status"]["state"]
+        == "TASK_STATE_COMPLETED"
+    )
+
+
+async def test_fail_close_and_aclose(make_bus: Callable[..., RedisEventBus]) -> None:
+    bus, other = make_bus(), make_bus()
+    failed, kept = ("t", "failed"), ("t", "kept")
+    sub_failed, sub_kept = bus.subscribe(failed), bus.subscribe(kept)
+    bus.fail(failed, StreamDroppedError("could not store"))
+    with pytest.raises(StreamDroppedError, match="could not store"):
+        await within(sub_failed.next())
+    bus.publish(kept, 1, status("kept", TaskState.WORKING, "still here"))
+    assert texts(await take(sub_kept, 1)) == [(1, "still here")]
+    bus.close()
+    assert await within(sub_kept.next()) is None
+    # aclose sends what is queued before it closes
+    watcher = other.subscribe(kept)
+    for version in range(2, 52):
+        bus.publish(kept, version, status("kept", TaskState.WORKING, f"e{version}"))
+    await within(bus.aclose())
+    assert [v for v, _ in await take(watcher, 51)] == list(range(1, 52))
+    # a closed bus: subscriptions end at once, publishing drops (and counts)
+    assert await within(bus.subscribe(kept).next()) is None
+    bus.publish(kept, 99, status("kept", TaskState.WORKING, "late"))
+    assert bus.dropped == 1
+
+
+async def test_many_tasks_share_one_reader(make_bus: Callable[..., RedisEventBus]) -> None:
+    publisher, bus = make_bus(), make_bus()
+    keys = [("t", f"task-{i}") for i in range(200)]
+    subs = [bus.subscribe(k) for k in keys]
+    for version in range(1, 4):
+        for key in keys:
+            publisher.publish(key, version, status(key[1], TaskState.WORKING, f"{key[1]}/{version}"))
+    for key, sub in zip(keys, subs, strict=True):
+        assert texts(await take(sub, 3)) == [(v, f"{key[1]}/{v}") for v in range(1, 4)]
+    helpers = [t for t in asyncio.all_tasks() if t.get_name() == "skillwire-bus-reader"]
+    assert len(helpers) == 1  # one reader for the 200 tasks of the subscribing bus (the publisher has none)
+
+
+async def test_a_stream_added_while_the_reader_blocks_is_read_at_once(
+    make_bus: Callable[..., RedisEventBus], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bus_redis, "BLOCK_MS", 60_000)  # so only the wake-up can end the XREAD in time
+    publisher, bus = make_bus(), make_bus()
+    first = bus.subscribe(("t", "first"))
+    publisher.publish(("t", "first"), 1, status("first", TaskState.WORKING, "one"))
+    await take(first, 1)  # the reader is now blocked on the first stream alone
+    for i in range(5):
+        key = ("t", f"added-{i}")
+        sub = bus.subscribe(key)
+        publisher.publish(key, 1, status(key[1], TaskState.WORKING, "hello"))
+        assert texts(await take_fast(sub)) == [(1, "hello")]
+
+
+async def take_fast(sub: Any) -> list[tuple[int, StreamResponse]]:
+    """One event, well before an XREAD of BLOCK_MS would have ended by itself."""
+    item = await asyncio.wait_for(sub.next(), 5.0)
+    assert item is not None
+    return [item]
+
+
+async def test_outage_ends_subscribers_and_the_bus_recovers(make_bus: Callable[..., RedisEventBus]) -> None:
+    proxy = Proxy()
+    await proxy.open()
+    bus = make_bus(proxy.url)
+    key = ("t", "outage")
+    sub = bus.subscribe(key)
+    bus.publish(key, 1, status("outage", TaskState.WORKING, "before"))
+    assert texts(await take(sub, 1)) == [(1, "before")]
+    await proxy.close()
+    with pytest.raises(StreamDroppedError, match="event bus is unavailable") as caught:
+        await within(sub.next())
+    assert "127.0.0.1" not in str(caught.value)  # the client is not told where Redis is
+    # publishing neither raises nor waits; the events are counted as dropped once the writer fails
+    started = time.perf_counter()
+    for version in range(2, 12):
+        bus.publish(key, version, status("outage", TaskState.WORKING, "during"))
+    assert time.perf_counter() - started < 0.1
+    await within(bus.flush())
+    assert bus.dropped == 10
+    # a subscription while Redis is down ends at once, with the same error
+    with pytest.raises(StreamDroppedError, match="event bus is unavailable"):
+        await within(bus.subscribe(("t", "during")).next(), 1.0)
+    await proxy.open()
+    await within(bus.wait_reachable())
+    after = bus.subscribe(("t", "after"))
+    bus.publish(("t", "after"), 1, status("after", TaskState.COMPLETED, "back"))
+    assert texts(await take(after, 1)) == [(1, "back")]
+    await proxy.close()
+
+
+async def test_first_subscription_with_redis_down_ends_at_once(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    proxy = Proxy()
+    await proxy.open()
+    url = proxy.url
+    await proxy.close()
+    bus = make_bus(url)
+    with pytest.raises(StreamDroppedError, match="event bus is unavailable"):
+        await within(bus.subscribe(("t", "x")).next(), 5.0)
+
+
+# -- open_bus -----------------------------------------------------------------------------------------------
+
+
+async def test_open_bus_by_url() -> None:
+    assert isinstance(open_bus("memory://"), InProcessEventBus)
+    bus = open_bus("redis://127.0.0.1:6379/0")
+    assert isinstance(bus, RedisEventBus)
+    await bus.aclose()
+    with pytest.raises(SkillwireError, match="not available yet"):
+        open_bus("postgresql://localhost/test")
+    with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://") as caught:
+        open_bus("nats://user:secret@host")
+    assert "secret" not in str(caught.value)
+
+
+# -- two task runtimes sharing one Redis bus (and one store) --------------------------------------------------
+
+
+class Scripted(Executor):
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        if context.task is not None:  # the second turn
+            await events.working()
+            await events.artifact(f"got {context.text}", name="answer")
+            return
+        if context.text == "ask":
+            await events.working()
+            await events.input_required("What is your name?")
+            return
+        await events.working()
+        await events.artifact("part one", name="one")
+        self.started.set()
+        await self.release.wait()
+        await events.artifact("part two", name="two")
+
+
+def send(text: str, task_id: str | None = None) -> SendMessageRequest:
+    message = Message(message_id=uuid.uuid4().hex, role=Role.USER, parts=[Part(text=text)])
+    if task_id is not None:
+        message = msgspec.structs.replace(message, task_id=task_id)
+    return SendMessageRequest(message=message)
+
+
+async def collect(stream: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
+    async def run() -> list[StreamResponse]:
+        return [e async for e in stream]
+
+    return await within(run())
+
+
+def shape(events: list[StreamResponse]) -> list[str]:
+    out = []
+    for e in events:
+        if e.task is not None:
+            out.append("task")
+        elif e.status_update is not None:
+            out.append(e.status_update.status.state.name)
+        elif e.artifact_update is not None:
+            out.append("artifact:" + (e.artifact_update.artifact.parts[0].text or ""))
+    return out
+
+
+@pytest.fixture
+async def runtimes(
+    make_bus: Callable[..., RedisEventBus],
+) -> AsyncIterator[tuple[TaskRuntime, TaskRuntime, Scripted]]:
+    store = MemoryTaskStore()  # one store object: what a shared database would be
+    executor = Scripted()
+    a, b = TaskRuntime(executor, store, make_bus()), TaskRuntime(executor, store, make_bus())
+    await a.start()
+    await b.start()
+    yield a, b, executor
+    executor.release.set()
+    await a.stop(grace=1)
+    await b.stop(grace=1)
+
+
+async def test_a_task_streamed_on_one_runtime_is_followed_on_another(
+    runtimes: tuple[TaskRuntime, TaskRuntime, Scripted],
+) -> None:
+    a, b, executor = runtimes
+    main = await a.on_send_streaming_message(send("work"), CALL)
+    first = await within(anext(main))
+    assert first.task is not None
+    await within(executor.started.wait())
+    follower = await b.on_subscribe_to_task(SubscribeToTaskRequest(id=first.task.id), CALL)
+    snapshot = await within(anext(follower))
+    assert snapshot.task is not None and snapshot.task.id == first.task.id
+    executor.release.set()
+    on_a, on_b = await collect(main), await collect(follower)
+    assert shape(on_a) == ["WORKING", "artifact:part one", "artifact:part two", "COMPLETED"]
+    # b follows from its snapshot: what the snapshot holds is not repeated, nothing after it is missing
+    seen = len(snapshot.task.artifacts) + (snapshot.task.status.state is TaskState.WORKING)
+    assert [msgspec.json.encode(e) for e in on_b] == [msgspec.json.encode(e) for e in on_a[seen:]]
+    assert shape(on_b)[-1] == "COMPLETED"
+
+
+async def test_continued_task_streams_only_its_new_turn(
+    runtimes: tuple[TaskRuntime, TaskRuntime, Scripted], redis_client: redis.Redis
+) -> None:
+    a, b, _ = runtimes
+    asked = (await within(a.on_send_message(send("ask"), CALL))).task
+    assert asked is not None and asked.status.state is TaskState.INPUT_REQUIRED
+    bus = a.bus
+    assert isinstance(bus, RedisEventBus)
+    await within(bus.flush())
+    # b's first subscription to this task replays its stream, which holds the first turn's events
+    first_turn = await redis_client.xrange(bus.stream_name(("", asked.id)))
+    assert len(first_turn) >= 2
+    events = await collect(await b.on_send_streaming_message(send("Ada", task_id=asked.id), CALL))
+    assert shape(events) == ["WORKING", "artifact:got Ada", "COMPLETED"]
+
+
+def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import EXAMPLES
+    from skillwire.cli.main import _application, _parse
+
+    echo = str(EXAMPLES / "echo")
+    _, app = _application(_parse(["serve", echo, "--store", "memory://", "--bus", REDIS]))
+    assert app.runtime is not None and isinstance(app.runtime.bus, RedisEventBus)
+    _, default = _application(_parse(["serve", echo, "--store", "memory://"]))
+    assert default.runtime is not None and isinstance(default.runtime.bus, InProcessEventBus)
+    monkeypatch.setenv("SKILLWIRE_BUS", "nats://somewhere")
+    with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://"):
+        _application(_parse(["serve", echo, "--store", "memory://"]))
