@@ -44,8 +44,9 @@ async def tick(params: Any, ctx: SkillContext) -> str:
     count = int(params["count"])
     await ctx.working(f"running in {os.getpid()}")
     for i in range(count):
-        while len(gate.read_text().splitlines()) <= i:
-            await asyncio.sleep(0.02)  # the agent polls a file; the test waits on events it sees
+        # the agent polls a tiny file (the test writes a line to let one more chunk through)
+        while len(gate.read_text().splitlines()) <= i:  # noqa: ASYNC110, ASYNC240
+            await asyncio.sleep(0.02)
         await ctx.artifact(f"chunk {i}", artifact_id="ticks", append=i > 0, last_chunk=i == count - 1)
     return f"ticked in {os.getpid()}"
 

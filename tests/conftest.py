@@ -279,11 +279,21 @@ class Served:
         self.proc = proc
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
+        #: Everything the process printed so far (the reader thread keeps adding to it).
         self.lines = lines
+        self.printed = threading.Condition()
 
     def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         response = httpx.post(self.url, json=rpc(method, params), headers=A2A_V1, timeout=PROCESS_TIMEOUT)
         return response.json()  # type: ignore[no-any-return]
+
+    def wait_for_output(self, text: str, timeout: float = PROCESS_TIMEOUT) -> str:
+        """The first line the process printed that holds ``text``, waiting for it (AssertionError if it does
+        not come within ``timeout``)."""
+        with self.printed:
+            found = self.printed.wait_for(lambda: next((x for x in self.lines if text in x), None), timeout)
+        assert found is not None, f"the server never printed {text!r}:\n{''.join(self.lines)}"
+        return found
 
 
 def start_process(
@@ -306,15 +316,19 @@ def start_process(
         **popen,
     )
     lines: queue.Queue[str | None] = queue.Queue()
+    seen: list[str] = []
+    served = Served(proc, port, seen)
 
     def read() -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
+            with served.printed:
+                seen.append(line)
+                served.printed.notify_all()
             lines.put(line)
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
-    seen: list[str] = []
     while True:
         line = lines.get(timeout=PROCESS_TIMEOUT)
         if line is None:
@@ -322,9 +336,8 @@ def start_process(
             assert proc.stdout is not None
             proc.stdout.close()
             raise ServerExited(returncode, "".join(seen))
-        seen.append(line)
         if "task store:" in line:
-            return Served(proc, port, seen)
+            return served
 
 
 @pytest.fixture

@@ -495,6 +495,10 @@ def retrying_agent(started: asyncio.Event, release: asyncio.Event, retryable: bo
     return agent
 
 
+async def _drain(stream: Any) -> list[StreamResponse]:
+    return [e async for e in stream]
+
+
 async def left_working(path: Path, agent: Agent) -> str:
     """A task of ``agent`` left WORKING in the SQLite file at ``path`` by a process that "died"."""
     store = SQLiteTaskStore(path)
@@ -521,8 +525,11 @@ async def test_a_retryable_skill_runs_again_after_a_restart_at_most_three_times(
         running = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
         assert running.metadata == {"attempt": attempt}
         if attempt == 3:
+            stream = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), CALL)
             release.set()
-            await finish(rt, task_id)
+            events = await asyncio.wait_for(_drain(stream), WAIT)
+            assert events[-1].status_update is not None
+            assert events[-1].status_update.status.state is TaskState.COMPLETED
             done = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
             assert done.status.state is TaskState.COMPLETED
             assert done.artifacts[0].parts[0].text == "done x"

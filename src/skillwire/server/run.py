@@ -147,7 +147,14 @@ class TaskRun:
         self.previous = origin.task if origin is not None else None
         self.task = self.previous
         if origin is not None and not resumed:
-            self.task = _replace(origin.task, history=[*origin.task.history, message])
+            # The message is being worked on from now: stored so, no other process takes the turn too (an
+            # interrupted task accepts a message), and a process that dies with it leaves it WORKING, which
+            # the others recover.
+            self.task = _replace(
+                origin.task,
+                history=[*origin.task.history, message],
+                status=TaskStatus(state=TaskState.WORKING, timestamp=now()),
+            )
         self.committed = origin.version if origin is not None else 0
         #: The version the task had when this run took it (0: a new task).
         self.origin_version = self.committed
@@ -296,21 +303,28 @@ class TaskRun:
         meta = {"taskId": self.task_id}
         error: A2AError
         result: Task | None = None
-        if stored is not None and stored.task.status.state.is_terminal:
-            state = stored.task.status.state
-            error = TaskNotCancelableError(f"Task {self.task_id} is already {state.value}", metadata=meta)
-            result = stored.task
-            log.info(
-                "task %s was ended by another process (%s); its run here stops", self.task_id, state.value
-            )
-        elif self.committed == self.origin_version:
+        ended = stored is not None and stored.task.status.state.is_terminal
+        if self.committed == self.origin_version:
             # this run had not written anything: another process took the message turn (or the task) first
-            error = UnsupportedOperationError(
-                f"Task {self.task_id} is still working on an earlier message; send more input when it asks"
-                " for it",
-                metadata=meta,
-            )
+            if stored is not None and ended:
+                state = stored.task.status.state.value
+                error = UnsupportedOperationError(
+                    f"Task {self.task_id} is {state}: a terminal task accepts no more messages. Start a new"
+                    " task in the same context instead.",
+                    metadata={**meta, "state": state},
+                )
+            else:
+                error = UnsupportedOperationError(
+                    f"Task {self.task_id} is still working on an earlier message; send more input when it"
+                    " asks for it",
+                    metadata=meta,
+                )
             self.runtime.bus.fail(self.key, error)
+        elif stored is not None and ended:
+            state = stored.task.status.state.value
+            error = TaskNotCancelableError(f"Task {self.task_id} is already {state}", metadata=meta)
+            result = stored.task
+            log.info("task %s was ended by another process (%s); its run here stops", self.task_id, state)
         else:
             error = UnsupportedOperationError(
                 f"Task {self.task_id} was taken over by another server process", metadata=meta
@@ -455,6 +469,10 @@ class TaskRun:
         if self.replied:
             raise InvalidAgentResponseError("the agent already replied with a message")
         async with self.lock:
+            task = self.task
+            if state is TaskState.WORKING and message is None and task is not None:
+                if task.status.state is TaskState.WORKING and task.status.message is None:
+                    return  # already so (a continued task works from the moment its message is taken)
             await self._apply_status(state, message)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
@@ -564,8 +582,11 @@ class TaskRun:
         self.observed = self.observed or eager
         async with self.lock:
             if self.task is not None and self.version > self.committed:
-                # a resumed task: its new history is committed, and announced, first
+                # a continued (or taken over) task: its new history is committed, and announced, first
                 self._emit(StreamResponse(task=snapshot(self.task)))
+                previous = self.previous
+                if previous is not None and previous.status.state is not self.task.status.state:
+                    self._emit(status_event(self.task))  # a subscriber sees the task work on the message
                 await self._commit()
             elif self.task is None and eager:
                 await self._materialize()

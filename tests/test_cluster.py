@@ -1,0 +1,335 @@
+"""Several real `skillwire serve` processes on one PostgreSQL schema and one Redis (issue 14).
+
+Each test starts two or three server processes (tests/cluster_agent.py) on a fresh schema and the Redis bus,
+and talks to them over HTTP with skillwire's client, as users behind a load balancer would: what one process
+started, another reads, lists, subscribes to, continues and cancels; a process killed with SIGKILL has its
+tasks taken over; Redis and PostgreSQL lost for a while (a TCP proxy in front of them, cut and restored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PROCESS_TIMEOUT, Served, free_port, postgres_schema, skip_without_service, start_process
+from skillwire import Client, TaskState
+from skillwire.protocol.models import SendMessageConfiguration, StreamResponse, Task
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT = str(REPO / "tests" / "cluster_agent.py")
+REDIS = ("127.0.0.1", 6379)
+#: Short leases, so that a dead process is noticed within seconds (the default is 15 s).
+LEASE = "lease_seconds=1.5"
+WAIT = 30.0
+
+
+def _redis_reachable() -> None:
+    try:
+        socket.create_connection(REDIS, timeout=2).close()
+    except OSError as exc:
+        skip_without_service("Redis", f"{REDIS[0]}:{REDIS[1]}: {exc}")
+
+
+class Proxy:
+    """A TCP proxy (threads and sockets: the server processes, not the test's loop, use it) that the test
+    cuts, closing every connection and refusing new ones, and brings back on the same port."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            _close(listener)  # shutdown() first: it wakes the thread blocked in accept(), which holds the port
+        with self._lock:
+            for conn in self._open:
+                _close(conn)
+            self._open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                _close(client)
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._open |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(source)
+            _close(sink)
+
+
+def _close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+@pytest.fixture
+async def schema() -> AsyncIterator[str]:
+    _redis_reachable()
+    async with postgres_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def cluster(schema: str) -> Iterator[Callable[..., Served]]:
+    """``start(*extra, bus=..., store=...)``: one more server process on the test's schema and Redis."""
+    started: list[Served] = []
+
+    def start(*extra: str, bus: str = "redis://127.0.0.1:6379/0", store: str = schema) -> Served:
+        served = start_process(
+            AGENT, store, REPO, "--bus", bus, "--limit", LEASE, "--log-level", "info", "--no-push", *extra
+        )
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        if served.proc.poll() is None:
+            served.proc.terminate()
+            served.proc.wait(PROCESS_TIMEOUT)
+        if served.proc.stdout is not None:
+            served.proc.stdout.close()
+
+
+async def client(served: Served) -> Client:
+    return await Client.connect(served.url, timeout=WAIT, retries=0)
+
+
+def immediately() -> SendMessageConfiguration:
+    return SendMessageConfiguration(return_immediately=True)
+
+
+async def collect(
+    events: AsyncIterator[StreamResponse], until: Callable[[StreamResponse], bool]
+) -> list[Any]:
+    """The events of a stream up to the first one ``until`` accepts (within WAIT seconds)."""
+    seen: list[StreamResponse] = []
+
+    async def drain() -> list[StreamResponse]:
+        async for event in events:
+            seen.append(event)
+            if until(event):
+                break
+        return seen
+
+    return await asyncio.wait_for(drain(), WAIT)
+
+
+def state_of(event: StreamResponse) -> TaskState | None:
+    if event.status_update is not None:
+        return event.status_update.status.state
+    if event.task is not None:
+        return event.task.status.state
+    return None
+
+
+def terminal(event: StreamResponse) -> bool:
+    state = state_of(event)
+    return state is not None and state.is_terminal
+
+
+async def working(c: Client, task_id: str) -> Task:
+    """The task once it is WORKING (its skill has started), read through ``c``."""
+    events = c.subscribe(task_id, resume=False)
+    try:
+        await collect(events, lambda e: state_of(e) is TaskState.WORKING)
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    return await c.get_task(task_id)
+
+
+# -- one task, several processes ------------------------------------------------------------------------------
+
+
+async def test_a_task_started_in_one_process_is_read_listed_followed_and_canceled_through_another(
+    cluster: Callable[..., Served],
+) -> None:
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    try:
+        task = await ca.send("x", skill="hold", configuration=immediately())
+        assert isinstance(task, Task)
+        running = await working(cb, task.id)  # subscribed through B while A runs it
+        assert running.status.state is TaskState.WORKING
+        assert f"running in {a.proc.pid}" in (running.status.message.parts[0].text or "")  # type: ignore[union-attr]
+        listed = await cb.list_tasks()
+        assert [t.id for t in listed.tasks] == [task.id]
+
+        follower = cb.subscribe(task.id, resume=False)
+        first = await collect(follower, lambda e: True)
+        assert first[0].task is not None and first[0].task.id == task.id
+        canceled = await cb.cancel_task(task.id)  # B stores it; A's run must stop
+        assert canceled.status.state is TaskState.CANCELED
+        rest = await collect(follower, terminal)
+        assert state_of(rest[-1]) is TaskState.CANCELED
+        a.wait_for_output(f"task {task.id} was ended by another process")  # A's work stopped
+        for c in (ca, cb):
+            assert (await c.get_task(task.id)).status.state is TaskState.CANCELED
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
+async def test_a_multi_turn_task_is_continued_through_another_process(cluster: Callable[..., Served]) -> None:
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    try:
+        asked = await ca.send("x", skill="ask")
+        assert isinstance(asked, Task) and asked.status.state is TaskState.INPUT_REQUIRED
+        follower = ca.subscribe(asked.id, resume=False)  # through A, while B answers
+        await collect(follower, lambda e: True)
+        done = await cb.send("Ada", task_id=asked.id, context_id=asked.context_id)
+        assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+        assert done.artifacts[0].parts[0].text == f"hello Ada from {b.proc.pid}"
+        seen = await collect(follower, terminal)
+        assert state_of(seen[-1]) is TaskState.COMPLETED
+        assert (await ca.get_task(asked.id)).status.state is TaskState.COMPLETED
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
+async def test_two_answers_through_two_processes_at_once_one_wins_nothing_is_lost(
+    cluster: Callable[..., Served],
+) -> None:
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    try:
+        for round_ in range(20):
+            asked = await ca.send("x", skill="ask")
+            assert isinstance(asked, Task)
+            outcomes = await asyncio.gather(
+                ca.send(f"A{round_}", task_id=asked.id),
+                cb.send(f"B{round_}", task_id=asked.id),
+                return_exceptions=True,
+            )
+            won = [o for o in outcomes if isinstance(o, Task)]
+            lost = [o for o in outcomes if isinstance(o, BaseException)]
+            assert len(won) == 1 and len(lost) == 1, [
+                (o.status.state, [m.parts[0].text for m in o.history], o.artifacts) if isinstance(o, Task) else o
+                for o in outcomes
+            ]
+            assert "working on an earlier message" in str(lost[0]) or "terminal" in str(lost[0]), lost
+            stored = await ca.get_task(asked.id)
+            answers = [m.parts[0].text for m in stored.history if m.role.value == "ROLE_USER"][1:]
+            assert len(answers) == 1 and answers[0] in (f"A{round_}", f"B{round_}"), stored.history
+            assert stored.status.state is TaskState.COMPLETED
+            assert stored.artifacts[0].parts[0].text is not None
+            assert stored.artifacts[0].parts[0].text.startswith(f"hello {answers[0]} from ")
+            assert won[0].artifacts[0].parts[0].text == stored.artifacts[0].parts[0].text
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
+# -- a process dies ------------------------------------------------------------------------------------------
+
+
+async def test_the_tasks_of_a_killed_process_are_failed_or_run_again_elsewhere(
+    cluster: Callable[..., Served],
+) -> None:
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    try:
+        held = await ca.send("x", skill="hold", configuration=immediately())
+        again = await ca.send("x", skill="again", configuration=immediately())
+        assert isinstance(held, Task) and isinstance(again, Task)
+        await working(cb, held.id)
+        await working(cb, again.id)
+        followers = [cb.subscribe(t.id, resume=False) for t in (held, again)]
+        for follower in followers:
+            await collect(follower, lambda e: True)
+        os.kill(a.proc.pid, signal.SIGKILL)
+        a.proc.wait(PROCESS_TIMEOUT)
+
+        ended = [await collect(f, terminal) for f in followers]  # B sees both outcomes, on its own
+        assert state_of(ended[0][-1]) is TaskState.FAILED
+        failed = await cb.get_task(held.id)
+        assert "stopped" in (failed.status.message.parts[0].text or "")  # type: ignore[union-attr]
+        assert state_of(ended[1][-1]) is TaskState.COMPLETED
+        rerun = await cb.get_task(again.id)
+        assert rerun.artifacts[0].parts[0].text == f"done in {b.proc.pid}"
+        assert rerun.metadata == {"attempt": 2}
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
+# -- Redis and PostgreSQL lost for a while --------------------------------------------------------------------
+
+
+async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
+    cluster: Callable[..., Served], tmp_path: Path
+) -> None:
+    proxy = Proxy(REDIS)
+    proxy.start()
+    bus = f"redis://127.0.0.1:{proxy.port}/0"
+    a, b = cluster(bus=bus), cluster(bus=bus)
+    ca, cb = await client(a), await client(b)
+    gate_file = tmp_path / "gate"
+    gate_file.write_text("")
+    try:
+        task = await ca.send(
+            skill="tick", data={"gate": str(gate_file), "count": 3}, configuration=immediately()
+        )
+        assert isinstance(task, Task)
+        follower = cb.subscribe(task.id, resume=False)
+        await collect(follower, lambda e: True)
+        gate_file.write_text("1\n")
+        await collect(follower, lambda e: e.artifact_update is not None)  # chunk 0, through Redis
+        proxy.cut()
+        with pytest.raises(Exception) as ended:
+            await collect(follower, lambda e: False)
+        assert "dropped" in str(ended.value).lower() or "subscribe" in str(ended.value).lower()
+        gate_file.write_text("1\n2\n")  # the task goes on in A meanwhile: its store takes the writes
+        proxy.start()
+        for served in (a, b):  # each bus reconnects by itself
+            served.wait_for_output("Redis is reachable again")
+        again = cb.subscribe(task.id, resume=False)  # a new subscription replays from the store
+        first = await collect(again, lambda e: True)
+        assert first[0].task is not None
+        gate_file.write_text("1\n2\n3\n")
+        rest = await collect(again, terminal)
+        assert state_of(rest[-1]) is TaskState.COMPLETED
+        done = await cb.get_task(task.id)
+        assert [p.text for p in done.artifacts[0].parts] == ["chunk 0", "chunk 1", "chunk 2"]
+    finally:
+        proxy.cut()
+        await ca.aclose()
+        await cb.aclose()
