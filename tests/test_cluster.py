@@ -59,7 +59,8 @@ class Proxy:
     def cut(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
-            _close(listener)  # shutdown() first: it wakes the thread blocked in accept(), which holds the port
+            # shutdown() first: it wakes the thread blocked in accept(), which holds the port
+            _close(listener)
         with self._lock:
             for conn in self._open:
                 _close(conn)
@@ -242,7 +243,9 @@ async def test_two_answers_through_two_processes_at_once_one_wins_nothing_is_los
             won = [o for o in outcomes if isinstance(o, Task)]
             lost = [o for o in outcomes if isinstance(o, BaseException)]
             assert len(won) == 1 and len(lost) == 1, [
-                (o.status.state, [m.parts[0].text for m in o.history], o.artifacts) if isinstance(o, Task) else o
+                (o.status.state, [m.parts[0].text for m in o.history], o.artifacts)
+                if isinstance(o, Task)
+                else o
                 for o in outcomes
             ]
             assert "working on an earlier message" in str(lost[0]) or "terminal" in str(lost[0]), lost

@@ -470,9 +470,14 @@ class TaskRun:
             raise InvalidAgentResponseError("the agent already replied with a message")
         async with self.lock:
             task = self.task
-            if state is TaskState.WORKING and message is None and task is not None:
-                if task.status.state is TaskState.WORKING and task.status.message is None:
-                    return  # already so (a continued task works from the moment its message is taken)
+            if (
+                state is TaskState.WORKING
+                and message is None
+                and task is not None
+                and task.status.state is TaskState.WORKING
+                and task.status.message is None
+            ):
+                return  # already so (a continued task works from the moment its message is taken)
             await self._apply_status(state, message)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
