@@ -334,7 +334,7 @@ class PostgresEventBus:
         """Write what is queued (waiting at most ``flush_timeout`` seconds), then close the connections."""
         self._closing = True
         self._end_all(None)
-        if self._state == "up" and not self._idle.is_set():  # queued, or a batch being written
+        if self._state in ("starting", "up") and not self._idle.is_set():  # queued, or being written
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.flush_timeout):
                     await self._idle.wait()
@@ -431,11 +431,12 @@ class PostgresEventBus:
         self._idle.set()
         self._end_all(self._outage())
 
-    def _lose(self, exc: BaseException) -> None:
-        """A write or read failed: treat it as a lost connection (the supervisor reconnects)."""
-        if not self._lost.is_set():
+    def _lose(self, exc: BaseException, lost: asyncio.Event) -> None:
+        """A write or read on the connections of ``lost`` failed: treat it as a lost connection (the
+        supervisor reconnects). A failure on connections already replaced changes nothing."""
+        if lost is self._lost and not lost.is_set():
             self._error = f"{type(exc).__name__}: {exc}"
-            self._lost.set()
+            lost.set()
 
     def _outage(self) -> StreamDroppedError:
         return StreamDroppedError(
@@ -496,7 +497,7 @@ class PostgresEventBus:
             )
 
     async def _write_loop(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop, lost = asyncio.get_running_loop(), self._lost
         every = min(max(self.ttl_after_end / 2, 0.05), 30.0)
         next_trim = loop.time() + every
         while True:
@@ -515,14 +516,14 @@ class PostgresEventBus:
                     raise
                 except Exception as exc:
                     self._dropped(len(rows), f"the write failed: {exc}")
-                    self._lose(exc)
+                    self._lose(exc, lost)
                     return
                 self.written_events += len(rows)
             if loop.time() >= next_trim:
                 try:
                     await self.trim()
                 except Exception as exc:
-                    self._lose(exc)
+                    self._lose(exc, lost)
                     return
                 next_trim = loop.time() + every
 
@@ -583,7 +584,7 @@ class PostgresEventBus:
             stream.puller = asyncio.get_running_loop().create_task(self._pull(stream))
 
     async def _pull(self, stream: _Stream) -> None:
-        digest = stream_hash(stream.key)
+        digest, lost = stream_hash(stream.key), self._lost
         try:
             while stream.wanted and stream.subs:
                 stream.wanted = False
@@ -607,7 +608,7 @@ class PostgresEventBus:
                         stream.wanted = stream.wanted or len(rows) == self.batch
                 self._fan_out(stream, rows)
         except Exception as exc:
-            self._lose(exc)
+            self._lose(exc, lost)
         finally:
             stream.puller = None
 
