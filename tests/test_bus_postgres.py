@@ -226,6 +226,21 @@ async def test_a_big_event_is_carried_whatever_notifys_payload_limit(make_bus: w
     assert version == 1 and msgspec.json.encode(event) == msgspec.json.encode(big)
 
 
+async def test_a_replay_fills_at_most_half_the_bound_and_never_drops_its_subscriber(
+    make_bus: with_schema,
+) -> None:
+    size = len(msgspec.json.encode(status("replay", 10)))
+    bus = make_bus(max_bytes=4 * size)
+    key = ("", "replay")
+    for n in range(1, 11):
+        bus.publish(key, n, status("replay", n))
+    await until(lambda: bus.written_events == 10)
+    sub = bus.subscribe(key)
+    assert [v for v, _ in await take(sub, 2)] == [9, 10]  # the newest rows within half of max_bytes
+    bus.publish(key, 11, status("replay", 11))
+    assert [v for v, _ in await take(sub, 1)] == [11] and bus.subscriber_count(key) == 1
+
+
 # -- bounds, fail, close ----------------------------------------------------------------------------------
 
 

@@ -25,7 +25,8 @@ How it works, and why:
 * **A late subscriber misses nothing.** The first subscription of a stream in a process replays the stream's
   newest rows (``replay_events`` of them) from the table; the runtime subscribes before it reads the task's
   snapshot and drops every event the snapshot already holds, so what happened between subscribing and
-  reading is not lost. Later subscriptions of the stream join at the current position: everything published
+  reading is not lost. The replay fills at most half a subscriber's bounds, so it never drops the
+  subscriber it is for. Later subscriptions of the stream join at the current position: everything published
   after they subscribed is still ahead of it. Events of a process's own tasks also take the round trip
   through the table, which keeps one order for everyone.
 * **Trimming.** A terminal event (a terminal status, or a direct reply) marks its row ``terminal``; every
@@ -78,7 +79,8 @@ __all__ = ["PostgresEventBus"]
 log = logging.getLogger("skillwire.bus.postgres")
 
 Key = tuple[str, str]
-#: (task version after the event, the event, its size); an error ends the subscription by raising; None ends it.
+#: (task version after the event, the event, its size); an error ends the subscription by raising; None
+#: ends it.
 Item = tuple[int, StreamResponse, int] | A2AError | None
 #: What the writer inserts: stream hash, tenant, task id, version, body, terminal.
 Row = tuple[bytes, bytes, bytes, int, bytes, bool]
@@ -363,6 +365,8 @@ class PostgresEventBus:
                     await self._connect()
                 except Exception as exc:
                     await self._disconnect()
+                    if self._state != "down":
+                        log.warning("the PostgreSQL event bus cannot reach %s: %s", self._where(), exc)
                     self._go_down(f"{type(exc).__name__}: {exc}")
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.reconnect_max)
@@ -594,8 +598,9 @@ class PostgresEventBus:
                             f"""SELECT seq, version, body FROM (SELECT seq, version, body FROM {self.table}
                                 WHERE stream = $1 ORDER BY seq DESC LIMIT $2) AS newest ORDER BY seq""",
                             digest,
-                            self.replay_events,
+                            min(self.replay_events, max(self.max_events // 2, 1)),
                         )
+                        rows = self._within_budget(rows)
                         stream.replayed = True
                     else:
                         rows = await conn.fetch(
@@ -612,6 +617,15 @@ class PostgresEventBus:
         finally:
             stream.puller = None
 
+    def _within_budget(self, rows: list[Any]) -> list[Any]:
+        """The newest of replayed ``rows`` that fill at most half a subscriber's byte bound: a replay alone
+        must not drop the subscriber it is for (older rows are in the snapshot it reads next)."""
+        budget, start = self.max_bytes // 2, len(rows)
+        while start > 0 and len(rows[start - 1][2]) <= budget:
+            start -= 1
+            budget -= len(rows[start][2])
+        return rows[start:]
+
     def _fan_out(self, stream: _Stream, rows: list[Any]) -> None:
         for seq, version, body in rows:
             if seq <= stream.last_seen:
@@ -627,8 +641,9 @@ class PostgresEventBus:
             for sub in behind:
                 sub.end(
                     StreamDroppedError(
-                        f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes behind"
-                        f" the task and was dropped; subscribe to task {stream.key[1]} again to catch up"
+                        f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes"
+                        f" behind the task and was dropped; subscribe to task {stream.key[1]} again to"
+                        " catch up"
                     )
                 )
                 stream.subs.discard(sub)
