@@ -343,6 +343,8 @@ class Proxy:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self.flowing = asyncio.Event()  # cleared: bytes are held, connections stay open (a silent network)
+        self.flowing.set()
 
     async def open(self) -> None:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port, reuse_address=True)
@@ -351,6 +353,7 @@ class Proxy:
     async def close(self) -> None:
         assert self._server is not None
         self._server.close()
+        self.flowing.set()  # held pipes wake up and find their connections closed
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
@@ -368,6 +371,7 @@ class Proxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.IncompleteReadError):
             while data := await reader.read(65536):
+                await self.flowing.wait()
                 writer.write(data)
                 await writer.drain()
         writer.transport.abort()
@@ -417,6 +421,25 @@ async def test_an_outage_ends_subscriptions_clearly_and_the_bus_recovers(
     assert [v for v, _ in replayed] == [1]  # what was written before the outage; 2 was dropped
     bus.publish(key, 3, status("outage", 3))
     assert [v for v, _ in await take(again, 1)] == [3]
+
+
+async def test_a_silent_connection_is_found_by_the_health_check(
+    make_bus: with_schema, pg: dict[str, Any], proxy: Proxy
+) -> None:
+    url = _through(pg["dsn"], proxy.port, pg["schema"])
+    bus = make_bus(url, health_interval=0.2, connect_timeout=0.5, reconnect_max=0.2)
+    await bus.start()
+    key = ("", "silent")
+    sub = bus.subscribe(key)
+    proxy.flowing.clear()  # nothing gets through, nothing is closed
+    with pytest.raises(StreamDroppedError, match="PostgreSQL is unreachable"):
+        await asyncio.wait_for(sub.next(), WAIT)
+    bus.publish(key, 1, status("silent", 1))  # does not block on the silent connection
+    proxy.flowing.set()
+    await until(lambda: bus.connected)
+    again = bus.subscribe(key)
+    bus.publish(key, 2, status("silent", 2))
+    assert [v for v, _ in await take(again, 1)] == [2]
 
 
 async def test_an_unreachable_database_fails_fast(make_bus: with_schema, proxy: Proxy) -> None:

@@ -171,6 +171,10 @@ def _ends_stream(event: StreamResponse) -> bool:
     return event.task is not None and event.task.status.state.is_terminal
 
 
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -247,6 +251,7 @@ class PostgresEventBus:
         self._closing = False
         self._error = ""
         self._supervisor: asyncio.Task[None] | None = None
+        self._pullers: set[asyncio.Task[None]] = set()
         self._writer: asyncio.Task[None] | None = None
         self._pool: Any = None
         self._listener: Any = None
@@ -367,7 +372,7 @@ class PostgresEventBus:
                     await self._disconnect()
                     if self._state != "down":
                         log.warning("the PostgreSQL event bus cannot reach %s: %s", self._where(), exc)
-                    self._go_down(f"{type(exc).__name__}: {exc}")
+                    self._go_down(_describe(exc))
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.reconnect_max)
                     continue
@@ -380,8 +385,8 @@ class PostgresEventBus:
                     self._want(stream)
                 self._writer = asyncio.create_task(self._write_loop(), name="skillwire-postgres-bus-writer")
                 reason = await self._watch()
+                self._go_down(reason)  # first: the subscribers learn of it at once
                 await self._disconnect()
-                self._go_down(reason)
                 log.warning("the PostgreSQL event bus lost %s: %s; reconnecting", self._where(), reason)
         finally:
             await self._disconnect()
@@ -408,21 +413,22 @@ class PostgresEventBus:
             try:
                 await self._listener.fetchval("SELECT 1", timeout=self.connect_timeout)
             except Exception as exc:
-                return f"health check failed: {type(exc).__name__}: {exc}"
+                return f"no answer to a health check ({_describe(exc)})"
 
     async def _disconnect(self) -> None:
-        tasks = [self._writer] + [s.puller for s in self._streams.values()]
-        self._writer = None
-        for task in tasks:
-            if task is not None and task is not asyncio.current_task():
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
+        """Close the connections at once (a silent network must not hold this up), then stop the writer
+        and the readers, waiting for them a little at most."""
         listener, pool, self._listener, self._pool = self._listener, self._pool, None, None
         if listener is not None:
             listener.terminate()
         if pool is not None:
             pool.terminate()
+        tasks = [*self._pullers, *([self._writer] if self._writer is not None else [])]
+        self._writer = None
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=1.0)
 
     def _go_down(self, reason: str) -> None:
         if self._state == "closed":
@@ -439,7 +445,7 @@ class PostgresEventBus:
         """A write or read on the connections of ``lost`` failed: treat it as a lost connection (the
         supervisor reconnects). A failure on connections already replaced changes nothing."""
         if lost is self._lost and not lost.is_set():
-            self._error = f"{type(exc).__name__}: {exc}"
+            self._error = _describe(exc)
             lost.set()
 
     def _outage(self) -> StreamDroppedError:
@@ -585,7 +591,9 @@ class PostgresEventBus:
     def _want(self, stream: _Stream) -> None:
         stream.wanted = True
         if self._state == "up" and stream.puller is None:
-            stream.puller = asyncio.get_running_loop().create_task(self._pull(stream))
+            stream.puller = puller = asyncio.get_running_loop().create_task(self._pull(stream))
+            self._pullers.add(puller)
+            puller.add_done_callback(self._pullers.discard)
 
     async def _pull(self, stream: _Stream) -> None:
         digest, lost = stream_hash(stream.key), self._lost
