@@ -455,7 +455,7 @@ async def test_an_unreachable_database_fails_fast(make_bus: with_schema, proxy: 
 
 
 def test_bad_urls_are_refused() -> None:
-    assert parse_url("postgresql://u@h/db?schema=s&sslmode=disable") == (
+    assert parse_url("postgresql://u@h/db?schema=s&pool=20&sslmode=disable&timeout=3") == (
         "postgresql://u@h/db?sslmode=disable",
         "s",
     )

@@ -179,8 +179,14 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_STORE_OPTIONS = frozenset({"schema", "pool", "timeout"})
+
+
 def parse_url(url: str) -> tuple[str, str | None]:
-    """(the DSN for asyncpg, the schema of ``?schema=NAME`` or None); raises ValueError for a bad URL."""
+    """(the DSN for asyncpg, the schema of ``?schema=NAME`` or None); raises ValueError for a bad URL.
+
+    The PostgreSQL task store's own options (``pool``, ``timeout``) are left out too, so one URL serves the
+    store and the bus; the bus's settings are its constructor's."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ValueError(f"a PostgreSQL event bus URL starts with postgresql://, not {parts.scheme or url!r}")
@@ -188,7 +194,7 @@ def parse_url(url: str) -> tuple[str, str | None]:
     schemas = [value for name, value in query if name == "schema"]
     if len(schemas) > 1 or (schemas and not schemas[0]) or any("\x00" in s for s in schemas):
         raise ValueError("?schema= names one schema, once, without NUL")
-    rest = urlencode([(name, value) for name, value in query if name != "schema"])
+    rest = urlencode([(name, value) for name, value in query if name not in _STORE_OPTIONS])
     return urlunsplit(parts._replace(query=rest)), schemas[0] if schemas else None
 
 
