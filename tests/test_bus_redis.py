@@ -372,8 +372,11 @@ async def test_open_bus_by_url() -> None:
     bus = open_bus("redis://127.0.0.1:6379/0")
     assert isinstance(bus, RedisEventBus)
     await bus.aclose()
-    with pytest.raises(SkillwireError, match="not available yet"):
-        open_bus("postgresql://localhost/test")
+    from skillwire.server.bus_postgres import PostgresEventBus
+
+    pg = open_bus("postgresql://localhost/test")
+    assert isinstance(pg, PostgresEventBus) and pg.shared
+    await pg.aclose()
     with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://") as caught:
         open_bus("nats://user:secret@host")
     assert "secret" not in str(caught.value)
@@ -477,7 +480,7 @@ async def test_continued_task_streams_only_its_new_turn(
     first_turn = await redis_client.xrange(bus.stream_name(("", asked.id)))
     assert len(first_turn) >= 2
     events = await collect(await b.on_send_streaming_message(send("Ada", task_id=asked.id), CALL))
-    assert shape(events) == ["WORKING", "artifact:got Ada", "COMPLETED"]
+    assert shape(events) == ["task", "WORKING", "artifact:got Ada", "COMPLETED"]
 
 
 def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:

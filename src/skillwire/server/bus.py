@@ -187,10 +187,20 @@ def open_bus(url: str, limits: Limits | None = None) -> EventBus:
         except ValueError as exc:  # redis-py's word on a URL it cannot read
             raise SkillwireError(f"event bus URL: {exc}") from None
     if scheme in ("postgresql", "postgres"):
-        raise SkillwireError("a PostgreSQL event bus (postgresql://) is not available yet: use redis://")
+        try:
+            from skillwire.server.bus_postgres import PostgresEventBus
+        except ImportError as exc:
+            if exc.name is None or exc.name.split(".")[0] != "asyncpg":
+                raise
+            raise SkillwireError(
+                f"the event bus {scheme}:// needs asyncpg: pip install 'skillwire[postgres]'"
+            ) from None
+        return PostgresEventBus(
+            url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
+        )
     named = f"scheme {scheme}://" if scheme else f"URL {url!r}"  # a scheme only: the URL may hold a password
     raise SkillwireError(
-        f"Unknown event bus {named}: use memory:// or redis://HOST[:PORT][/DB] (rediss:// for TLS)"
+        f"Unknown event bus {named}: use memory://, redis://HOST[:PORT][/DB] (rediss:// for TLS) or postgresql://..."
     )
 
 
