@@ -336,3 +336,36 @@ async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
         proxy.cut()
         await ca.aclose()
         await cb.aclose()
+
+
+# -- --workers N ----------------------------------------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+async def test_workers_share_one_port_a_dead_worker_is_started_again_and_sigterm_stops_all(
+    cluster: Callable[..., Served],
+) -> None:
+    served = cluster("--workers", "2")
+    workers = _children(served.proc.pid)
+    assert len(workers) == 2
+    c = await client(served)
+    try:
+        task = await c.send("x", skill="ask")
+        assert isinstance(task, Task) and task.status.state is TaskState.INPUT_REQUIRED
+        os.kill(workers[0], signal.SIGKILL)
+        served.wait_for_output(f"worker 0 (pid {workers[0]}) exited with status -9: starting it again")
+        done = await c.send("Ada", task_id=task.id)  # whichever worker takes it: the task is in the store
+        assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+    finally:
+        await c.aclose()
+    now = _children(served.proc.pid)
+    assert len(now) == 2 and workers[0] not in now and workers[1] in now
+    served.proc.send_signal(signal.SIGTERM)
+    assert served.proc.wait(PROCESS_TIMEOUT) == 0
+    for pid in now:  # stopped, and reaped by the supervisor
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
