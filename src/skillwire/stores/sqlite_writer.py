@@ -126,6 +126,8 @@ class Checkpointer(threading.Thread):
                 if self._closed.wait(CHECKPOINT_INTERVAL):
                     break
                 self._wake.clear()
+                if self._closed.is_set():  # stop() came between the wait and the clear: its wake is gone
+                    break
                 if self._checkpoint("PASSIVE") > WAL_LIMIT_PAGES:
                     with self.gate:
                         self._checkpoint("RESTART")
