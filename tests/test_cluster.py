@@ -14,7 +14,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,24 +108,18 @@ async def schema() -> AsyncIterator[str]:
 
 
 @pytest.fixture
-def cluster(schema: str) -> Iterator[Callable[..., Served]]:
-    """``start(*extra, bus=..., store=...)``: one more server process on the test's schema and Redis."""
-    started: list[Served] = []
+def cluster(schema: str, processes: list[Served]) -> Callable[..., Served]:
+    """``start(*extra, bus=..., store=...)``: one more server process on the test's schema and Redis (stopped
+    by conftest's ``processes`` at the end)."""
 
     def start(*extra: str, bus: str = "redis://127.0.0.1:6379/0", store: str = schema) -> Served:
         served = start_process(
             AGENT, store, REPO, "--bus", bus, "--limit", LEASE, "--log-level", "info", "--no-push", *extra
         )
-        started.append(served)
+        processes.append(served)
         return served
 
-    yield start
-    for served in started:
-        if served.proc.poll() is None:
-            served.proc.terminate()
-            served.proc.wait(PROCESS_TIMEOUT)
-        if served.proc.stdout is not None:
-            served.proc.stdout.close()
+    return start
 
 
 async def client(served: Served) -> Client:
