@@ -17,16 +17,29 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
+import httpx
 import pytest
 
 from conftest import PROCESS_TIMEOUT, Served, free_port, postgres_schema, skip_without_service, start_process
 from skillwire import Client, TaskState
-from skillwire.protocol.models import SendMessageConfiguration, StreamResponse, Task
+from skillwire.client.errors import HTTPStatusError
+from skillwire.errors import ServiceUnavailableError
+from skillwire.protocol.models import (
+    SendMessageConfiguration,
+    StreamResponse,
+    Task,
+    TaskPushNotificationConfig,
+)
+from skillwire.server.run import STORE_UNAVAILABLE
+from skillwire.webhooks import WebhookVerifier
+from test_push import kinds, receiving, task_of
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = str(REPO / "tests" / "cluster_agent.py")
 REDIS = ("127.0.0.1", 6379)
+REDIS_URL = "redis://127.0.0.1:6379/0"
 #: Short leases, so that a dead process is noticed within seconds (the default is 15 s).
 LEASE = "lease_seconds=1.5"
 WAIT = 30.0
@@ -107,19 +120,42 @@ async def schema() -> AsyncIterator[str]:
         yield url
 
 
-@pytest.fixture
-def cluster(schema: str, processes: list[Served]) -> Callable[..., Served]:
-    """``start(*extra, bus=..., store=...)``: one more server process on the test's schema and Redis (stopped
-    by conftest's ``processes`` at the end)."""
+@pytest.fixture(params=["redis", "postgres"])
+def bus(request: pytest.FixtureRequest, schema: str) -> str:
+    """The event bus the test's processes share: Redis, or PostgreSQL alone (the store's own database and
+    schema, for deployments without Redis)."""
+    return REDIS_URL if request.param == "redis" else schema
 
-    def start(*extra: str, bus: str = "redis://127.0.0.1:6379/0", store: str = schema) -> Served:
+
+@pytest.fixture
+def cluster(schema: str, bus: str, processes: list[Served]) -> Callable[..., Served]:
+    """``start(*extra, bus=..., store=..., push=False)``: one more server process on the test's schema and bus
+    (stopped by conftest's ``processes`` at the end). ``push``: push notifications on, the webhook guard
+    opened for receivers on 127.0.0.1."""
+    default_bus = bus
+
+    def start(*extra: str, bus: str = default_bus, store: str = schema, push: bool = False) -> Served:
+        flags = ("--webhook-allow", "127.0.0.1", "--webhook-allow-http") if push else ("--no-push",)
         served = start_process(
-            AGENT, store, REPO, "--bus", bus, "--limit", LEASE, "--log-level", "info", "--no-push", *extra
+            AGENT, store, REPO, "--bus", bus, "--limit", LEASE, "--log-level", "info", *flags, *extra
         )
         processes.append(served)
         return served
 
     return start
+
+
+def through(url: str, proxy: Proxy, **options: str) -> str:
+    """``url`` (a PostgreSQL URL) with its host and port replaced by the proxy's, and ``options`` added."""
+    parts = urlsplit(url)
+    netloc = f"{parts.username}@127.0.0.1:{proxy.port}" if parts.username else f"127.0.0.1:{proxy.port}"
+    query = "&".join([q for q in [parts.query, urlencode(options)] if q])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def postgres_address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 5432
 
 
 async def client(served: Served) -> Client:
@@ -291,13 +327,14 @@ async def test_the_tasks_of_a_killed_process_are_failed_or_run_again_elsewhere(
 # -- Redis and PostgreSQL lost for a while --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("bus", [REDIS_URL])
 async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
-    cluster: Callable[..., Served], tmp_path: Path
+    cluster: Callable[..., Served], tmp_path: Path, bus: str
 ) -> None:
     proxy = Proxy(REDIS)
     proxy.start()
-    bus = f"redis://127.0.0.1:{proxy.port}/0"
-    a, b = cluster(bus=bus), cluster(bus=bus)
+    proxied = f"redis://127.0.0.1:{proxy.port}/0"
+    a, b = cluster(bus=proxied), cluster(bus=proxied)
     ca, cb = await client(a), await client(b)
     gate_file = tmp_path / "gate"
     gate_file.write_text("")
@@ -332,6 +369,93 @@ async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
         await cb.aclose()
 
 
+async def test_postgresql_lost_for_a_while_gives_clear_errors_and_the_process_recovers_by_itself(
+    cluster: Callable[..., Served], schema: str, bus: str, tmp_path: Path
+) -> None:
+    proxy = Proxy(postgres_address(schema))
+    proxy.start()
+    store = through(schema, proxy, timeout="3")
+    # PostgreSQL alone: its bus goes through the proxy as well, and is lost with the store
+    a = cluster(store=store, bus=bus if bus == REDIS_URL else store)
+    ca = await client(a)
+    gate_file = tmp_path / "gate"
+    gate_file.write_text("")
+    try:
+        asked = await ca.send("x", skill="ask")
+        ticking = await ca.send(
+            skill="tick", data={"gate": str(gate_file), "count": 2}, configuration=immediately()
+        )
+        assert isinstance(asked, Task) and isinstance(ticking, Task)
+        await working(ca, ticking.id)
+        proxy.cut()
+
+        # 503 with Retry-After (the client raises it as it is, for its retry policy: these have retries=0)
+        with pytest.raises(HTTPStatusError) as read:
+            await ca.get_task(asked.id)
+        assert read.value.status_code == 503 and read.value.retry_after == 1
+        assert isinstance(read.value.error, ServiceUnavailableError)
+        assert str(read.value) == f"HTTP 503: {STORE_UNAVAILABLE} (SERVICE_UNAVAILABLE)"
+        with pytest.raises(HTTPStatusError) as sent:  # nothing is answered that was not stored
+            await ca.send("y", skill="ask")
+        assert sent.value.status_code == 503 and "nothing of this request was stored" in str(sent.value)
+        gate_file.write_text("1\n")  # the running task's next write fails: it is stopped
+        a.wait_for_output(f"could not store task {ticking.id}")
+
+        proxy.start()
+        a.wait_for_output(f"task {ticking.id} is now stored as failed")  # by itself, once it is back
+        assert (await ca.get_task(asked.id)).status.state is TaskState.INPUT_REQUIRED
+        stopped = await ca.get_task(ticking.id)
+        assert stopped.status.state is TaskState.FAILED
+        assert "could not store" in (stopped.status.message.parts[0].text or "")  # type: ignore[union-attr]
+        listed = await ca.list_tasks()
+        assert sorted(t.id for t in listed.tasks) == sorted([asked.id, ticking.id])  # "y" was never stored
+        done = await ca.send("Ada", task_id=asked.id)
+        assert isinstance(done, Task) and done.status.state is TaskState.COMPLETED
+    finally:
+        proxy.cut()
+        await ca.aclose()
+
+
+# -- push deliveries of a process that died ---------------------------------------------------------------
+
+
+async def test_the_push_deliveries_of_a_killed_process_arrive_through_another(
+    cluster: Callable[..., Served],
+) -> None:
+    with receiving() as hook:
+        hook.default = 503  # refused while A is alive: its deliveries stay pending
+        a, b = cluster(push=True), cluster(push=True)
+        ca, cb = await client(a), await client(b)
+        try:
+            asked = await ca.send(
+                "x",
+                skill="ask",
+                configuration=SendMessageConfiguration(
+                    task_push_notification_config=TaskPushNotificationConfig(url=hook.url, id="c")
+                ),
+            )
+            assert isinstance(asked, Task) and asked.status.state is TaskState.INPUT_REQUIRED
+            [refused] = hook.wait_for(1, ok_only=False)
+            assert kinds([refused]) == ["task"]
+            os.kill(a.proc.pid, signal.SIGKILL)
+            a.proc.wait(PROCESS_TIMEOUT)
+            with hook._cond:
+                hook.default = 200
+            b.wait_for_output("took over 2 push deliveries of stopped processes")  # A made one attempt
+            received = hook.wait_until(lambda ok: kinds(ok)[-1:] == ["TASK_STATE_INPUT_REQUIRED"])
+            assert kinds(received) == ["task", "TASK_STATE_INPUT_REQUIRED"]  # in order, none lost
+            assert {task_of(r) for r in received} == {asked.id}
+            # every process signs with the key the store shares: B's JWKS verifies A's attempt and B's
+            async with httpx.AsyncClient() as http:
+                jwks = (await http.get(b.url + "/.well-known/webhook-jwks.json")).json()
+            verifier = WebhookVerifier(jwks, issuer=a.url.rstrip("/"), audience=hook.url)
+            for r in (refused, *received):
+                await verifier.verify(r.body, r.headers)
+        finally:
+            await ca.aclose()
+            await cb.aclose()
+
+
 # -- --workers N ----------------------------------------------------------------------------------------------
 
 
@@ -340,8 +464,9 @@ def _children(pid: int) -> list[int]:
         return [int(p) for p in f.read().split()]
 
 
+@pytest.mark.parametrize("bus", [REDIS_URL])
 async def test_workers_share_one_port_a_dead_worker_is_started_again_and_sigterm_stops_all(
-    cluster: Callable[..., Served],
+    cluster: Callable[..., Served], bus: str
 ) -> None:
     served = cluster("--workers", "2")
     workers = _children(served.proc.pid)

@@ -13,6 +13,7 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- InternalError                        -32603  500  INTERNAL            INTERNAL_ERROR
     |   +-- ServerBusyError                  -32603  503  UNAVAILABLE         SERVER_BUSY
     |       +-- StreamDroppedError           -32603  503  UNAVAILABLE         STREAM_DROPPED
+    |       +-- ServiceUnavailableError      -32603  503  UNAVAILABLE         SERVICE_UNAVAILABLE
     |       +-- AgentNotStartedError         -32603  503  UNAVAILABLE         AGENT_NOT_STARTED
     +-- ResponseTooLargeError                -32602  400  FAILED_PRECONDITION RESPONSE_TOO_LARGE
     +-- TaskNotFoundError                    -32001  404  NOT_FOUND           TASK_NOT_FOUND
@@ -43,6 +44,7 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     +-- A2AError                  the protocol errors above
     +-- ConcurrentUpdateError     a store refused a stale write
     +-- StoreError                a store could not commit or read (disk full, I/O error, locked, read-only)
+    |   +-- StoreUnavailableError  its database cannot be reached for now (an outage, not the request)
     +-- ManifestError             a SKILL.md that is not valid (key path, line, reason)
     +-- SchemaError               a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError           a JSON value that fails a schema (instance location, schema location, reason)
@@ -81,11 +83,13 @@ __all__ = [
     "ResponseTooLargeError",
     "SchemaError",
     "ServerBusyError",
+    "ServiceUnavailableError",
     "SkillError",
     "SkillInvalidRequestError",
     "SkillRejectedError",
     "SkillwireError",
     "StoreError",
+    "StoreUnavailableError",
     "StreamDroppedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
@@ -113,6 +117,11 @@ class ConcurrentUpdateError(SkillwireError):
 
 class StoreError(SkillwireError):
     """A store could not commit a write (or answer a read): nothing of that write is stored."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store's database cannot be reached for now (refused, lost or timed-out connections): an outage
+    that ends when the database is back, not a fault of the request."""
 
 
 class ManifestError(SkillwireError):
@@ -322,9 +331,21 @@ class ServerBusyError(InternalError):
     default_message = "The server is busy: try again shortly"
 
     def __init__(
-        self, message: str | None = None, *, retry_after: int = 1, metadata: dict[str, Any] | None = None
+        self,
+        message: str | None = None,
+        *,
+        retry_after: int | None = None,
+        metadata: dict[str, Any] | None = None,
+        field_violations: list[tuple[str, str]] | None = None,
     ) -> None:
-        super().__init__(message, metadata={"retryAfter": retry_after, **(metadata or {})})
+        if retry_after is None:  # decoded from the wire: the ErrorInfo metadata says it, else 1 s
+            given = str((metadata or {}).get("retryAfter", ""))
+            retry_after = int(given) if given.isdigit() else 1
+        super().__init__(
+            message,
+            metadata={**(metadata or {}), "retryAfter": retry_after},
+            field_violations=field_violations,
+        )
         self.retry_after = retry_after
 
 
@@ -334,6 +355,15 @@ class StreamDroppedError(ServerBusyError):
 
     reason = "STREAM_DROPPED"
     default_message = "The stream was dropped: it fell behind its task; subscribe again to catch up"
+
+
+class ServiceUnavailableError(ServerBusyError):
+    """A service the server depends on (its task store's database) cannot be reached for now: nothing of the
+    request was stored; try again after ``retry_after`` seconds. The server recovers by itself when the
+    service is back."""
+
+    reason = "SERVICE_UNAVAILABLE"
+    default_message = "A service the server depends on is unavailable: try again shortly"
 
 
 class AgentNotStartedError(ServerBusyError):
@@ -499,4 +529,16 @@ ERRORS_BY_CODE: dict[int, type[A2AError]] = {
         UnauthenticatedError,
         PermissionDeniedError,
     )
+}
+
+#: Every protocol error class by ErrorInfo reason, the refinements of a code included (ServerBusyError and
+#: its kinds travel as -32603): a decoder takes the class a reason names when it refines the code's class.
+_REFINEMENTS: tuple[type[A2AError], ...] = (
+    ServerBusyError,
+    ServiceUnavailableError,
+    StreamDroppedError,
+    AgentNotStartedError,
+)
+ERRORS_BY_REASON: dict[str, type[A2AError]] = {
+    cls.reason: cls for cls in (*ERRORS_BY_CODE.values(), *_REFINEMENTS)
 }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import A2AError, SkillwireError
 
 if TYPE_CHECKING:
     from skillwire.protocol.models import Task
@@ -71,12 +71,21 @@ _PHASES = {"ConnectTimeout": "connect", "ReadTimeout": "read", "WriteTimeout": "
 
 
 class HTTPStatusError(ClientError):
-    """An HTTP error response without an A2A error in it. ``retry_after`` is the ``Retry-After`` header in
-    seconds, when the agent sent one."""
+    """An HTTP error response without an A2A error in it, or a 429/503 (raised as such for the retry policy,
+    whatever it holds). ``retry_after`` is the ``Retry-After`` header in seconds, when the agent sent one;
+    ``error`` the A2A error the body holds, if any (a ServerBusyError: busy, the task store unavailable)."""
 
-    def __init__(self, status_code: int, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        status_code: int,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        error: A2AError | None = None,
+    ) -> None:
         self.status_code = status_code
         self.retry_after = retry_after
+        self.error = error
         super().__init__(f"HTTP {status_code}: {message}" if message else f"HTTP {status_code}")
 
 

@@ -85,7 +85,7 @@ from skillwire.client.errors import AgentConnectionError, HTTPStatusError, Inval
 from skillwire.client.origins import grpc_target
 from skillwire.client.transport import A2A_VERSION
 from skillwire.errors import (
-    ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
     A2AError,
     InternalError,
     InvalidParamsError,
@@ -161,7 +161,7 @@ def _to_message(request: msgspec.Struct, message_type: Any) -> Any:
 
 # -- errors -----------------------------------------------------------------------------------------------
 
-_ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+_ERRORS_BY_REASON = ERRORS_BY_REASON
 
 #: Status codes that mean the call, not the operation, failed: the connection broke or never was.
 _CONNECTION_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED"})

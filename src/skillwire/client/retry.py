@@ -17,6 +17,7 @@ from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError
+from skillwire.errors import ServerBusyError, StreamDroppedError
 
 __all__ = ["RETRYABLE_STATUSES", "RetryPolicy", "parse_retry_after"]
 
@@ -74,6 +75,8 @@ class RetryPolicy:
             return self.delay(attempt)
         if isinstance(error, HTTPStatusError) and error.status_code in RETRYABLE_STATUSES:
             return self.delay(attempt, error.retry_after)
+        if isinstance(error, ServerBusyError) and not isinstance(error, StreamDroppedError):
+            return self.delay(attempt, error.retry_after)  # the agent's 503 over gRPC (UNAVAILABLE)
         return None
 
     async def call(self, fn: Callable[[], Awaitable[T]]) -> T:

@@ -78,10 +78,15 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _status_error(response: httpx.Response, body: bytes) -> HTTPStatusError:
-    text = body[:200].decode("utf-8", "replace").strip()
+def _status_error(response: httpx.Response, body: bytes, error: A2AError | None = None) -> HTTPStatusError:
+    """``error``: the A2A error the body holds (its message and reason then say what happened)."""
+    text = (
+        f"{error.message} ({error.reason})"
+        if error is not None
+        else body[:200].decode("utf-8", "replace").strip()
+    )
     retry_after = parse_retry_after(response.headers.get("retry-after"))
-    return HTTPStatusError(response.status_code, text, retry_after=retry_after)
+    return HTTPStatusError(response.status_code, text, retry_after=retry_after, error=error)
 
 
 def _decoded(decode: Callable[..., R], *args: Any) -> R:
@@ -187,10 +192,10 @@ class _HttpTransport:
 
     def _failure(self, operation: Operation, response: httpx.Response, body: bytes) -> Exception:
         """What an answer that is not a success of the binding raises."""
-        if response.status_code in (429, 503):  # for the retry policy, whatever the body says
-            return _status_error(response, body)
         decoded = _json(body)
         error = self._error(operation, response.status_code, decoded)
+        if response.status_code in (429, 503):  # for the retry policy, whatever the body says
+            return _status_error(response, body, error)
         if error is not None:
             return error
         if response.status_code in (404, 405) and (not body or _framework_default(decoded)):

@@ -43,9 +43,12 @@ from skillwire.errors import (
     ConcurrentUpdateError,
     InternalError,
     InvalidAgentResponseError,
+    ServiceUnavailableError,
+    StoreUnavailableError,
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     Artifact,
@@ -67,7 +70,7 @@ from skillwire.stores.push import PushConfigRecord
 if TYPE_CHECKING:
     from skillwire.server.runtime import TaskRuntime
 
-__all__ = ["TaskRun", "snapshot", "status_event", "view", "with_status"]
+__all__ = ["TaskRun", "snapshot", "status_event", "store_failure", "view", "with_status"]
 
 log = logging.getLogger("skillwire.runtime")
 
@@ -77,7 +80,17 @@ NOT_JSON_MESSAGE = "The agent produced content that is not JSON, so the task was
 STORE_MESSAGE = "The server could not store this task's progress, so the task was stopped."
 STORE_FAILED = "The task could not be stored: the server's task store failed. Nothing past the task's last stored state was recorded."
 
+STORE_UNAVAILABLE = "The task store is unavailable: nothing of this request was stored; try again shortly."
+
 _replace = msgspec.structs.replace
+
+
+def store_failure(exc: Exception, limits: Limits) -> A2AError:
+    """What the caller is told when a write failed with ``exc``: the store is unavailable for now (503,
+    Retry-After), or it failed (an internal error)."""
+    if isinstance(exc, StoreUnavailableError):
+        return ServiceUnavailableError(STORE_UNAVAILABLE, retry_after=limits.retry_after)
+    return InternalError(STORE_FAILED)
 
 
 def now() -> datetime:
@@ -245,7 +258,7 @@ class TaskRun:
                 raise await self._lost() from None
             except Exception as exc:
                 log.error("could not store task %s: %s", self.task_id, exc)
-                raise await self._abort(InternalError(STORE_FAILED), STORE_MESSAGE) from None
+                raise await self._abort(store_failure(exc, limits), STORE_MESSAGE) from None
             self.committed, self.stored = version, layout
             self.push_records.clear()
             self._publish_through(version)

@@ -30,7 +30,9 @@ from skillwire.errors import (
     InvalidParamsError,
     PushNotificationNotSupportedError,
     ServerBusyError,
+    ServiceUnavailableError,
     StoreError,
+    StoreUnavailableError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnauthenticatedError,
@@ -69,11 +71,12 @@ from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.push import PushService
 from skillwire.server.run import (
     CANCELED_MESSAGE,
-    STORE_FAILED,
+    STORE_UNAVAILABLE,
     TaskRun,
     settles,
     snapshot,
     status_event,
+    store_failure,
     view,
     with_status,
 )
@@ -449,7 +452,9 @@ class TaskRuntime(BaseRequestHandler):
                 stored = StoredTask(fresh, 0)
             if stored.task.status.state.is_terminal:
                 return stored.task, stored.version
-            return await self._fail_stored(key[0], stored, reason)
+            failed = await self._fail_stored(key[0], stored, reason)
+            log.info("task %s is now stored as failed", key[1])
+            return failed
         except Exception as exc:
             log.error("could not mark task %s as failed yet (%s); retrying in the background", key[1], exc)
             self._repairs[key] = reason
@@ -465,10 +470,10 @@ class TaskRuntime(BaseRequestHandler):
                 stored = await self.store.get(key[1], tenant=key[0])
                 if stored is not None and not stored.task.status.state.is_terminal:
                     await self._fail_stored(key[0], stored, reason)
+                    log.info("task %s is now stored as failed", key[1])
             except Exception:  # still failing, or changed meanwhile: look again next round
                 continue
             self._repairs.pop(key, None)
-            log.info("task %s is now stored as failed", key[1])
         return len(self._repairs)
 
     async def _repair_later(self) -> None:
@@ -633,11 +638,14 @@ class TaskRuntime(BaseRequestHandler):
             metadata={"mediaType": media_type, "inputModes": ",".join(modes)},
         )
 
-    @staticmethod
-    async def _read(read: Awaitable[T]) -> T:
-        """Await a store read; a failing store is an internal error for the caller."""
+    async def _read(self, read: Awaitable[T]) -> T:
+        """Await a store read; a failing store is an internal error for the caller, an unreachable one a
+        ServiceUnavailableError (503, Retry-After)."""
         try:
             return await read
+        except StoreUnavailableError as exc:
+            log.error("the task store is unavailable: %s", exc)
+            raise ServiceUnavailableError(STORE_UNAVAILABLE, retry_after=self.limits.retry_after) from None
         except StoreError as exc:
             log.error("the task store could not be read: %s", exc)
             raise InternalError("The task store could not be read; try again") from None
@@ -733,7 +741,7 @@ class TaskRuntime(BaseRequestHandler):
                 continue
             except StoreError as exc:
                 log.error("could not store the cancellation of task %s: %s", task.id, exc)
-                raise InternalError(STORE_FAILED) from None
+                raise store_failure(exc, self.limits) from None
             return canceled
         raise TaskNotCancelableError(
             f"Task {request.id} kept changing while it was being canceled; try again",

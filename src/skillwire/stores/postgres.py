@@ -47,7 +47,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError, SkillwireError, StoreError
+from skillwire.errors import ConcurrentUpdateError, SkillwireError, StoreError, StoreUnavailableError
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
     Layout,
@@ -144,6 +144,28 @@ def _is_outage(exc: BaseException) -> bool:
     if isinstance(exc, OSError | TimeoutError):
         return True
     return asyncpg is not None and isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError)
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot be reached for now (refused, lost or timed-out connections,
+    a server starting or shutting down, no connection slot free): an outage that ends by itself."""
+    if isinstance(exc, OSError | TimeoutError):
+        return True
+    return asyncpg is not None and isinstance(
+        exc,
+        asyncpg.InterfaceError
+        | asyncpg.PostgresConnectionError
+        | asyncpg.CannotConnectNowError
+        | asyncpg.TooManyConnectionsError
+        | asyncpg.AdminShutdownError
+        | asyncpg.CrashShutdownError,
+    )
+
+
+def _failed(exc: BaseException, what: str) -> StoreError:
+    """The StoreError for an outage ``exc``: StoreUnavailableError when the database cannot be reached."""
+    kind = StoreUnavailableError if _is_unreachable(exc) else StoreError
+    return kind(f"{what}: {type(exc).__name__}: {exc}")
 
 
 async def upgrade(url: str) -> int:
@@ -260,7 +282,7 @@ class PostgresTaskStore:
             )
         except Exception as exc:
             if _is_outage(exc):
-                raise StoreError(f"cannot open the PostgreSQL store at {_redact(self.url)}: {exc}") from exc
+                raise _failed(exc, f"cannot open the PostgreSQL store at {_redact(self.url)}") from exc
             raise
         try:
             async with pool.acquire(timeout=opts.timeout) as conn:
@@ -268,9 +290,7 @@ class PostgresTaskStore:
         except BaseException as exc:
             pool.terminate()
             if isinstance(exc, Exception) and _is_outage(exc):
-                raise StoreError(
-                    f"cannot migrate the PostgreSQL store at {_redact(self.url)}: {exc}"
-                ) from exc
+                raise _failed(exc, f"cannot migrate the PostgreSQL store at {_redact(self.url)}") from exc
             raise
         self._pool = pool
 
@@ -295,7 +315,7 @@ class PostgresTaskStore:
             raise
         except Exception as exc:
             if _is_outage(exc):
-                raise StoreError(f"the PostgreSQL store failed: {type(exc).__name__}: {exc}") from exc
+                raise _failed(exc, "the PostgreSQL store failed") from exc
             raise
 
     @contextlib.asynccontextmanager

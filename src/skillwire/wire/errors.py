@@ -17,6 +17,7 @@ from skillwire.errors import (
     BAD_REQUEST_TYPE,
     ERROR_INFO_TYPE,
     ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
     A2AError,
     InternalError,
     InvalidParamsError,
@@ -26,7 +27,7 @@ from skillwire.errors import (
 
 __all__ = ["error_from_jsonrpc", "error_from_status"]
 
-_ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+_ERRORS_BY_REASON = ERRORS_BY_REASON
 #: ErrorInfo is required of the A2A-specific errors only, so a standard error may come without one: these
 #: google.rpc codes stand for one standard JSON-RPC error each.
 _ERRORS_BY_STATUS: dict[str, type[A2AError]] = {
@@ -68,8 +69,11 @@ def error_from_jsonrpc(error: Any) -> A2AError:
         return InternalError(f"malformed JSON-RPC error: {error!r}"[:200])
     code = error.get("code")
     cls = ERRORS_BY_CODE.get(code) if isinstance(code, int) else None
+    named = _ERRORS_BY_REASON.get(_reason(error.get("data")) or "")
     if cls is None:  # an unknown code: fall back on the ErrorInfo reason, then on the base class
-        cls = _ERRORS_BY_REASON.get(_reason(error.get("data")) or "", A2AError)
+        cls = named or A2AError
+    elif named is not None and issubclass(named, cls):  # a kind of the code's error (-32603: server busy)
+        cls = named
     return _build_error(cls, error.get("message"), error.get("data"))
 
 

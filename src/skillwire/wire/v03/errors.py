@@ -15,6 +15,7 @@ from typing import Any
 
 from skillwire.errors import (
     ERRORS_BY_CODE,
+    ERRORS_BY_REASON,
     A2AError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
@@ -58,7 +59,7 @@ def error_data(error: A2AError) -> dict[str, Any]:
     return data
 
 
-_ERRORS_BY_REASON: dict[str, type[A2AError]] = {cls.reason: cls for cls in ERRORS_BY_CODE.values()}
+_ERRORS_BY_REASON = ERRORS_BY_REASON
 
 
 def _v03_code(cls: type[A2AError]) -> int:
