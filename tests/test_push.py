@@ -10,9 +10,12 @@ import ipaddress
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +36,22 @@ from conftest import (
     assert_proto,
     example_agent,
     free_port,
+    postgres_dsn,
+    postgres_schema,
     rpc,
     start_process,
     user_message,
 )
-from skillwire import MemoryTaskStore, PushSettings, Task, WebhookPolicy
+from skillwire import MemoryTaskStore, PushSettings, Task, WebhookPolicy, open_store
 from skillwire.client import Client
 from skillwire.errors import A2AError
 from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
 from skillwire.server.push import PushService
 from skillwire.server.push_delivery import RetryPolicy, _retry_after
 from skillwire.stores.base import write_task
-from skillwire.stores.push import Outgoing, PushConfigRecord
-from skillwire.testing.store_contract import make_task
+from skillwire.stores.postgres import PostgresTaskStore
+from skillwire.stores.push import Outgoing, PushConfigRecord, PushStore
+from skillwire.testing.store_contract import make_task, with_deliveries
 from skillwire.webhooks import HEADER, WebhookSigner, WebhookVerifier, generate_key, load_or_create
 
 LOCAL = WebhookPolicy(allow=["127.0.0.1"], allow_http=True)
@@ -657,16 +663,41 @@ def test_the_generated_key_is_kept_beside_the_store_and_reused(tmp_path: Path, s
     assert httpx.get(second.url + "/.well-known/webhook-jwks.json").json()["keys"][0]["kid"] == kid
 
 
-def test_the_operator_lists_failed_deliveries_while_the_server_runs(
-    tmp_path: Path, processes: list[Any], hook: Hook
-) -> None:
-    import subprocess
-    import sys
+# -- skillwire deliveries -----------------------------------------------------------------------------------
 
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
+    """The URL of a store that keeps deliveries: a SQLite file, or a fresh PostgreSQL schema."""
+    if request.param == "postgres":
+        async with postgres_schema() as url:
+            yield url
+    else:
+        yield f"sqlite:///{tmp_path / 'tasks.db'}"
+
+
+def deliveries(store: str, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``skillwire deliveries STORE FLAGS...`` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "skillwire", "deliveries", store, *flags],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+    )
+
+
+def listed(store: str, *flags: str) -> str:
+    done = deliveries(store, *flags)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_operator_lists_failed_deliveries_while_the_server_runs(
+    store_url: str, tmp_path: Path, processes: list[Any], hook: Hook
+) -> None:
     hook.default = 410
-    store = f"sqlite:///{tmp_path / 'tasks.db'}"
     allow = ("--webhook-allow", "127.0.0.1", "--webhook-allow-http")
-    served = start_process(str(EXAMPLES / "echo"), store, tmp_path, *allow)
+    served = start_process(str(EXAMPLES / "echo"), store_url, tmp_path, *allow)
     processes.append(served)
     answer = served.call(
         "SendMessage",
@@ -678,29 +709,116 @@ def test_the_operator_lists_failed_deliveries_while_the_server_runs(
     task_id = answer["result"]["task"]["id"]
     hook.wait_for(3, ok_only=False)  # each refused with 410: failed at once
 
-    def listed(*flags: str) -> str:
-        done = subprocess.run(
-            [sys.executable, "-m", "skillwire", "deliveries", store, *flags],
-            capture_output=True,
-            text=True,
-            timeout=PROCESS_TIMEOUT,
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    lines = listed("--json").splitlines()
+    lines = listed(store_url, "--json").splitlines()
     for _ in range(50):  # the last failure may still be being written (each ask takes a process start)
         if len(lines) >= 3:
             break
-        lines = listed("--json").splitlines()
+        lines = listed(store_url, "--json").splitlines()
     entries = [json.loads(line) for line in lines]
     assert [(e["taskId"], e["configId"], e["attempts"], e["error"]) for e in entries] == [
         (task_id, "c", 1, "HTTP 410")
     ] * 3
-    text = listed()
+    text = listed(store_url)
     assert f"task {task_id}  config c" in text and "HTTP 410" in text
     assert served.proc.poll() is None  # read while the server owns the store
-    assert listed("--after", str(entries[-1]["seq"])) == "no failed deliveries\n"
+    assert listed(store_url, "--after", str(entries[-1]["seq"])) == "no failed deliveries\n"
+
+
+async def test_the_operator_pages_through_failed_deliveries(store_url: str) -> None:
+    store = open_store(store_url)
+    assert isinstance(store, PushStore)
+    await store.open()
+    try:
+        task = make_task()
+        write = write_task(task, version=1, tenant="acme\x00alice")
+        await store.commit(with_deliveries(write, b"1", b"2", b"3", ("c2", b"4"), b"pending"))
+        made = await store.next_deliveries(("acme\x00alice", task.id, "c1"), 3)
+        made += await store.next_deliveries(("acme\x00alice", task.id, "c2"), 1)
+        for n, d in enumerate(made, 1):
+            await store.fail_delivery(d.seq, n, f"HTTP 50{n}")
+        seqs = [d.seq for d in made]
+        # read while the store is open (SQLite: its owner lock held)
+        first = [
+            json.loads(line)
+            for line in (await asyncio.to_thread(listed, store_url, "--json", "--limit", "2")).splitlines()
+        ]
+    finally:
+        await store.close()
+    when = datetime.fromtimestamp(made[0].created_us / 1_000_000, UTC).isoformat(timespec="seconds")
+    assert first == [
+        {
+            "seq": seqs[n - 1],
+            "tenant": "acme",
+            "owner": "alice",
+            "taskId": task.id,
+            "configId": "c1",
+            "attempts": n,
+            "error": f"HTTP 50{n}",
+            "created": when.replace("+00:00", "Z"),
+        }
+        for n in (1, 2)
+    ]
+    rest = listed(store_url, "--after", str(seqs[1]), "--limit", "2")
+    assert rest == (
+        f"{seqs[2]}  task {task.id}  config c1 tenant 'acme' owner alice  3 attempt(s)  {when}\n    HTTP 503\n"
+        f"{seqs[3]}  task {task.id}  config c2 tenant 'acme' owner alice  4 attempt(s)  {when}\n    HTTP 504\n"
+    )  # the pending one is not listed
+    assert listed(store_url, "--after", str(seqs[3])) == "no failed deliveries\n"
+    assert listed(store_url, "--after", str(seqs[3]), "--json") == ""
+    for bad in (("--limit", "0"), ("--limit", "-1"), ("--after", "x"), ("--after", str(2**63))):
+        done = deliveries(store_url, *bad)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+
+
+async def test_deliveries_from_postgres_neither_migrates_nor_takes_a_lease() -> None:
+    import asyncpg
+
+    async with postgres_schema() as url:
+        schema = url.rpartition("schema=")[2]
+        done = deliveries(url)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.strip() == f"skillwire: the PostgreSQL schema {schema!r} at {url} does not exist"
+        conn = await asyncpg.connect(await postgres_dsn(), timeout=5)
+        try:
+            assert await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) is None
+            await conn.execute(f'CREATE SCHEMA "{schema}"')
+            done = deliveries(url)
+            assert done.returncode == 2 and "has no skillwire tables" in done.stderr, done.stderr
+            assert (
+                await conn.fetchval("SELECT COUNT(*) FROM pg_tables WHERE schemaname = $1", schema) == 0
+            )  # still none: it did not migrate
+            store = PostgresTaskStore(url)
+            await store.open()
+            await store.close()
+            assert listed(url.replace("postgresql://", "postgres://", 1)) == "no failed deliveries\n"
+            assert await conn.fetchval(f'SELECT COUNT(*) FROM "{schema}".skillwire_leases') == 0
+        finally:
+            await conn.close()
+
+
+def test_deliveries_from_an_unreachable_postgres_is_a_clear_error() -> None:
+    for scheme in ("postgresql", "postgres"):
+        url = f"{scheme}://postgres@127.0.0.1:{free_port()}/test?schema=agents&timeout=2"
+        done = deliveries(url)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"skillwire: cannot reach PostgreSQL at {url}: ")
+
+
+def test_deliveries_from_postgres_without_asyncpg_says_how_to_install_it() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['asyncpg'] = None\n"
+            "from skillwire.cli.main import main\n"
+            "sys.exit(main(['deliveries', 'postgresql://127.0.0.1/test']))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_TIMEOUT,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "pip install 'skillwire[postgres]'" in done.stderr
 
 
 def test_an_unreadable_signing_key_makes_the_key_set_unavailable_not_a_500(

@@ -30,6 +30,7 @@ from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.bus import open_bus
+from skillwire.server.context import split_partition
 from skillwire.server.hosts import served_hosts
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushSettings
@@ -38,6 +39,7 @@ from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
     from skillwire.server.app import A2AApplication
+    from skillwire.stores.push import Delivery
     from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["RELOAD_INCLUDES", "app_from_env", "load_agent", "main"]
@@ -346,12 +348,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     deliveries = sub.add_parser(
         "deliveries",
-        help="list the push deliveries that failed for good, from a SQLite store (read-only: works while a"
-        " server owns it)",
+        help="list the push deliveries that failed for good, from a SQLite or PostgreSQL store (read-only:"
+        " works while a server or a cluster owns it)",
     )
-    deliveries.add_argument("store", help="the store: sqlite:///PATH, or the file's path")
-    deliveries.add_argument("--after", type=int, default=0, metavar="SEQ", help="only those after this one")
-    deliveries.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
+    deliveries.add_argument(
+        "store",
+        help="the store: sqlite:///PATH (or the file's path), or postgresql://HOST/DATABASE[?schema=NAME]",
+    )
+    deliveries.add_argument(
+        "--after", type=_seq, default=0, metavar="SEQ", help="only those after this one (its seq)"
+    )
+    deliveries.add_argument(
+        "--limit", type=_count, default=100, metavar="N", help="at most this many (default 100)"
+    )
     deliveries.add_argument("--json", action="store_true", help="one JSON object per line")
     db = sub.add_parser("db", help="manage a shared task store's database")
     db_sub = db.add_subparsers(dest="db_command", required=True)
@@ -376,44 +385,82 @@ def _db_upgrade(url: str) -> int:
     return 0
 
 
+#: The largest seq a store holds (PostgreSQL's BIGINT, SQLite's INTEGER).
+_MAX_SEQ = 2**63 - 1
+
+
+def _seq(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or int(value) > _MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"expected a delivery's seq (0 or more), got {value!r}")
+    return int(value)
+
+
+def _count(value: str) -> int:
+    if not (value.isascii() and value.isdigit()) or not 0 < int(value) <= _MAX_SEQ:
+        raise argparse.ArgumentTypeError(f"expected a number above 0, got {value!r}")
+    return int(value)
+
+
 def _deliveries(args: argparse.Namespace) -> int:
     """``skillwire deliveries STORE``: the failed push deliveries, oldest first."""
-    import json
-    from datetime import UTC, datetime
-
-    from skillwire.server.context import split_partition
-    from skillwire.stores.base import sqlite_path
-    from skillwire.stores.sqlite import read_failed_deliveries
-
-    store = args.store
-    if store.startswith("sqlite://"):
-        store, _ = sqlite_path(store)
-    elif "://" in store:
-        raise SkillwireError(f"{args.store!r}: deliveries are read from a SQLite store (sqlite:///PATH)")
-    found = read_failed_deliveries(store, after=args.after, limit=args.limit)
+    found = _failed_deliveries(args.store, args.after, args.limit)
     for d in found:
-        tenant, owner = split_partition(d.tenant)
-        when = datetime.fromtimestamp(d.created_us / 1_000_000, UTC).isoformat(timespec="seconds")
-        if args.json:
-            entry = {
-                "seq": d.seq,
-                "tenant": tenant,
-                "owner": owner,
-                "taskId": d.task_id,
-                "configId": d.config_id,
-                "attempts": d.attempts,
-                "error": d.error,
-                "created": when.replace("+00:00", "Z"),
-            }
-            say(json_text(json.dumps(entry)))
-        else:
-            who = f" tenant {tenant!r}" if tenant else ""
-            who += f" owner {owner}" if owner else ""
-            say(f"{d.seq}  task {d.task_id}  config {d.config_id}{who}  {d.attempts} attempt(s)  {when}")
-            say(f"    {d.error}")
+        say(_delivery_json(d) if args.json else _delivery_text(d))
     if not found and not args.json:
         say("no failed deliveries")
     return 0
+
+
+def _failed_deliveries(store: str, after: int, limit: int) -> list[Delivery]:
+    """The failed deliveries of the SQLite or PostgreSQL store ``store``, read without opening it."""
+    if store.startswith(("postgresql://", "postgres://")):
+        import asyncio
+
+        from skillwire.stores.postgres import read_failed_deliveries as read_postgres
+
+        return asyncio.run(read_postgres(store, after, limit))  # without asyncpg: says how to install it
+    from skillwire.stores.base import sqlite_path
+    from skillwire.stores.sqlite import read_failed_deliveries
+
+    if store.startswith("sqlite://"):
+        store, _ = sqlite_path(store)
+    elif "://" in store:
+        raise SkillwireError(
+            f"{store!r}: deliveries are read from a SQLite store (sqlite:///PATH) or a PostgreSQL one"
+            " (postgresql://...)"
+        )
+    return read_failed_deliveries(store, after, limit)
+
+
+def _delivery_json(d: Delivery) -> str:
+    import json
+
+    tenant, owner = split_partition(d.tenant)
+    entry = {
+        "seq": d.seq,
+        "tenant": tenant,
+        "owner": owner,
+        "taskId": d.task_id,
+        "configId": d.config_id,
+        "attempts": d.attempts,
+        "error": d.error,
+        "created": _delivery_time(d).replace("+00:00", "Z"),
+    }
+    return json_text(json.dumps(entry))
+
+
+def _delivery_text(d: Delivery) -> str:
+    tenant, owner = split_partition(d.tenant)
+    who = f" tenant {tenant!r}" if tenant else ""
+    who += f" owner {owner}" if owner else ""
+    when = _delivery_time(d)
+    return f"{d.seq}  task {d.task_id}  config {d.config_id}{who}  {d.attempts} attempt(s)  {when}\n    {d.error}"
+
+
+def _delivery_time(d: Delivery) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(d.created_us / 1_000_000, UTC).isoformat(timespec="seconds")
 
 
 def _serve(args: argparse.Namespace) -> int:

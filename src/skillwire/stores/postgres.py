@@ -77,7 +77,7 @@ try:
 except ImportError:  # pragma: no cover - the extra is not installed
     asyncpg = None  # PostgresTaskStore() says how to install it
 
-__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "upgrade"]
+__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "upgrade"]
 
 _encode_layout = msgspec.json.Encoder().encode
 _decode_layout = msgspec.json.Decoder(Layout).decode
@@ -189,6 +189,42 @@ async def upgrade(url: str) -> int:
     finally:
         with contextlib.suppress(Exception):
             await conn.close(timeout=options.timeout)
+
+
+async def read_failed_deliveries(url: str, after: int = 0, limit: int = 100) -> list[Delivery]:
+    """The failed push deliveries of the PostgreSQL store at ``url``, read without opening the store: one
+    connection and one read-only transaction, no migration and no lease, so this works while a cluster owns
+    the schema. For the operator (``skillwire deliveries``)."""
+    driver = _require_driver()
+    options = _parse_url(url)
+    try:
+        conn = await driver.connect(options.dsn, timeout=options.timeout, command_timeout=options.timeout)
+    except Exception as exc:
+        if _is_outage(exc):
+            raise StoreError(f"cannot reach PostgreSQL at {_redact(url)}: {exc}") from exc
+        raise
+    try:
+        async with conn.transaction(readonly=True):
+            return await _failed_in(conn, options.schema, url, after, limit)
+    except StoreError:
+        raise
+    except Exception as exc:
+        if _is_outage(exc):
+            raise StoreError(f"cannot read the PostgreSQL store at {_redact(url)}: {exc}") from exc
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            await conn.close(timeout=options.timeout)
+
+
+async def _failed_in(conn: Any, schema: str, url: str, after: int, limit: int) -> list[Delivery]:
+    sql = Statements(schema)
+    if await conn.fetchval("SELECT to_regclass($1)", sql.deliveries) is None:
+        there = f"the PostgreSQL schema {schema!r} at {_redact(url)}"
+        if await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) is None:
+            raise StoreError(f"{there} does not exist")
+        raise StoreError(f"{there} has no skillwire tables (no skillwire_deliveries)")
+    return [_delivery(r) for r in await conn.fetch(sql.failed, after, limit)]
 
 
 def _redact(url: str) -> str:
@@ -639,9 +675,5 @@ class PostgresTaskStore:
 
     async def failed_deliveries(self, after: int = 0, limit: int = 100) -> list[Delivery]:
         async with self._conn() as conn:
-            rows = await conn.fetch(
-                f"SELECT {DELIVERY} FROM {self._sql.deliveries} WHERE failed AND seq > $1 ORDER BY seq LIMIT $2",
-                after,
-                limit,
-            )
+            rows = await conn.fetch(self._sql.failed, after, limit)
         return [_delivery(r) for r in rows]

@@ -152,6 +152,9 @@ class Statements:
         s = self.s = f'"{schema}"'
         self.tasks, self.deliveries = f"{s}.skillwire_tasks", f"{s}.skillwire_deliveries"
         self.configs, self.leases = f"{s}.skillwire_push_configs", f"{s}.skillwire_leases"
+        self.failed = (
+            f"SELECT {DELIVERY} FROM {self.deliveries} WHERE failed AND seq > $1 ORDER BY seq LIMIT $2"
+        )
         self.whole = task_columns(s, "0", True)
         self.get = f"SELECT {task_columns(s, from_index('$3'), True)} FROM {self.tasks} t WHERE tenant = $1 AND id = $2"
         self.unfinished = (
