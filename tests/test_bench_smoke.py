@@ -1,4 +1,4 @@
-"""The stall, scale and push benchmarks run end to end in their quick modes and produce their reports.
+"""The stall, scale, push and cluster benchmarks run end to end in their quick modes and produce their reports.
 
 Only the shape of the reports is checked (every scenario measured, every figure present): timings depend on
 the machine and never decide a test.
@@ -6,12 +6,17 @@ the machine and never decide a test.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import postgres_dsn, skip_without_service
 
 ROOT = Path(__file__).resolve().parent.parent
 STALL_SCENARIOS = [
@@ -98,3 +103,42 @@ def test_push_reports_every_row_and_deliveries(tmp_path: Path) -> None:
     for row in ("SendMessage, no push (req/s)", "SendMessage, with push (req/s)", "deliveries/s during the load",
                 "deliveries pending when the load stops", "time to drain them (s)"):  # fmt: skip
         assert f"| {row} |" in done.stdout, row
+
+
+async def test_cluster_quick_reports_every_configuration(tmp_path: Path) -> None:
+    dsn = await postgres_dsn()
+    try:
+        socket.create_connection(("127.0.0.1", 6379), timeout=2).close()
+    except OSError as exc:
+        skip_without_service("Redis", f"127.0.0.1:6379: {exc}")
+    out = tmp_path / "cluster.json"
+    command = [
+        sys.executable, str(ROOT / "bench" / "cluster.py"), "--quick",
+        "--skillwire", f"{sys.executable} -m skillwire", "--postgres", dsn, "--json", str(out),
+    ]  # fmt: skip
+    done = await asyncio.to_thread(
+        subprocess.run, command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    configs = {c["name"]: c for c in json.loads(out.read_text())["configs"]}
+    assert list(configs) == ["sqlite-1", "pg-redis-1", "pg-redis-2", "a2a-sdk"]
+    for config in configs.values():
+        assert config["error"] is None and config["skipped"] is None, config
+        (level,) = config["levels"]
+        assert level["load"]["requests"] > 0 and level["load"]["server_cpu_s"] > 0, config["name"]
+        assert config["stream_events"] and min(config["stream_events"]) >= 50, config["name"]
+    for name in ("pg-redis-1", "pg-redis-2"):
+        (level,) = configs[name]["levels"]
+        assert level["db_cpu_s"] > 0 and level["db_backends"] > 0, name
+        assert level["redis_cpu_s"] is not None, name
+    worker_cpu = configs["pg-redis-2"]["levels"][0]["process_cpu_s"]
+    assert len(worker_cpu) == 3, worker_cpu  # the supervisor and both workers
+    for name in ("sqlite-1", "pg-redis-1", "pg-redis-2"):
+        rows = [line for line in done.stdout.splitlines() if line.startswith(f"| {name} |")]
+        assert len(rows) == 2, (name, rows)  # one in each table
+        for row in rows:
+            assert re.search(r"\| \d+ \|", row), row
+    (scaled,) = (
+        line for line in done.stdout.splitlines() if line.startswith("| pg-redis-2 | 2 + supervisor |")
+    )
+    assert "x |" in scaled
