@@ -226,19 +226,46 @@ async def test_a_big_event_is_carried_whatever_notifys_payload_limit(make_bus: w
     assert version == 1 and msgspec.json.encode(event) == msgspec.json.encode(big)
 
 
-async def test_a_replay_fills_at_most_half_the_bound_and_never_drops_its_subscriber(
-    make_bus: with_schema,
-) -> None:
-    size = len(msgspec.json.encode(status("replay", 10)))
-    bus = make_bus(max_bytes=4 * size)
+async def replayed_with_a_probe(bus: PostgresEventBus, key: tuple[str, str], count: int) -> Any:
+    """A subscription of ``key`` whose floor is still open, once the replay of ``count`` rows and event
+    ``count + 1`` reached it (a probe subscribed with it gets the same rows, and sees ``count + 1``)."""
+    sub = bus.subscribe(key, after=None)
+    probe = bus.subscribe(key, after=count)
+    bus.publish(key, count + 1, status(key[1], count + 1))
+    assert [v for v, _ in await take(probe, 1)] == [count + 1]
+    probe.close()
+    return sub
+
+
+async def test_a_replay_of_what_the_snapshot_holds_takes_no_room(make_bus: with_schema) -> None:
+    bus = make_bus(max_events=4)
     key = ("", "replay")
     for n in range(1, 11):
         bus.publish(key, n, status("replay", n))
     await until(lambda: bus.written_events == 10)
-    sub = bus.subscribe(key)
-    assert [v for v, _ in await take(sub, 2)] == [9, 10]  # the newest rows within half of max_bytes
-    bus.publish(key, 11, status("replay", 11))
-    assert [v for v, _ in await take(sub, 1)] == [11] and bus.subscriber_count(key) == 1
+    known = bus.subscribe(key, after=8)  # the floor known up front: rows 1-8 are dropped as they come
+    assert [v for v, _ in await take(known, 2)] == [9, 10]
+    known.close()
+    late = await replayed_with_a_probe(bus, key, 10)  # 11 events came while its floor was open
+    late.skip_through(8)  # the snapshot it read holds version 8
+    assert [v for v, _ in await take(late, 3)] == [9, 10, 11]
+    bus.publish(key, 12, status("replay", 12))
+    assert [v for v, _ in await take(late, 1)] == [12] and bus.subscriber_count(key) == 1
+
+
+async def test_a_replay_past_the_bound_and_newer_than_the_snapshot_drops_its_subscriber(
+    make_bus: with_schema,
+) -> None:
+    bus = make_bus(max_events=4)
+    key = ("", "overflow")
+    for n in range(1, 11):
+        bus.publish(key, n, status("overflow", n))
+    await until(lambda: bus.written_events == 10)
+    late = await replayed_with_a_probe(bus, key, 10)  # kept 8-11 of 1-11 within the bound
+    late.skip_through(5)  # 6 and 7 were shed, and the snapshot lacks them
+    with pytest.raises(StreamDroppedError, match="fell more than 4 events"):
+        await asyncio.wait_for(late.next(), WAIT)
+    assert bus.subscriber_count(key) == 0
 
 
 # -- bounds, fail, close ----------------------------------------------------------------------------------
@@ -517,3 +544,58 @@ async def test_a_task_run_by_one_runtime_is_followed_through_another(make_bus: w
     finally:
         executor.release.set()
         await asyncio.gather(a.stop(grace=1), b.stop(grace=1))
+
+
+class LongTask(Executor):
+    """Produces ``count`` artifacts of ``size`` characters, waits for ``release``, adds one more, completes."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count, self.size = count, size
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.working()
+        for n in range(self.count):
+            await events.artifact(f"{n:04d}" + "x" * self.size, name=f"chunk {n}")
+        self.started.set()
+        await self.release.wait()
+        await events.artifact("tail", name="tail")
+
+
+async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay(
+    make_bus: with_schema,
+) -> None:
+    # 2 MiB of artifacts in the table, a 256 KiB queue on b: the replay is in the snapshot b reads
+    store, executor = MemoryTaskStore(), LongTask(count=64, size=32 * 1024)
+    a = TaskRuntime(executor, store, make_bus())
+    b = TaskRuntime(executor, store, make_bus(max_bytes=256 * 1024))
+    await asyncio.gather(a.start(), b.start())
+    call = CallContext()
+    try:
+        request = SendMessageRequest(
+            message=Message(message_id="m1", role=Role.USER, parts=[Part(text="go")])
+        )
+        main = await a.on_send_streaming_message(request, call)
+        first = await asyncio.wait_for(anext(main), WAIT)
+        assert first.task is not None
+        await asyncio.wait_for(executor.started.wait(), WAIT)
+        bus = a.bus
+        assert isinstance(bus, PostgresEventBus)
+        await until(lambda: bus.written_events >= 65)  # working and the 64 artifacts are in the table
+        followed = await b.on_subscribe_to_task(SubscribeToTaskRequest(id=first.task.id), call)
+        snapshot = await asyncio.wait_for(anext(followed), WAIT)
+        assert snapshot.task is not None and len(snapshot.task.artifacts) == 64
+        executor.release.set()
+        rest = await asyncio.wait_for(_all(followed), WAIT)
+        assert [e.artifact_update.artifact.parts[0].text for e in rest if e.artifact_update] == ["tail"]
+        last = rest[-1].status_update
+        assert len(rest) == 2 and last is not None and last.status.state is TaskState.COMPLETED
+        await asyncio.wait_for(_all(main), WAIT)
+    finally:
+        executor.release.set()
+        await asyncio.gather(a.stop(grace=1), b.stop(grace=1))
+
+
+async def _all(stream: Any) -> list[StreamResponse]:
+    return [event async for event in stream]

@@ -495,3 +495,50 @@ def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("SKILLWIRE_BUS", "nats://somewhere")
     with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://"):
         _application(_parse(["serve", echo, "--store", "memory://"]))
+
+
+class LongTask(Executor):
+    """Produces ``count`` artifacts of ``size`` characters, waits for ``release``, adds one more, completes."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count, self.size = count, size
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.working()
+        for n in range(self.count):
+            await events.artifact(f"{n:04d}" + "x" * self.size, name=f"chunk {n}")
+        self.started.set()
+        await self.release.wait()
+        await events.artifact("tail", name="tail")
+
+
+async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    # The stream holds 2 MiB of artifacts; the follower's queue takes 256 KiB. What the stream replays is
+    # in the snapshot the follower reads, so it must neither fill the queue nor hide what comes after.
+    store, executor = MemoryTaskStore(), LongTask(count=64, size=32 * 1024)
+    a = TaskRuntime(executor, store, make_bus())
+    b = TaskRuntime(executor, store, make_bus(max_bytes=256 * 1024))
+    await a.start()
+    await b.start()
+    try:
+        main = await a.on_send_streaming_message(send("work"), CALL)
+        first = await within(anext(main))
+        assert first.task is not None
+        await within(executor.started.wait())
+        bus = a.bus
+        assert isinstance(bus, RedisEventBus)
+        await within(bus.flush())
+        follower = await b.on_subscribe_to_task(SubscribeToTaskRequest(id=first.task.id), CALL)
+        snapshot = await within(anext(follower))
+        assert snapshot.task is not None and len(snapshot.task.artifacts) == 64
+        executor.release.set()
+        assert shape(await collect(follower)) == ["artifact:tail", "COMPLETED"]
+        assert shape(await collect(main))[-2:] == ["artifact:tail", "COMPLETED"]
+    finally:
+        executor.release.set()
+        await a.stop(grace=1)
+        await b.stop(grace=1)

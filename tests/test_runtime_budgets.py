@@ -330,6 +330,37 @@ async def test_a_subscriber_that_stops_reading_is_dropped_and_the_others_get_eve
     assert bus.subscriber_count(key) == 1
 
 
+def reply(n: int) -> StreamResponse:
+    return StreamResponse(message=Message(message_id=str(n), role=Role.AGENT, parts=[Part(text="x")]))
+
+
+async def test_a_subscriber_whose_floor_is_open_sheds_only_what_its_snapshot_may_hold() -> None:
+    bus = InProcessEventBus(max_events=3)
+    key = ("", "t")
+    kept, lost, unread, read = (bus.subscribe(key, after=None) for _ in range(4))
+    for version in range(1, 11):  # a replay far past the bound, before the snapshots are read
+        bus.publish(key, version, reply(version))
+    assert bus.subscriber_count(key) == 4  # nobody dropped while the floor is open
+    kept.skip_through(7)  # 1-7 were shed, and its snapshot holds them
+    assert [await kept.next() for _ in range(3)] == [(v, reply(v)) for v in (8, 9, 10)]
+    lost.skip_through(6)  # 7 was shed, and its snapshot lacks it
+    with pytest.raises(StreamDroppedError, match="fell more than 3 events"):
+        await lost.next()
+    with pytest.raises(StreamDroppedError):  # read with no snapshot: its floor is 0, 1-7 are missing
+        await unread.next()
+    bus.publish(key, 0, reply(0))  # a direct reply (version 0) is newer than any snapshot
+    read.skip_through(10)
+    assert await read.next() == (0, reply(0))
+    assert bus.subscriber_count(key) == 2
+    single = InProcessEventBus(max_events=1)
+    shed_reply = single.subscribe(key, after=None)
+    single.publish(key, 0, reply(0))
+    single.publish(key, 5, reply(5))  # sheds the reply, which no snapshot holds
+    shed_reply.skip_through(5)
+    with pytest.raises(StreamDroppedError):
+        await shed_reply.next()
+
+
 async def test_a_dropped_stream_can_resubscribe_and_catches_up_from_the_store(store: TaskStore) -> None:
     go, emitted, finish = asyncio.Event(), asyncio.Event(), asyncio.Event()
 

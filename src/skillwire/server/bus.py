@@ -9,6 +9,14 @@ a Redis, behind the same protocol (:func:`open_bus` picks one by URL).
 Each subscriber's queue is bounded (events, and approximate bytes of content). A subscriber that stops
 reading while its task keeps producing is dropped once it passes the bound: its stream ends with
 :class:`StreamDroppedError` and it can resubscribe (SubscribeToTask replays the task from the store).
+
+A shared bus replays what a task's stream holds to a process's first subscription of it, which may be far
+more than the bound when the task is long. So a subscription knows its *floor*: the snapshot version its
+caller holds. Events at or below the floor are dropped as they arrive and never count toward the bound.
+``subscribe(key, after=VERSION)`` gives the floor when the caller knows it; ``subscribe(key, after=None)``
+leaves it open until ``sub.skip_through(version)``, once the caller has read the snapshot. While the floor
+is open, a queue past the bound sheds its oldest events instead of being dropped; when the floor is set,
+the subscription is dropped after all if a shed event was newer than the floor (it would be missing).
 """
 
 from __future__ import annotations
@@ -28,11 +36,23 @@ __all__ = ["EventBus", "InProcessEventBus", "Subscription", "open_bus"]
 #: (task version after the event, the event, its approximate size); an error ends the subscription by
 #: raising; ``None`` ends it.
 Item = tuple[int, StreamResponse, int] | A2AError | None
+#: Newer than any task version: where a reply (version 0, no task) stands against a floor.
+_NEWEST = 1 << 62
 
 
 class Subscription(Protocol):
     async def next(self) -> tuple[int, StreamResponse] | None:
         """The next event, or ``None`` once the bus closed; raises the error that ended the stream."""
+        ...
+
+    def skip_through(self, version: int) -> None:
+        """Drop the events of ``version`` and older, queued or still to come: the caller holds a snapshot of
+        the task at that version (read after subscribing, so nothing newer is missed)::
+
+            sub = bus.subscribe(key, after=None)
+            stored = await store.get(task_id, tenant=tenant)
+            sub.skip_through(stored.version)
+        """
         ...
 
     def close(self) -> None: ...
@@ -43,7 +63,10 @@ class EventBus(Protocol):
     #: learns from it that a task it runs was ended elsewhere (a CancelTask served by another process).
     shared: bool
 
-    def subscribe(self, key: tuple[str, str]) -> Subscription: ...
+    def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> Subscription:
+        """A subscription to ``key``'s events newer than version ``after`` (``None``: not known yet, the
+        caller calls ``skip_through`` once it has read the task's snapshot)."""
+        ...
 
     def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
 
@@ -63,16 +86,23 @@ class EventBus(Protocol):
 class _QueueSubscription:
     """A deque with at most one waiter: cheaper than asyncio.Queue for one consumer."""
 
-    def __init__(self, bus: InProcessEventBus, key: tuple[str, str]) -> None:
+    def __init__(self, bus: InProcessEventBus, key: tuple[str, str], floor: int | None) -> None:
         self._bus = bus
         self._key = key
         self._items: deque[Item] = deque()
         self._bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._ended = False
+        #: Events of this version and older are dropped; None until the caller knows it (skip_through).
+        self._floor = floor
+        #: While the floor is open: the newest version shed to stay within the bound (-1: none; a reply,
+        #: version 0, is newer than any floor).
+        self._shed = -1
 
     def push(self, item: Item) -> bool:
         """Queue ``item``; False if that passes the bound (the caller drops this subscriber)."""
+        if isinstance(item, tuple) and self._below_floor(item[0]):
+            return True
         self._items.append(item)
         if isinstance(item, tuple):
             self._bytes += item[2]
@@ -81,10 +111,26 @@ class _QueueSubscription:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
-        bus = self._bus
-        return len(self._items) <= bus.max_events and self._bytes <= bus.max_bytes
+        if self._floor is None:
+            self._shed_oldest()
+            return True
+        return self._within_bound()
+
+    def skip_through(self, version: int) -> None:
+        if self._floor is not None and version <= self._floor:
+            return
+        self._floor = version
+        items = [item for item in self._items if not (isinstance(item, tuple) and self._below_floor(item[0]))]
+        self._items = deque(items)
+        self._bytes = sum(item[2] for item in items if isinstance(item, tuple))
+        ending = bool(items) and not isinstance(items[-1], tuple)  # its end is queued already: kept
+        if self._shed > version and not ending:  # an event the snapshot lacks was shed
+            self._shed = -1
+            self._bus._drop_behind(self._key, self)
 
     async def next(self) -> tuple[int, StreamResponse] | None:
+        if self._floor is None:  # read before a snapshot: everything queued counts from now on
+            self.skip_through(0)
         while not self._items:
             if self._ended:
                 return None
@@ -110,6 +156,21 @@ class _QueueSubscription:
     def close(self) -> None:
         self._bus._drop(self._key, self)
 
+    def _below_floor(self, version: int) -> bool:
+        return self._floor is not None and 0 < version <= self._floor
+
+    def _within_bound(self) -> bool:
+        return len(self._items) <= self._bus.max_events and self._bytes <= self._bus.max_bytes
+
+    def _shed_oldest(self) -> None:
+        """Keep within the bound by dropping the oldest events: the snapshot still to be read may hold them."""
+        items = self._items
+        while not self._within_bound() and items and isinstance(oldest := items[0], tuple):
+            items.popleft()
+            version, _, size = oldest
+            self._bytes -= size
+            self._shed = max(self._shed, version or _NEWEST)
+
 
 class InProcessEventBus:
     shared = False
@@ -119,8 +180,8 @@ class InProcessEventBus:
         self.max_bytes = max_bytes
         self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
 
-    def subscribe(self, key: tuple[str, str]) -> _QueueSubscription:
-        sub = _QueueSubscription(self, key)
+    def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> _QueueSubscription:
+        sub = _QueueSubscription(self, key, after)
         self._subs.setdefault(key, set()).add(sub)
         return sub
 
@@ -131,13 +192,7 @@ class InProcessEventBus:
         item = (version, event, _approx_size(event))
         behind = [sub for sub in subs if not sub.push(item)]
         for sub in behind:
-            sub.end(
-                StreamDroppedError(
-                    f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes behind the"
-                    f" task and was dropped; subscribe to task {key[1]} again to catch up"
-                )
-            )
-            self._drop(key, sub)
+            self._drop_behind(key, sub)
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:
         for sub in self._subs.pop(key, ()):
@@ -151,6 +206,16 @@ class InProcessEventBus:
 
     def subscriber_count(self, key: tuple[str, str]) -> int:
         return len(self._subs.get(key, ()))
+
+    def _drop_behind(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
+        """End ``sub``, which fell past the bound, with StreamDroppedError."""
+        sub.end(
+            StreamDroppedError(
+                f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes behind the"
+                f" task and was dropped; subscribe to task {key[1]} again to catch up"
+            )
+        )
+        self._drop(key, sub)
 
     def _drop(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
         subs = self._subs.get(key)

@@ -18,15 +18,16 @@ How it works, and why:
   the size of an artifact. Notifications are delivered at commit, when the rows are visible.
 * **One LISTEN connection per bus.** A notification for a stream with subscribers in this process makes it
   read ``WHERE stream = $1 AND seq > last_seen ORDER BY seq`` and fan the rows out to its subscribers'
-  queues, which are bounded as in :class:`~skillwire.server.bus.InProcessEventBus` (a subscriber that falls
-  behind ends with :class:`StreamDroppedError`). A stream's writers take a transaction-scoped advisory lock
+  queues: an :class:`~skillwire.server.bus.InProcessEventBus` inside holds them, bounded (a subscriber that
+  falls behind ends with :class:`StreamDroppedError`). A stream's writers take a transaction-scoped advisory lock
   per stream before inserting, so a stream's rows become visible in ``seq`` order even when two processes
   write to it (a CancelTask served elsewhere): reading ``seq > last_seen`` never skips a late commit.
 * **A late subscriber misses nothing.** The first subscription of a stream in a process replays the stream's
   newest rows (``replay_events`` of them) from the table; the runtime subscribes before it reads the task's
   snapshot and drops every event the snapshot already holds, so what happened between subscribing and
-  reading is not lost. The replay fills at most half a subscriber's bounds, so it never drops the
-  subscriber it is for. Later subscriptions of the stream join at the current position: everything published
+  reading is not lost. The subscription drops those as they arrive (its floor, see
+  :mod:`skillwire.server.bus`), so they take no room in its queue and a long task's replay does not drop
+  the subscriber it is for. Later subscriptions of the stream join at the current position: everything published
   after they subscribed is still ahead of it. Events of a process's own tasks also take the round trip
   through the table, which keeps one order for everyone.
 * **Trimming.** A terminal event (a terminal status, or a direct reply) marks its row ``terminal``; every
@@ -64,7 +65,7 @@ import contextlib
 import hashlib
 import logging
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -73,15 +74,13 @@ import msgspec
 
 from skillwire.errors import A2AError, StoreError, StreamDroppedError
 from skillwire.protocol.models import StreamResponse
+from skillwire.server.bus import InProcessEventBus, Subscription
 
 __all__ = ["PostgresEventBus"]
 
 log = logging.getLogger("skillwire.bus.postgres")
 
 Key = tuple[str, str]
-#: (task version after the event, the event, its size); an error ends the subscription by raising; None
-#: ends it.
-Item = tuple[int, StreamResponse, int] | A2AError | None
 #: What the writer inserts: stream hash, tenant, task id, version, body, terminal.
 Row = tuple[bytes, bytes, bytes, int, bytes, bool]
 
@@ -90,60 +89,11 @@ _decode = msgspec.json.Decoder(StreamResponse).decode
 CHANNEL = "skillwire_events"
 
 
-class _Subscription:
-    """One subscriber's bounded queue (a deque with at most one waiter)."""
-
-    def __init__(self, bus: PostgresEventBus, key: Key) -> None:
-        self._bus = bus
-        self._key = key
-        self._items: deque[Item] = deque()
-        self._bytes = 0
-        self._waiter: asyncio.Future[None] | None = None
-        self._ended = False
-
-    def push(self, item: Item) -> bool:
-        """Queue ``item``; False if that passes the bound (the caller drops this subscriber)."""
-        self._items.append(item)
-        if isinstance(item, tuple):
-            self._bytes += item[2]
-        waiter, self._waiter = self._waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-        return len(self._items) <= self._bus.max_events and self._bytes <= self._bus.max_bytes
-
-    async def next(self) -> tuple[int, StreamResponse] | None:
-        while not self._items:
-            if self._ended:
-                return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-        item = self._items.popleft()
-        if item is None or isinstance(item, A2AError):
-            self._ended = True
-            self._items.clear()
-            if item is not None:
-                raise item
-            return None
-        self._bytes -= item[2]
-        return item[0], item[1]
-
-    def end(self, item: A2AError | None) -> None:
-        """End with ``item`` after what is queued; an error drops what is queued first."""
-        if item is not None:
-            self._items.clear()
-            self._bytes = 0
-        self.push(item)
-
-    def close(self) -> None:
-        self._bus._drop(self._key, self)
-
-
 @dataclass(eq=False)
 class _Stream:
-    """A stream followed in this process: its subscribers and how far it was read."""
+    """A stream followed in this process (the inner bus holds its subscribers): how far it was read."""
 
     key: Key
-    subs: set[_Subscription] = field(default_factory=set)
     last_seen: int = 0
     replayed: bool = False
     wanted: bool = True
@@ -232,6 +182,8 @@ class PostgresEventBus:
         self._dsn, self.schema = parse_url(url)
         self.url = url
         self.max_events, self.max_bytes = max_events, max_bytes
+        #: The subscribers' bounded queues: the rows read are published to it.
+        self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
         self.ttl_after_end, self.max_age = ttl_after_end, max_age
         self.replay_events, self.max_pending, self.batch, self.trim_batch = (
             replay_events,
@@ -270,23 +222,21 @@ class PostgresEventBus:
 
     # -- the EventBus protocol ---------------------------------------------------------------------------
 
-    def subscribe(self, key: Key) -> _Subscription:
-        sub = _Subscription(self, key)
+    def subscribe(self, key: Key, *, after: int | None = 0) -> Subscription:
+        first = self._local.subscriber_count(key) == 0
+        sub = self._local.subscribe(key, after=after)
         if self._closing:
             sub.end(None)
+            sub.close()
             return sub
         self._ensure_started()
         if self._state == "down":
             sub.end(self._outage())
+            sub.close()
             return sub
-        digest = stream_hash(key)
-        stream = self._streams.get(digest)
-        if stream is None:
-            stream = self._streams[digest] = _Stream(key)
-            stream.subs.add(sub)
+        if first:  # the stream's first subscriber here (again): replay it
+            stream = self._streams[stream_hash(key)] = _Stream(key)
             self._want(stream)
-        else:
-            stream.subs.add(sub)
         return sub
 
     def publish(self, key: Key, version: int, event: StreamResponse) -> None:
@@ -310,18 +260,15 @@ class PostgresEventBus:
         return None
 
     def fail(self, key: Key, error: A2AError) -> None:
-        stream = self._streams.pop(stream_hash(key), None)
-        if stream is not None:
-            for sub in stream.subs:
-                sub.end(error)
+        self._streams.pop(stream_hash(key), None)
+        self._local.fail(key, error)
 
     def close(self) -> None:
         self._closing = True
         self._end_all(None)
 
     def subscriber_count(self, key: Key) -> int:
-        stream = self._streams.get(stream_hash(key))
-        return len(stream.subs) if stream is not None else 0
+        return self._local.subscriber_count(key)
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
@@ -472,17 +419,23 @@ class PostgresEventBus:
 
     def _end_all(self, item: A2AError | None) -> None:
         streams, self._streams = self._streams, {}
+        if item is None:
+            self._local.close()
         for stream in streams.values():
-            for sub in stream.subs:
-                sub.end(item)
+            self._local.fail(stream.key, item or self._outage())
 
-    def _drop(self, key: Key, sub: _Subscription) -> None:
-        digest = stream_hash(key)
-        stream = self._streams.get(digest)
-        if stream is not None:
-            stream.subs.discard(sub)
-            if not stream.subs:
-                del self._streams[digest]
+    def _forget(self, stream: _Stream) -> bool:
+        """Stop following ``stream`` if no subscriber here is left; whether it was forgotten."""
+        if self._local.subscriber_count(stream.key):
+            return False
+        digest = stream_hash(stream.key)
+        if self._streams.get(digest) is stream:
+            del self._streams[digest]
+        return True
+
+    def _forget_unfollowed(self) -> None:
+        for stream in list(self._streams.values()):
+            self._forget(stream)
 
     # -- the table ----------------------------------------------------------------------------------------
 
@@ -536,6 +489,7 @@ class PostgresEventBus:
                     return
                 self.written_events += len(rows)
             if loop.time() >= next_trim:
+                self._forget_unfollowed()  # streams whose subscribers left and that no event woke since
                 try:
                     await self.trim()
                 except Exception as exc:
@@ -591,7 +545,7 @@ class PostgresEventBus:
             newest = int(seq)
         except ValueError:
             return
-        if stream is not None and newest > stream.last_seen:
+        if stream is not None and not self._forget(stream) and newest > stream.last_seen:
             self._want(stream)
 
     def _want(self, stream: _Stream) -> None:
@@ -604,7 +558,7 @@ class PostgresEventBus:
     async def _pull(self, stream: _Stream) -> None:
         digest, lost = stream_hash(stream.key), self._lost
         try:
-            while stream.wanted and stream.subs:
+            while stream.wanted and self._streams.get(digest) is stream and not self._forget(stream):
                 stream.wanted = False
                 async with self._pool.acquire() as conn:
                     if not stream.replayed:
@@ -612,9 +566,8 @@ class PostgresEventBus:
                             f"""SELECT seq, version, body FROM (SELECT seq, version, body FROM {self.table}
                                 WHERE stream = $1 ORDER BY seq DESC LIMIT $2) AS newest ORDER BY seq""",
                             digest,
-                            min(self.replay_events, max(self.max_events // 2, 1)),
+                            self.replay_events,
                         )
-                        rows = self._within_budget(rows)
                         stream.replayed = True
                     else:
                         rows = await conn.fetch(
@@ -631,16 +584,9 @@ class PostgresEventBus:
         finally:
             stream.puller = None
 
-    def _within_budget(self, rows: list[Any]) -> list[Any]:
-        """The newest of replayed ``rows`` that fill at most half a subscriber's byte bound: a replay alone
-        must not drop the subscriber it is for (older rows are in the snapshot it reads next)."""
-        budget, start = self.max_bytes // 2, len(rows)
-        while start > 0 and len(rows[start - 1][2]) <= budget:
-            start -= 1
-            budget -= len(rows[start][2])
-        return rows[start:]
-
     def _fan_out(self, stream: _Stream, rows: list[Any]) -> None:
+        if self._streams.get(stream_hash(stream.key)) is not stream:
+            return  # forgotten while it was read (a newer subscription of the task follows it afresh)
         for seq, version, body in rows:
             if seq <= stream.last_seen:
                 continue
@@ -650,16 +596,5 @@ class PostgresEventBus:
             except msgspec.DecodeError as exc:
                 log.error("skipped an event of task %s that does not decode: %s", stream.key[1], exc)
                 continue
-            item = (version, event, len(body))
-            behind = [sub for sub in stream.subs if not sub.push(item)]
-            for sub in behind:
-                sub.end(
-                    StreamDroppedError(
-                        f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes"
-                        f" behind the task and was dropped; subscribe to task {stream.key[1]} again to"
-                        " catch up"
-                    )
-                )
-                stream.subs.discard(sub)
-        if not stream.subs and self._streams.get(stream_hash(stream.key)) is stream:
-            del self._streams[stream_hash(stream.key)]
+            self._local.publish(stream.key, version, event)
+        self._forget(stream)

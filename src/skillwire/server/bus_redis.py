@@ -31,7 +31,9 @@ StreamDroppedError for a subscriber that falls behind). The first subscription t
 already holds, so replaying what remains of the stream is how a subscriber misses nothing that another
 process published between the two. A later subscription to a stream the reader follows joins at the
 reader's position: what the reader received before it subscribed was committed before it read its
-snapshot. When a subscription adds a stream while the XREAD blocks, the reader is woken through a stream
+snapshot. The replayed events a subscriber's snapshot already holds take no room in its queue (the
+subscription's floor, see :mod:`skillwire.server.bus`), so a long task's replay does not drop the late
+subscriber it is for. When a subscription adds a stream while the XREAD blocks, the reader is woken through a stream
 of its own (``...:wake:{id}``, read from the last entry seen, so a wake-up sent just before the XREAD
 blocks is not lost the way a CLIENT UNBLOCK sent then would be); the XREAD's timeout is only a backstop.
 
@@ -162,8 +164,8 @@ class RedisEventBus:
 
     # -- the EventBus protocol ------------------------------------------------------------------------
 
-    def subscribe(self, key: Key) -> Subscription:
-        sub = self._local.subscribe(key)
+    def subscribe(self, key: Key, *, after: int | None = 0) -> Subscription:
+        sub = self._local.subscribe(key, after=after)
         if self._closed:
             sub.end(None)
             sub.close()

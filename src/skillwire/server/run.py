@@ -360,7 +360,7 @@ class TaskRun:
         this run did not produce (a CancelTask served by another process) stops its work at once."""
         bus = self.runtime.bus
         if bus.shared and self._watcher is None:
-            sub = bus.subscribe(self.key)
+            sub = bus.subscribe(self.key, after=self.committed)
             self._watcher = asyncio.create_task(
                 self._watch(sub, self.committed), name=f"skillwire-watch-{self.task_id}"
             )

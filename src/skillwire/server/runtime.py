@@ -673,9 +673,9 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> EventStream:
         run = await self._begin(request, call)
-        sub = self.bus.subscribe(run.key)
-        run.observed = True
         floor = run.committed  # the version the task had before this message (0: a new task)
+        sub = self.bus.subscribe(run.key, after=floor)
+        run.observed = True
         try:
             await self._admit_and_start(run, eager=False)
         except BaseException:
@@ -750,11 +750,12 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (_partition(request, call), request.id)
-        sub = self.bus.subscribe(key)
+        sub = self.bus.subscribe(key, after=None)  # before the read: what follows it is not missed
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
             if stored is None:
                 raise TaskNotFoundError.for_task(request.id)
+            sub.skip_through(stored.version)  # a replay of what the snapshot holds takes no room
             state = stored.task.status.state
             if state.is_terminal:
                 raise UnsupportedOperationError(
