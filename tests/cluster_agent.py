@@ -8,6 +8,7 @@ where the work happened.
 * ``tick``: streams ``count`` artifact chunks, each once the file named by ``gate`` holds at least that many
   lines (the test writes a line to let one more through), then completes.
 * ``again``: retryable; its first run works until its process dies, a run after that completes.
+* ``pid``: completes at once with the pid of its process.
 """
 
 from __future__ import annotations
@@ -58,3 +59,9 @@ async def again(params: Any, ctx: SkillContext) -> str:
         await ctx.working(f"running in {os.getpid()}")
         await asyncio.Event().wait()
     return f"done in {os.getpid()}"
+
+
+@agent.skill(tags=["test"])
+async def pid(params: Any, ctx: SkillContext) -> str:
+    """The pid of the process that serves the request."""
+    return str(os.getpid())

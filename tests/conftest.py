@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
@@ -427,3 +428,81 @@ class RecordingHandler:
     async def handle(self, operation: Any, params: Any, context: Any) -> Any:
         self.headers.append(dict(context.headers))
         return await self.inner.handle(operation, params, context)
+
+
+# -- outages: a TCP proxy the test cuts --------------------------------------------------------------------
+
+
+class TcpProxy:
+    """A TCP proxy to ``target`` (threads and sockets, so that server processes, servers in threads and the
+    test's loop can all use it) that the test cuts, closing every connection and refusing new ones, and
+    brings back on the same port: an outage of PostgreSQL or Redis as their clients see it."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = free_port()
+        self._listener: socket.socket | None = None
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            # shutdown() first: it wakes the thread blocked in accept(), which holds the port
+            _close(listener)
+        with self._lock:
+            for conn in self._open:
+                _close(conn)
+            self._open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                _close(client)
+                continue
+            upstream.settimeout(None)
+            with self._lock:
+                self._open |= {client, upstream}
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _close(source)
+            _close(sink)
+
+
+def _close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+def via_proxy(url: str, proxy: TcpProxy, **options: str) -> str:
+    """``url`` (a PostgreSQL URL) with its host and port replaced by the proxy's, and ``options`` added."""
+    parts = urlsplit(url)
+    netloc = f"{parts.username}@127.0.0.1:{proxy.port}" if parts.username else f"127.0.0.1:{proxy.port}"
+    query = "&".join([q for q in [parts.query, urlencode(options)] if q])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def postgres_address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 5432

@@ -9,20 +9,28 @@ tasks taken over; Redis and PostgreSQL lost for a while (a TCP proxy in front of
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import socket
-import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
 
-from conftest import PROCESS_TIMEOUT, Served, free_port, postgres_schema, skip_without_service, start_process
+from conftest import (
+    PROCESS_TIMEOUT,
+    Served,
+    ServerExited,
+    TcpProxy,
+    postgres_address,
+    postgres_schema,
+    skip_without_service,
+    start_process,
+    user_message,
+    via_proxy,
+)
 from skillwire import Client, TaskState
 from skillwire.client.errors import HTTPStatusError
 from skillwire.errors import ServiceUnavailableError
@@ -50,67 +58,6 @@ def _redis_reachable() -> None:
         socket.create_connection(REDIS, timeout=2).close()
     except OSError as exc:
         skip_without_service("Redis", f"{REDIS[0]}:{REDIS[1]}: {exc}")
-
-
-class Proxy:
-    """A TCP proxy (threads and sockets: the server processes, not the test's loop, use it) that the test
-    cuts, closing every connection and refusing new ones, and brings back on the same port."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.port = free_port()
-        self._listener: socket.socket | None = None
-        self._open: set[socket.socket] = set()
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener = listener
-        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
-
-    def cut(self) -> None:
-        listener, self._listener = self._listener, None
-        if listener is not None:
-            # shutdown() first: it wakes the thread blocked in accept(), which holds the port
-            _close(listener)
-        with self._lock:
-            for conn in self._open:
-                _close(conn)
-            self._open.clear()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                _close(client)
-                continue
-            upstream.settimeout(None)
-            with self._lock:
-                self._open |= {client, upstream}
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            _close(source)
-            _close(sink)
-
-
-def _close(conn: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        conn.shutdown(socket.SHUT_RDWR)
-    conn.close()
 
 
 @pytest.fixture
@@ -143,19 +90,6 @@ def cluster(schema: str, bus: str, processes: list[Served]) -> Callable[..., Ser
         return served
 
     return start
-
-
-def through(url: str, proxy: Proxy, **options: str) -> str:
-    """``url`` (a PostgreSQL URL) with its host and port replaced by the proxy's, and ``options`` added."""
-    parts = urlsplit(url)
-    netloc = f"{parts.username}@127.0.0.1:{proxy.port}" if parts.username else f"127.0.0.1:{proxy.port}"
-    query = "&".join([q for q in [parts.query, urlencode(options)] if q])
-    return urlunsplit(parts._replace(netloc=netloc, query=query))
-
-
-def postgres_address(url: str) -> tuple[str, int]:
-    parts = urlsplit(url)
-    return parts.hostname or "127.0.0.1", parts.port or 5432
 
 
 async def client(served: Served) -> Client:
@@ -331,7 +265,7 @@ async def test_the_tasks_of_a_killed_process_are_failed_or_run_again_elsewhere(
 async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
     cluster: Callable[..., Served], tmp_path: Path, bus: str
 ) -> None:
-    proxy = Proxy(REDIS)
+    proxy = TcpProxy(REDIS)
     proxy.start()
     proxied = f"redis://127.0.0.1:{proxy.port}/0"
     a, b = cluster(bus=proxied), cluster(bus=proxied)
@@ -372,9 +306,9 @@ async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
 async def test_postgresql_lost_for_a_while_gives_clear_errors_and_the_process_recovers_by_itself(
     cluster: Callable[..., Served], schema: str, bus: str, tmp_path: Path
 ) -> None:
-    proxy = Proxy(postgres_address(schema))
+    proxy = TcpProxy(postgres_address(schema))
     proxy.start()
-    store = through(schema, proxy, timeout="3")
+    store = via_proxy(schema, proxy, timeout="3")
     # PostgreSQL alone: its bus goes through the proxy as well, and is lost with the store
     a = cluster(store=store, bus=bus if bus == REDIS_URL else store)
     ca = await client(a)
@@ -488,3 +422,28 @@ async def test_workers_share_one_port_a_dead_worker_is_started_again_and_sigterm
     for pid in now:  # stopped, and reaped by the supervisor
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("bus", [REDIS_URL])
+def test_workers_each_take_a_share_of_new_connections(cluster: Callable[..., Served], bus: str) -> None:
+    served = cluster("--workers", "2")
+    workers = set(_children(served.proc.pid))
+    served_by = []
+    for n in range(32):  # each call a new connection (httpx.post)
+        answer = served.call(
+            "SendMessage",
+            {"message": {**user_message(f"who {n}"), "metadata": {"skillId": "pid"}}},
+        )
+        served_by.append(int(answer["result"]["task"]["artifacts"][0]["parts"][0]["text"]))
+    # one socket per worker (SO_REUSEPORT): the kernel spreads connections by their addresses, so both
+    # take some (all 32 on one worker: a chance of one in 2**31)
+    assert set(served_by) == workers, served_by
+
+
+@pytest.mark.parametrize("bus", [REDIS_URL])
+def test_workers_refuse_a_port_another_server_listens_on(cluster: Callable[..., Served], bus: str) -> None:
+    first = cluster("--workers", "2")  # its sockets have SO_REUSEPORT: a second group must not join them
+    with pytest.raises(ServerExited) as exited:
+        cluster("--workers", "2", "--port", str(first.port))
+    assert exited.value.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{first.port}: Address already in use" in exited.value.output

@@ -86,3 +86,23 @@ def test_skill_error_kinds_are_types() -> None:
 def test_task_not_found_is_built_in_one_place() -> None:
     error = TaskNotFoundError.for_task("t-1")
     assert error.message == "Task t-1 not found" and error.metadata == {"taskId": "t-1"}
+
+
+def test_the_kinds_of_an_internal_error_are_decoded_by_their_reason_and_only_those() -> None:
+    from typing import Any
+
+    from skillwire.errors import ERROR_INFO_TYPE, InternalError, ServiceUnavailableError
+    from skillwire.wire.errors import error_from_jsonrpc
+
+    def decoded(reason: str, metadata: dict[str, str] | None = None) -> Any:
+        info = {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": "a2a-protocol.org"}
+        return error_from_jsonrpc(
+            {"code": -32603, "message": "m", "data": [{**info, "metadata": metadata or {}}]}
+        )
+
+    busy = decoded("SERVICE_UNAVAILABLE", {"retryAfter": "7"})
+    assert type(busy) is ServiceUnavailableError and busy.retry_after == 7 and busy.message == "m"
+    assert decoded("SERVICE_UNAVAILABLE").retry_after == 1  # no retryAfter said: the default
+    assert type(decoded("INTERNAL_ERROR")) is InternalError
+    # a reason that names no kind of -32603 does not change the class the code gives
+    assert type(decoded("TASK_NOT_FOUND")) is InternalError

@@ -7,13 +7,12 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import msgspec
 import pytest
 
-from conftest import ROOT, free_port, postgres_dsn, postgres_schema
+from conftest import ROOT, TcpProxy, free_port, postgres_address, postgres_dsn, postgres_schema, via_proxy
 from skillwire import SkillwireError, TaskState, open_store
 from skillwire.errors import ConcurrentUpdateError, StoreError
 from skillwire.protocol.models import TaskStatus
@@ -365,49 +364,6 @@ async def test_ids_with_nul_round_trip(pg_url: str) -> None:
 # -- outages ------------------------------------------------------------------------------------------------
 
 
-class Proxy:
-    """A TCP proxy to PostgreSQL that the test can cut (closing every connection, refusing new ones) and
-    bring back on the same port: an outage of the database as its clients see it."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.port = free_port()
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
-
-    async def cut(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        for writer in list(self._writers):
-            writer.close()
-        if server is not None:
-            await server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.close()
-            return
-        self._writers |= {writer, up_writer}
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
-
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while data := await reader.read(65536):
-                writer.write(data)
-                await writer.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            self._writers.discard(writer)
-            writer.close()
-
-
 async def test_an_unreachable_database_is_a_store_error(pg_url: str) -> None:
     closed = f"postgresql://postgres@127.0.0.1:{free_port()}/test?timeout=2"
     with pytest.raises(StoreError, match="cannot open the PostgreSQL store"):
@@ -419,17 +375,13 @@ async def test_an_unreachable_database_is_a_store_error(pg_url: str) -> None:
 
 
 async def test_an_outage_fails_calls_with_store_error_and_the_store_recovers(pg_url: str) -> None:
-    parts = urlsplit(pg_url)
-    proxy = Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
-    await proxy.start()
-    via = urlunsplit(
-        parts._replace(netloc=f"{parts.username or ''}{'@' if parts.username else ''}127.0.0.1:{proxy.port}")
-    )
-    store = await opened(via + "&timeout=3&pool=2")
+    proxy = TcpProxy(postgres_address(pg_url))
+    proxy.start()
+    store = await opened(via_proxy(pg_url, proxy, timeout="3", pool="2"))
     try:
         before = make_task()
         await save(store, before)
-        await proxy.cut()
+        proxy.cut()
         lost = make_task()
         async with asyncio.timeout(WAIT):
             with pytest.raises(StoreError):
@@ -438,7 +390,7 @@ async def test_an_outage_fails_calls_with_store_error_and_the_store_recovers(pg_
                 await store.get(before.id)
             with pytest.raises(StoreError):
                 await store.renew_lease(10)
-        await proxy.start()
+        proxy.start()
         after = make_task()
         await save(store, after)
         for t in (before, after):
@@ -447,7 +399,7 @@ async def test_an_outage_fails_calls_with_store_error_and_the_store_recovers(pg_
         assert await store.get(lost.id) is None  # the commit that failed stored nothing
     finally:
         await store.close()
-        await proxy.cut()
+        proxy.cut()
 
 
 # -- the CLI and the extra ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Bounded retries with exponential backoff and full jitter, honouring ``Retry-After``.
 
 Only calls that are safe to repeat go through :meth:`RetryPolicy.call` (the client decides which); a retry
-happens on a connection failure or an HTTP 429/503. The n-th retry waits a random time in
+happens on a connection failure, an HTTP 429/503, or a gRPC UNAVAILABLE that says the server is busy (a
+:class:`~skillwire.errors.ServerBusyError`, its ``retryAfter`` as Retry-After). The n-th retry waits a random time in
 ``[0, min(cap, base * 2**n)]`` ("full jitter"), or exactly ``Retry-After`` seconds when the agent sent it.
 An agent asking to wait longer than ``cap`` gets no retry: the error is raised at once.
 """
@@ -85,7 +86,7 @@ class RetryPolicy:
         while True:
             try:
                 return await fn()
-            except (AgentConnectionError, HTTPStatusError) as exc:
+            except (AgentConnectionError, HTTPStatusError, ServerBusyError) as exc:
                 wait = self.wait_for(exc, attempt)
                 if wait is None:
                     raise

@@ -11,6 +11,7 @@ import logging
 import os
 import platform
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -337,10 +338,7 @@ def serve_workers(
     started again (unless it keeps dying at once); SIGTERM or SIGINT stops every worker gracefully (each
     settles its tasks and ends its streams as a single server does) and then this process."""
     configure_logging(log_level)
-    probe = uvicorn.Config(
-        app="skillwire:Agent", host=host, port=port
-    )  # binds as uvicorn would; loads nothing
-    sock = probe.bind_socket()
+    sockets = _worker_sockets(host, port, workers)
     children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start time)
     stopping = False
 
@@ -357,8 +355,12 @@ def serve_workers(
                 raise_fd_limit()
                 _return_large_buffers()
                 ready = on_ready if number == 0 else None
+                own = sockets[number % len(sockets)]
+                for other in sockets:
+                    if other is not own:
+                        other.close()  # the supervisor keeps it for the worker it belongs to
                 server = build_server(app, host=host, port=port, log_level=log_level, on_ready=ready)
-                server.run(sockets=[sock])
+                server.run(sockets=[own])
                 code = 0 if server.started else 3
             except BaseException:  # a worker reports and exits; the supervisor goes on
                 log.exception("worker %d failed", number)
@@ -403,5 +405,40 @@ def serve_workers(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-        sock.close()
+        for sock in sockets:
+            sock.close()
     return status
+
+
+def _worker_sockets(host: str, port: int, workers: int) -> list[socket.socket]:
+    """The listening sockets of ``workers`` processes on ``host:port``: one each, bound with SO_REUSEPORT,
+    so that the kernel spreads new connections evenly over the workers (on one shared socket, the worker
+    that is least busy at each wake-up takes it, and with keep-alive connections one worker can end up with
+    all of them). Where SO_REUSEPORT is missing, one socket all the workers share. The supervisor binds them
+    all before any fork, so a port in use fails at once, and keeps each open for the worker started again."""
+    reuse_port = getattr(socket, "SO_REUSEPORT", None)
+    if reuse_port is None or workers < 2:  # pragma: no cover - every Linux has it
+        config = uvicorn.Config(app="skillwire:Agent", host=host, port=port)  # binds as uvicorn would
+        return [config.bind_socket()]
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sockets: list[socket.socket] = []
+    try:
+        # First a socket without SO_REUSEPORT: it fails if anything listens there, another server with
+        # SO_REUSEPORT included (whose group the sockets below would otherwise join, sharing its port).
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            port = probe.getsockname()[1]  # port 0: the one the system chose
+        for _ in range(workers):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, reuse_port, 1)
+            sock.bind((host, port))
+            sock.listen(2048)
+            sock.set_inheritable(True)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        raise SystemExit(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sockets
