@@ -348,6 +348,9 @@ def measure_target(
             receiver_before, server_before = receiver.cpu_s(), server.cpu_s()
             load = measured(c, seconds, tag, counts.hook)
             at_end = counts.get()
+            # httpx counts every request it sent. wrk does not count the ones in flight when it stops (at
+            # most one per connection), whose tasks still run and deliver: with wrk this is a lower bound,
+            # and up to events x concurrency deliveries more may arrive (received > expected).
             expected = events * (
                 load.requests if settings.loadgen == "httpx" else load.requests - load.errors
             )
