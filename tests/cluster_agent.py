@@ -9,6 +9,7 @@ where the work happened.
   lines (the test writes a line to let one more through), then completes.
 * ``again``: retryable; its first run works until its process dies, a run after that completes.
 * ``pid``: completes at once with the pid of its process.
+* ``deploy``: delegates to a job that ends when the file ``done`` names exists; its follower completes then.
 """
 
 from __future__ import annotations
@@ -65,3 +66,17 @@ async def again(params: Any, ctx: SkillContext) -> str:
 async def pid(params: Any, ctx: SkillContext) -> str:
     """The pid of the process that serves the request."""
     return str(os.getpid())
+
+
+async def _follow(ref: Any, ctx: SkillContext) -> str:
+    """Follows the job: waits until its file (``ref["done"]``) exists, then reports who followed it."""
+    done = Path(ref["done"])
+    while not done.exists():  # noqa: ASYNC110, ASYNC240
+        await asyncio.sleep(0.02)
+    return f"job followed to its end by {os.getpid()}"
+
+
+@agent.skill(id="deploy", follow=_follow, tags=["test"])
+async def deploy(params: Any, ctx: SkillContext) -> None:
+    """Starts a job elsewhere (the test ends it by creating a file) and hands the task to its follower."""
+    await ctx.delegate({"done": params["done"]}, f"job started by {os.getpid()}")

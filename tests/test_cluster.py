@@ -258,6 +258,30 @@ async def test_the_tasks_of_a_killed_process_are_failed_or_run_again_elsewhere(
         await cb.aclose()
 
 
+async def test_delegated_work_of_a_killed_process_is_followed_by_another(
+    cluster: Callable[..., Served], tmp_path: Path
+) -> None:
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    done = tmp_path / "job-done"
+    try:
+        task = await ca.send(skill="deploy", data={"done": str(done)})
+        assert isinstance(task, Task) and task.status.state is TaskState.WORKING  # handed to A's follower
+        follower = cb.subscribe(task.id, resume=False)
+        await collect(follower, lambda e: True)
+        os.kill(a.proc.pid, signal.SIGKILL)
+        a.proc.wait(PROCESS_TIMEOUT)
+        b.wait_for_output(f"resumed task {task.id}")  # taken over: followed again, not failed
+        done.touch()  # the job ends; B's follower sees it
+        ended = await collect(follower, terminal)
+        assert state_of(ended[-1]) is TaskState.COMPLETED
+        stored = await cb.get_task(task.id)
+        assert stored.artifacts[-1].parts[0].text == f"job followed to its end by {b.proc.pid}"
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
 # -- Redis and PostgreSQL lost for a while --------------------------------------------------------------------
 
 
