@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import socket
+import subprocess
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from conftest import (
     Served,
     ServerExited,
     TcpProxy,
+    free_port,
     postgres_address,
     postgres_schema,
     skip_without_service,
@@ -285,14 +289,69 @@ async def test_delegated_work_of_a_killed_process_is_followed_by_another(
 # -- Redis and PostgreSQL lost for a while --------------------------------------------------------------------
 
 
+class RedisServer:
+    """A Redis server of the test's own (``redis-server`` on a free port, keeping nothing on disk, as the
+    machine's), stopped and started again on the same port: a real restart, its streams lost with it."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._proc: subprocess.Popen[str] | None = None
+        self._drain = threading.Thread()
+
+    def start(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            skip_without_service("redis-server", "no redis-server program on PATH")
+        self._proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        out = self._proc.stdout
+        assert out is not None
+        for line in out:  # its log, until it serves
+            if "Ready to accept connections" in line:
+                self._drain = threading.Thread(target=out.read, daemon=True)  # keep the pipe drained
+                self._drain.start()
+                return
+        code = self._proc.wait(PROCESS_TIMEOUT)
+        out.close()
+        raise AssertionError(f"redis-server exited with {code}")
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.terminate()
+            proc.wait(PROCESS_TIMEOUT)
+            self._drain.join(PROCESS_TIMEOUT)  # it reads to the end of the closed pipe
+            assert proc.stdout is not None
+            proc.stdout.close()
+
+
+class _Cut:
+    """Redis lost behind a proxy: every connection closed, new ones refused, the same server back."""
+
+    def __init__(self) -> None:
+        self.proxy = TcpProxy(REDIS)
+        self.url = f"redis://127.0.0.1:{self.proxy.port}/0"
+
+    def start(self) -> None:
+        self.proxy.start()
+
+    def stop(self) -> None:
+        self.proxy.cut()
+
+
 @pytest.mark.parametrize("bus", [REDIS_URL])
+@pytest.mark.parametrize("outage", ["cut", "restart"])
 async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
-    cluster: Callable[..., Served], tmp_path: Path, bus: str
+    cluster: Callable[..., Served], tmp_path: Path, bus: str, outage: str
 ) -> None:
-    proxy = TcpProxy(REDIS)
-    proxy.start()
-    proxied = f"redis://127.0.0.1:{proxy.port}/0"
-    a, b = cluster(bus=proxied), cluster(bus=proxied)
+    redis = _Cut() if outage == "cut" else RedisServer()
+    redis.start()
+    a, b = cluster(bus=redis.url), cluster(bus=redis.url)
     ca, cb = await client(a), await client(b)
     gate_file = tmp_path / "gate"
     gate_file.write_text("")
@@ -305,12 +364,12 @@ async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
         await collect(follower, lambda e: True)
         gate_file.write_text("1\n")
         await collect(follower, lambda e: e.artifact_update is not None)  # chunk 0, through Redis
-        proxy.cut()
+        redis.stop()
         with pytest.raises(Exception) as ended:
             await collect(follower, lambda e: False)
         assert "dropped" in str(ended.value).lower() or "subscribe" in str(ended.value).lower()
         gate_file.write_text("1\n2\n")  # the task goes on in A meanwhile: its store takes the writes
-        proxy.start()
+        redis.start()  # after a restart, empty: the task's stream is gone with what it held
         for served in (a, b):  # each bus reconnects by itself
             served.wait_for_output("Redis is reachable again")
         again = cb.subscribe(task.id, resume=False)  # a new subscription replays from the store
@@ -322,7 +381,7 @@ async def test_redis_lost_during_a_stream_ends_it_clearly_and_the_bus_recovers(
         done = await cb.get_task(task.id)
         assert [p.text for p in done.artifacts[0].parts] == ["chunk 0", "chunk 1", "chunk 2"]
     finally:
-        proxy.cut()
+        redis.stop()
         await ca.aclose()
         await cb.aclose()
 
