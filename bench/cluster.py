@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
 import statistics
 import sys
 import tempfile
@@ -549,10 +548,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         parser.error("concurrency levels, --stream-runs and --wrk-threads must be >= 1")
     if min(ns.duration, ns.stream_chunks) <= 0 or min(ns.warmup, ns.settle) < 0:
         parser.error("--duration and --stream-chunks must be > 0; --warmup and --settle >= 0")
-    loadgen = ns.loadgen if ns.loadgen != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
-    if ns.skillwire is None:
-        beside = Path(sys.executable).parent / "skillwire"
-        ns.skillwire = str(beside) if beside.exists() else "skillwire"
+    loadgen = run.chosen_loadgen(ns.loadgen)
     return Settings(
         configs=configs,
         duration=ns.duration,
@@ -565,7 +561,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         start_timeout=ns.start_timeout,
         loadgen=loadgen,
         wrk_threads=ns.wrk_threads,
-        skillwire=shlex.split(ns.skillwire),
+        skillwire=run.skillwire_command(ns.skillwire),
         postgres=ns.postgres,
         redis=ns.redis,
         json=ns.json,

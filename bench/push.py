@@ -23,7 +23,6 @@ import asyncio
 import dataclasses
 import json
 import shlex
-import shutil
 import sys
 import tempfile
 import time
@@ -578,10 +577,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         parser.error("concurrency levels and --wrk-threads must be >= 1")
     if ns.duration <= 0 or min(ns.warmup, ns.settle) < 0 or min(ns.drain_timeout, ns.drain_stall) <= 0:
         parser.error("--duration, --drain-timeout and --drain-stall must be > 0; --warmup and --settle >= 0")
-    loadgen = ns.loadgen if ns.loadgen != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
-    if ns.skillwire is None:
-        beside = Path(sys.executable).parent / "skillwire"
-        ns.skillwire = str(beside) if beside.exists() else "skillwire"
+    loadgen = run.chosen_loadgen(ns.loadgen)
     return Settings(
         targets=targets,
         duration=ns.duration,
@@ -593,7 +589,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         start_timeout=ns.start_timeout,
         loadgen=loadgen,
         wrk_threads=ns.wrk_threads,
-        skillwire=shlex.split(ns.skillwire),
+        skillwire=run.skillwire_command(ns.skillwire),
         json=ns.json,
     )
 

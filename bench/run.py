@@ -224,6 +224,19 @@ def log(message: str) -> None:
     print(f"[bench] {message}", file=sys.stderr, flush=True)
 
 
+def chosen_loadgen(choice: str) -> str:
+    """The load generator ``--loadgen`` names: ``auto`` is wrk where it is installed, else httpx."""
+    return choice if choice != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
+
+
+def skillwire_command(given: str | None) -> list[str]:
+    """The command that runs skillwire: ``--skillwire`` as given, else the one beside this interpreter."""
+    if given is None:
+        beside = Path(sys.executable).parent / "skillwire"
+        given = str(beside) if beside.exists() else "skillwire"
+    return shlex.split(given)
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
@@ -1404,10 +1417,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         parser.error("concurrency levels, --cold-starts, --stream-runs and --wrk-threads must be >= 1")
     if min(ns.duration, ns.stream_chunks) <= 0 or min(ns.warmup, ns.settle, ns.tasks) < 0:
         parser.error("--duration and --stream-chunks must be > 0; --warmup, --settle and --tasks >= 0")
-    loadgen = ns.loadgen if ns.loadgen != "auto" else ("wrk" if shutil.which("wrk") else "httpx")
-    if ns.skillwire is None:
-        beside = Path(sys.executable).parent / "skillwire"
-        ns.skillwire = str(beside) if beside.exists() else "skillwire"
+    loadgen = chosen_loadgen(ns.loadgen)
     return Settings(
         targets=targets,
         bindings=bindings,
@@ -1423,7 +1433,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         start_timeout=ns.start_timeout,
         loadgen=loadgen,
         wrk_threads=ns.wrk_threads,
-        skillwire=shlex.split(ns.skillwire),
+        skillwire=skillwire_command(ns.skillwire),
         json=ns.json,
     )
 

@@ -20,7 +20,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 import httpx
 import pytest
 
-from skillwire import Agent, MemoryTaskStore, SQLiteTaskStore, TaskStore
+from skillwire import Agent, Executor, MemoryTaskStore, RequestContext, SQLiteTaskStore, TaskEvents, TaskStore
 from skillwire.cli.main import load_agent
 from skillwire.server.app import A2AApplication
 from skillwire.server.serve import build_server
@@ -428,6 +428,26 @@ class RecordingHandler:
     async def handle(self, operation: Any, params: Any, context: Any) -> Any:
         self.headers.append(dict(context.headers))
         return await self.inner.handle(operation, params, context)
+
+
+# -- a long task, for the buses' replay tests ------------------------------------------------------------
+
+
+class LongTask(Executor):
+    """Produces ``count`` artifacts of ``size`` characters, waits for ``release``, adds one more, completes."""
+
+    def __init__(self, count: int, size: int) -> None:
+        self.count, self.size = count, size
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.working()
+        for n in range(self.count):
+            await events.artifact(f"{n:04d}" + "x" * self.size, name=f"chunk {n}")
+        self.started.set()
+        await self.release.wait()
+        await events.artifact("tail", name="tail")
 
 
 # -- outages: a TCP proxy the test cuts --------------------------------------------------------------------

@@ -18,7 +18,7 @@ import asyncpg
 import msgspec
 import pytest
 
-from conftest import skip_without_service
+from conftest import LongTask, skip_without_service
 from skillwire import Executor, Message, Part, RequestContext, Role, TaskEvents, TaskState
 from skillwire.errors import InternalError, StoreError, StreamDroppedError
 from skillwire.protocol.models import (
@@ -530,10 +530,7 @@ async def test_a_task_run_by_one_runtime_is_followed_through_another(make_bus: w
         assert snapshot.task is not None and snapshot.task.id == first.task.id
         executor.release.set()
 
-        async def rest(stream: Any) -> list[StreamResponse]:
-            return [event async for event in stream]
-
-        on_a, on_b = await asyncio.wait_for(asyncio.gather(rest(main), rest(followed)), WAIT)
+        on_a, on_b = await asyncio.wait_for(asyncio.gather(_all(main), _all(followed)), WAIT)
         encoded_a = [msgspec.json.encode(e) for e in on_a]
         encoded_b = [msgspec.json.encode(e) for e in on_b]
         assert encoded_b == encoded_a[len(encoded_a) - len(encoded_b) :]  # in order, none twice or missing
@@ -544,23 +541,6 @@ async def test_a_task_run_by_one_runtime_is_followed_through_another(make_bus: w
     finally:
         executor.release.set()
         await asyncio.gather(a.stop(grace=1), b.stop(grace=1))
-
-
-class LongTask(Executor):
-    """Produces ``count`` artifacts of ``size`` characters, waits for ``release``, adds one more, completes."""
-
-    def __init__(self, count: int, size: int) -> None:
-        self.count, self.size = count, size
-        self.started = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
-        await events.working()
-        for n in range(self.count):
-            await events.artifact(f"{n:04d}" + "x" * self.size, name=f"chunk {n}")
-        self.started.set()
-        await self.release.wait()
-        await events.artifact("tail", name="tail")
 
 
 async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay(

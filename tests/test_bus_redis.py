@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 
-from conftest import skip_without_service
+from conftest import LongTask, skip_without_service
 
 pytest.importorskip("redis")
 
@@ -495,23 +495,6 @@ def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("SKILLWIRE_BUS", "nats://somewhere")
     with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://"):
         _application(_parse(["serve", echo, "--store", "memory://"]))
-
-
-class LongTask(Executor):
-    """Produces ``count`` artifacts of ``size`` characters, waits for ``release``, adds one more, completes."""
-
-    def __init__(self, count: int, size: int) -> None:
-        self.count, self.size = count, size
-        self.started = asyncio.Event()
-        self.release = asyncio.Event()
-
-    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
-        await events.working()
-        for n in range(self.count):
-            await events.artifact(f"{n:04d}" + "x" * self.size, name=f"chunk {n}")
-        self.started.set()
-        await self.release.wait()
-        await events.artifact("tail", name="tail")
 
 
 async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay(

@@ -421,8 +421,9 @@ class PostgresEventBus:
         streams, self._streams = self._streams, {}
         if item is None:
             self._local.close()
+            return
         for stream in streams.values():
-            self._local.fail(stream.key, item or self._outage())
+            self._local.fail(stream.key, item)
 
     def _forget(self, stream: _Stream) -> bool:
         """Stop following ``stream`` if no subscriber here is left; whether it was forgotten."""

@@ -79,18 +79,17 @@ CANCELED_MESSAGE = "The task was canceled."
 NOT_JSON_MESSAGE = "The agent produced content that is not JSON, so the task was stopped."
 STORE_MESSAGE = "The server could not store this task's progress, so the task was stopped."
 STORE_FAILED = "The task could not be stored: the server's task store failed. Nothing past the task's last stored state was recorded."
-
 STORE_UNAVAILABLE = "The task store is unavailable: nothing of this request was stored; try again shortly."
 
 _replace = msgspec.structs.replace
 
 
-def store_failure(exc: Exception, limits: Limits) -> A2AError:
-    """What the caller is told when a write failed with ``exc``: the store is unavailable for now (503,
-    Retry-After), or it failed (an internal error)."""
+def store_failure(exc: Exception, limits: Limits, failed: str = STORE_FAILED) -> A2AError:
+    """What the caller is told when a store call failed with ``exc``: the store is unavailable for now (503,
+    Retry-After), or it failed (an internal error saying ``failed``)."""
     if isinstance(exc, StoreUnavailableError):
         return ServiceUnavailableError(STORE_UNAVAILABLE, retry_after=limits.retry_after)
-    return InternalError(STORE_FAILED)
+    return InternalError(failed)
 
 
 def now() -> datetime:

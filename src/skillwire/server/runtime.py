@@ -26,11 +26,9 @@ from skillwire.errors import (
     ConcurrentUpdateError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
-    InternalError,
     InvalidParamsError,
     PushNotificationNotSupportedError,
     ServerBusyError,
-    ServiceUnavailableError,
     StoreError,
     StoreUnavailableError,
     TaskNotCancelableError,
@@ -71,7 +69,6 @@ from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.push import PushService
 from skillwire.server.run import (
     CANCELED_MESSAGE,
-    STORE_UNAVAILABLE,
     TaskRun,
     settles,
     snapshot,
@@ -643,12 +640,10 @@ class TaskRuntime(BaseRequestHandler):
         ServiceUnavailableError (503, Retry-After)."""
         try:
             return await read
-        except StoreUnavailableError as exc:
-            log.error("the task store is unavailable: %s", exc)
-            raise ServiceUnavailableError(STORE_UNAVAILABLE, retry_after=self.limits.retry_after) from None
         except StoreError as exc:
-            log.error("the task store could not be read: %s", exc)
-            raise InternalError("The task store could not be read; try again") from None
+            unavailable = isinstance(exc, StoreUnavailableError)
+            log.error("the task store %s: %s", "is unavailable" if unavailable else "could not be read", exc)
+            raise store_failure(exc, self.limits, "The task store could not be read; try again") from None
 
     # -- operations ------------------------------------------------------------------------------------
 

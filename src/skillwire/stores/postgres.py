@@ -179,31 +179,25 @@ def _failed(exc: BaseException, what: str) -> StoreError:
 
 async def upgrade(url: str) -> int:
     """Apply the migrations to the database of ``url`` (``skillwire db upgrade URL``); the schema version."""
-    driver = _require_driver()
-    options = _parse_url(url)
-    try:
-        conn = await driver.connect(options.dsn, timeout=options.timeout, command_timeout=options.timeout)
-    except Exception as exc:
-        if _is_outage(exc):
-            raise StoreError(f"cannot reach PostgreSQL at {_redact(url)}: {exc}") from exc
-        raise
-    try:
-        return await migrate(conn, options.schema)
-    except StoreError:
-        raise
-    except Exception as exc:
-        if _is_outage(exc):
-            raise StoreError(f"cannot migrate PostgreSQL at {_redact(url)}: {exc}") from exc
-        raise
-    finally:
-        with contextlib.suppress(Exception):
-            await conn.close(timeout=options.timeout)
+    async with _one_connection(url, "migrate PostgreSQL") as (conn, schema):
+        return await migrate(conn, schema)
 
 
 async def read_failed_deliveries(url: str, after: int = 0, limit: int = 100) -> list[Delivery]:
     """The failed push deliveries of the PostgreSQL store at ``url``, read without opening the store: one
     connection and one read-only transaction, no migration and no lease, so this works while a cluster owns
     the schema. For the operator (``skillwire deliveries``)."""
+    async with (
+        _one_connection(url, "read the PostgreSQL store") as (conn, schema),
+        conn.transaction(readonly=True),
+    ):
+        return await _failed_in(conn, schema, url, after, limit)
+
+
+@contextlib.asynccontextmanager
+async def _one_connection(url: str, doing: str) -> AsyncIterator[tuple[Any, str]]:
+    """A connection of its own to the database of ``url`` and the schema it names, for a command that does
+    not open the store; an outage while connecting, or while ``doing`` it, is a StoreError."""
     driver = _require_driver()
     options = _parse_url(url)
     try:
@@ -213,13 +207,12 @@ async def read_failed_deliveries(url: str, after: int = 0, limit: int = 100) -> 
             raise StoreError(f"cannot reach PostgreSQL at {_redact(url)}: {exc}") from exc
         raise
     try:
-        async with conn.transaction(readonly=True):
-            return await _failed_in(conn, options.schema, url, after, limit)
+        yield conn, options.schema
     except StoreError:
         raise
     except Exception as exc:
         if _is_outage(exc):
-            raise StoreError(f"cannot read the PostgreSQL store at {_redact(url)}: {exc}") from exc
+            raise StoreError(f"cannot {doing} at {_redact(url)}: {exc}") from exc
         raise
     finally:
         with contextlib.suppress(Exception):
