@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import queue
+import random
 import socket
 import subprocess
 import sys
@@ -30,10 +31,48 @@ EXAMPLES = ROOT / "examples"
 A2A_V1 = {"A2A-Version": "1.0"}
 
 
+#: Ports handed out by :func:`free_port` in this process, so that no two servers of a run are given the same.
+_GIVEN: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on, for a server a test starts by port number (a subprocess).
+
+    It comes from below the kernel's ephemeral range: a port the kernel hands out (``bind(0)``) is also the
+    source port of any outgoing connection, so between this answer and the server's bind, a client connection
+    of the same run could take it (seen in CI as "address already in use")."""
+    low, _ = _ephemeral_range()
+    first = 20000 if low > 21000 else 1024
+    last = low - 1 if low > 21000 else 65535
+    for _ in range(200):
+        port = random.randint(first, last)
+        if port in _GIVEN:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    raise RuntimeError("no free port found")
+
+
+def bound_socket() -> socket.socket:
+    """A socket bound on 127.0.0.1 for a server of this process to listen on: no window between choosing the
+    port and binding it."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
 
 
 @dataclass
@@ -68,9 +107,15 @@ def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
         loops.append(asyncio.get_running_loop())
         ready.set()
 
-    port = free_port()
+    sock = bound_socket()
+    port = int(sock.getsockname()[1])
     server = build_server(app, host="127.0.0.1", port=port, on_ready=on_ready)
-    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+
+    def run() -> None:
+        with sock:
+            server.run(sockets=[sock])
+
+    thread = threading.Thread(target=run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     if not ready.wait(timeout):
         server.should_exit = True
