@@ -1,0 +1,1 @@
+// skillwire console (placeholder, being written)
