@@ -14,6 +14,8 @@ SRC = Path(skillwire.__file__).parent
 # Each layer may import only from itself and the layers listed for it (see STYLE: the layer map).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    # the web console's static files and their ASGI handler: served by the server, relayed by the CLI
+    "console": set(),
     "protocol": {"errors"},
     # the public name of protocol.models
     "models": {"protocol"},
@@ -21,7 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "stores": {"errors", "protocol"},
     "security": {"errors", "protocol"},
     # the server signs push deliveries with skillwire.webhooks (a layer-1 module beside security)
-    "server": {"errors", "protocol", "wire", "stores", "security", "webhooks"},
+    "server": {"errors", "protocol", "wire", "stores", "security", "webhooks", "console"},
     "client": {"errors", "protocol", "wire"},
     # signed push-notification deliveries: the sender's keys and the receiver's verifier
     "webhooks": {"errors", "protocol", "security"},
@@ -30,7 +32,18 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},
     # agent.test_client() loads the test kit lazily, in that method only: agent never imports the client
     "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing", "security"},
-    "cli": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},
+    "cli": {
+        "errors",
+        "protocol",
+        "wire",
+        "stores",
+        "server",
+        "skills",
+        "agent",
+        "client",
+        "security",
+        "console",
+    },
 }
 
 

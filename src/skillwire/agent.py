@@ -322,6 +322,7 @@ class Agent:
         allowed_hosts: Sequence[str] | None = None,
         webhook_policy: WebhookPolicy | None = None,
         push: PushSettings | bool | None = None,
+        console: bool = False,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -336,7 +337,8 @@ class Agent:
         each connection reached (docs/security.md). ``webhook_policy``
         (:class:`~skillwire.server.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
         guard of the webhook URLs callers name, for push notifications; ``push`` overrides the agent's
-        ``push`` settings for this app (docs/push.md).
+        ``push`` settings for this app (docs/push.md). ``console`` serves the web console at ``/console/``
+        (docs/console.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -392,6 +394,7 @@ class Agent:
             card_signer=self.card_signer,
             webhook_policy=webhook_policy,
             push=push_service,
+            console=console,
         )
 
     def run(
@@ -407,6 +410,7 @@ class Agent:
         tls_client_ca: str | None = None,
         tls_client_cert: str | None = None,
         allowed_hosts: Sequence[str] | None = None,
+        console: bool | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
@@ -420,8 +424,11 @@ class Agent:
         ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
         ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``):
-        see :mod:`skillwire.server.tls`."""
-        from skillwire.server.hosts import served_hosts
+        see :mod:`skillwire.server.tls`.
+
+        ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
+        ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
+        from skillwire.server.hosts import is_loopback, served_hosts
         from skillwire.server.serve import print_banner, serve
         from skillwire.server.tls import tls_from
 
@@ -435,7 +442,9 @@ class Agent:
             hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
         except ValueError as exc:
             raise SkillwireError(f"allowed hosts: {exc}") from None
-        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts)
+        if console is None:
+            console = _env_flag("SKILLWIRE_CONSOLE", default=is_loopback(host))
+        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts, console=console)
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)
@@ -482,6 +491,17 @@ def _env_port() -> int:
     if not value.isdigit() or not 0 <= int(value) <= 65535:
         raise SkillwireError(f"SKILLWIRE_PORT={value!r}: expected a port number (0 to 65535)")
     return int(value)
+
+
+def _env_flag(name: str, *, default: bool) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise SkillwireError(f"{name}={value!r}: expected 1 or 0")
 
 
 def _check_handler(handler: RequestHandler | None, wrap: RuntimeWrapper | None) -> None:

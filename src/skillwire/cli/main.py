@@ -24,14 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
-from skillwire.cli import calls, scaffold
+from skillwire.cli import calls, console, scaffold
 from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.bus import open_bus
 from skillwire.server.context import split_partition
-from skillwire.server.hosts import served_hosts
+from skillwire.server.hosts import is_loopback, served_hosts
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushSettings
 from skillwire.server.tls import tls_from
@@ -257,6 +257,13 @@ def _add_webhooks(serve: Any) -> None:
         help="offer push notifications (default on; --no-push turns them off)",
     )
     serve.add_argument(
+        "--console",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("CONSOLE"),
+        help="serve the web console at /console/ (default: on when --host is a loopback address, off"
+        " otherwise; docs/console.md)",
+    )
+    serve.add_argument(
         "--push-signing-key",
         action="append",
         default=None,
@@ -370,6 +377,7 @@ def _parser() -> argparse.ArgumentParser:
     db_upgrade.add_argument("url", help="postgresql://HOST/DATABASE[?schema=NAME]")
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
+    console.add_parsers(sub)
     return parser
 
 
@@ -557,6 +565,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         tls=tls,
         webhook_policy=_webhook_policy(args),
         push=_push_settings(agent, args),
+        console=is_loopback(args.host) if args.console is None else args.console,
     )
     return agent, app
 
@@ -635,6 +644,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "PLUGINS": args.plugins,
         "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
         "PUSH": args.push,
+        "CONSOLE": args.console,
     }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,
@@ -766,6 +776,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return calls.run(args)
         if args.command in scaffold.COMMANDS:
             return scaffold.run(args)
+        if args.command in console.COMMANDS:
+            return console.run(args)
     except SkillwireError as exc:
         say_error(str(exc))  # may quote a remote agent (skills list URL)
         return 2

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlsplit
 
 import msgspec
 
+from skillwire.console import ConsoleAssets
 from skillwire.errors import (
     A2AError,
     AgentNotStartedError,
@@ -91,6 +92,7 @@ class A2AApplication:
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
         webhook_policy: WebhookPolicy | None = None,
         push: PushService | None = None,
+        console: bool = False,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
@@ -98,8 +100,11 @@ class A2AApplication:
         CardSigner, or several (key rotation), that sign the public and extended cards (see
         :mod:`skillwire.server.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
         https hosts only); ``push``: the runtime's push notifications, whose signing keys are served at
-        ``/.well-known/webhook-jwks.json``."""
+        ``/.well-known/webhook-jwks.json``; ``console``: serve the web console (:mod:`skillwire.console`) at
+        ``/console/`` below the root path, without the security schemes (the page is public; its calls are
+        A2A calls like any other, with the credentials typed into it)."""
         self.card = card
+        self.console = ConsoleAssets.served() if console else None
         self.push = push
         self.webhook_policy = webhook_policy or WebhookPolicy()
         self.security = security
@@ -340,6 +345,8 @@ class A2AApplication:
                 await self.card_endpoint.jwks(scope, receive, send)
             elif path == PUSH_JWKS_PATH and self.push is not None and self._serving:
                 await self._push_jwks(scope, send)
+            elif self.console is not None and self.console.handles(path):
+                await self.console(scope, receive, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":

@@ -114,6 +114,8 @@ def print_banner(
         print(f"  card signed by {kids}; keys: {base}/.well-known/jwks.json", flush=True)
     if app.grpc_url:
         print(f"  gRPC: {app.grpc_url}", flush=True)
+    if app.console is not None:
+        print(f"  console: {base}/console/", flush=True)
     if app.store is not None:
         print(f"  task store: {app.store.url}", flush=True)
 
