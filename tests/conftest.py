@@ -20,6 +20,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
+import uvicorn
 
 from skillwire import Agent, Executor, MemoryTaskStore, RequestContext, SQLiteTaskStore, TaskEvents, TaskStore
 from skillwire.cli.main import load_agent
@@ -121,6 +122,35 @@ def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
         server.should_exit = True
         raise RuntimeError("the test server did not start")
     return RunningServer(app, port, thread, server, loops[0])
+
+
+def serve_asgi(app: Any) -> tuple[str, Any]:
+    """Serve any ASGI app under uvicorn in a thread: its URL and a function that stops it."""
+    sock = bound_socket()
+    port = sock.getsockname()[1]
+    started = threading.Event()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    original = server.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await original(sockets)
+        started.set()
+
+    server.startup = startup  # type: ignore[method-assign]
+
+    def run() -> None:
+        with sock:
+            server.run(sockets=[sock])
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert started.wait(15.0), "the test server did not start"
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(15.0)
+
+    return f"http://127.0.0.1:{port}", stop
 
 
 async def _no_outside_dns(host: str, port: int) -> list[Any]:

@@ -23,8 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import RunningServer, TcpProxy, rpc, skip_without_service, start_server
+from conftest import RunningServer, TcpProxy, rpc, serve_asgi, skip_without_service, start_server
 from console_agent import HOSTILE, PNG, console_agent
+from test_client_v03 import peer as v03_peer  # noqa: F401 - a fixture: the a2a-sdk 0.3 agent
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 expect = playwright_sync.expect
@@ -467,3 +468,68 @@ def test_typed_credentials_are_sent_and_the_server_keeps_none(page: Any) -> None
         expect(page.locator("#cred-kind")).to_have_value("none")  # gone with the page
     finally:
         server.stop()
+
+
+# -- skillwire console URL: any agent, through the relay ------------------------------------------------
+
+
+def first_skill_send(page: Any, text: str) -> None:
+    """Send ``text`` through the first skill's free-text box."""
+    first = page.locator("article.skill").first
+    first.locator("textarea").last.fill(text)
+    first.locator("button[type=submit]").click()
+
+
+def test_the_relay_drives_an_a2a_sdk_agent(page: Any) -> None:
+    from skillwire.cli.console import Relay
+    from test_client_interop_sdk import run_sdk_agent
+
+    with run_sdk_agent() as sdk:
+        relay_url, stop = serve_asgi(Relay(sdk.url))
+        try:
+            open_console(page, relay_url)
+            expect(page.locator("section.card")).to_contain_text("JSONRPC")
+            first_skill_send(page, "stream 5")
+            wait_state(page, "completed")
+            expect(page.locator("#artifacts")).to_contain_text("chunk 4")
+            page.get_by_role("link", name="Agent").click()
+            first_skill_send(page, "ask")
+            wait_state(page, "input-required")
+            page.locator("#answer").fill("blue")
+            page.get_by_role("button", name="Send answer").click()
+            wait_state(page, "completed")
+            page.get_by_role("link", name="Agent").click()
+            first_skill_send(page, "slow")
+            wait_state(page, "working")
+            page.get_by_role("button", name="Cancel task").click()
+            wait_state(page, "canceled")
+            page.get_by_role("link", name="Tasks").click()
+            page.get_by_role("button", name="Show tasks").click()
+            expect(page.locator("table.tasks tbody tr")).to_have_count(3, timeout=WAIT_MS)
+        finally:
+            stop()
+
+
+def test_the_relay_drives_a_v03_agent(page: Any, v03_peer: Any) -> None:  # noqa: F811 - the fixture
+    from skillwire.cli.console import Relay
+
+    relay_url, stop = serve_asgi(Relay(v03_peer.url))
+    try:
+        open_console(page, relay_url)
+        expect(page.locator("section.card")).to_contain_text("JSON-RPC, A2A 0.3")
+        first_skill_send(page, "stream now")
+        wait_state(page, "completed")
+        expect(page.locator("#artifacts")).to_contain_text("chunk-3")
+        page.get_by_role("link", name="Agent").click()
+        first_skill_send(page, "input please")
+        wait_state(page, "input-required")
+        expect(page.locator("#prompt")).to_be_visible()
+        page.get_by_role("link", name="Agent").click()
+        first_skill_send(page, "long wait")
+        wait_state(page, "working")
+        page.get_by_role("button", name="Cancel task").click()
+        wait_state(page, "canceled")
+        page.get_by_role("link", name="Tasks").click()
+        expect(page.locator("#view")).to_contain_text("0.3", timeout=WAIT_MS)  # no ListTasks in v0.3: said
+    finally:
+        stop()

@@ -12,17 +12,16 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from conftest import (
     PROCESS_TIMEOUT,
     RunningServer,
     Served,
-    bound_socket,
     example_agent,
     free_port,
     gated_agent,
     rpc,
+    serve_asgi,
     start_process,
     start_server,
     user_message,
@@ -135,7 +134,7 @@ def test_mounted_under_a_path_the_links_follow_the_mount() -> None:
 
     app = example_agent("greeter").asgi(store="memory://", console=True)
     outer = Starlette(routes=[Mount("/a2a", app=app)], lifespan=app.lifespan)
-    server = _serve_asgi(outer)
+    server = serve_asgi(outer)
     try:
         answer = httpx.get(server[0] + "/a2a/console")
         assert answer.status_code == 308 and answer.headers["location"] == "/a2a/console/"
@@ -209,38 +208,9 @@ def test_a_public_bind_has_no_console_unless_asked(tmp_path: Path, processes: li
 # -- the relay of skillwire console URL ---------------------------------------------------------------------
 
 
-def _serve_asgi(app: Any) -> tuple[str, Any]:
-    """Serve any ASGI app under uvicorn in a thread: its URL and a function that stops it."""
-    sock = bound_socket()
-    port = sock.getsockname()[1]
-    started = threading.Event()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    original = server.startup
-
-    async def startup(sockets: Any = None) -> None:
-        await original(sockets)
-        started.set()
-
-    server.startup = startup  # type: ignore[method-assign]
-
-    def run() -> None:
-        with sock:
-            server.run(sockets=[sock])
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(PROCESS_TIMEOUT)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(PROCESS_TIMEOUT)
-
-    return f"http://127.0.0.1:{port}", stop
-
-
 @pytest.fixture
 def relay(greeter: RunningServer) -> Iterator[str]:
-    url, stop = _serve_asgi(Relay(greeter.url))
+    url, stop = serve_asgi(Relay(greeter.url))
     yield url
     stop()
 
@@ -318,14 +288,14 @@ class Recorder:
 @pytest.fixture
 def recorder() -> Iterator[tuple[Recorder, str]]:
     peer = Recorder()
-    url, stop = _serve_asgi(peer)
+    url, stop = serve_asgi(peer)
     yield peer, url
     stop()
 
 
 def test_the_relay_passes_no_cookies_or_page_address(recorder: tuple[Recorder, str]) -> None:
     peer, url = recorder
-    relay_url, stop = _serve_asgi(Relay(url))
+    relay_url, stop = serve_asgi(Relay(url))
     try:
         answer = httpx.post(
             relay_url + "/rpc?q=1",
@@ -352,7 +322,7 @@ def test_the_relay_passes_no_cookies_or_page_address(recorder: tuple[Recorder, s
 
 def test_the_relay_ends_the_upstream_call_when_the_page_goes(recorder: tuple[Recorder, str]) -> None:
     peer, url = recorder
-    relay_url, stop = _serve_asgi(Relay(url))
+    relay_url, stop = serve_asgi(Relay(url))
     try:
         with httpx.stream("GET", relay_url + "/stream", headers=CONSOLE) as answer:
             chunks = answer.iter_raw()  # kept: a dropped iterator closes the response
@@ -365,7 +335,7 @@ def test_the_relay_ends_the_upstream_call_when_the_page_goes(recorder: tuple[Rec
 
 def test_the_relay_budgets_concurrency_and_bodies(recorder: tuple[Recorder, str]) -> None:
     peer, url = recorder
-    relay_url, stop = _serve_asgi(Relay(url, max_concurrent=1, max_body=1000))
+    relay_url, stop = serve_asgi(Relay(url, max_concurrent=1, max_body=1000))
     try:
         with httpx.stream("GET", relay_url + "/stream", headers=CONSOLE) as held:
             chunks = held.iter_raw()  # kept: a dropped iterator closes the response
@@ -382,7 +352,7 @@ def test_the_relay_budgets_concurrency_and_bodies(recorder: tuple[Recorder, str]
 
 def test_an_agent_that_is_down_is_a_502() -> None:
     down = f"http://127.0.0.1:{free_port()}"
-    relay_url, stop = _serve_asgi(Relay(down))
+    relay_url, stop = serve_asgi(Relay(down))
     try:
         answer = httpx.get(relay_url + "/.well-known/agent-card.json", headers=CONSOLE)
         assert answer.status_code == 502
@@ -393,7 +363,7 @@ def test_an_agent_that_is_down_is_a_502() -> None:
 
 def test_a_stream_comes_through_event_by_event(gate: threading.Event) -> None:
     server = start_server(gated_agent(gate).asgi(store="memory://"))
-    relay_url, stop = _serve_asgi(Relay(server.url))
+    relay_url, stop = serve_asgi(Relay(server.url))
     try:
         body = rpc("SendStreamingMessage", {"message": user_message("go")})
         with httpx.stream("POST", relay_url + "/", json=body, headers={**V1, **CONSOLE}) as answer:
