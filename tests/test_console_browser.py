@@ -533,3 +533,99 @@ def test_the_relay_drives_a_v03_agent(page: Any, v03_peer: Any) -> None:  # noqa
         expect(page.locator("#view")).to_contain_text("0.3", timeout=WAIT_MS)  # no ListTasks in v0.3: said
     finally:
         stop()
+
+
+# -- the examples, as a new user meets them -------------------------------------------------------------
+
+
+def test_the_greeter_example_through_its_form(page: Any) -> None:
+    from conftest import example_agent
+
+    server = start_server(example_agent("greeter").asgi(store="memory://", console=True))
+    try:
+        open_console(page, server.url)
+        greet = skill(page, "greet")
+        greet.get_by_label("name").fill("Ada")
+        greet.get_by_label("style").select_option(label="formal")
+        greet.get_by_role("button", name="Send to Greet").click()
+        wait_state(page, "completed")
+        expect(page.locator("#artifacts")).to_contain_text("Good day, Ada. It is a pleasure to meet you.")
+    finally:
+        server.stop()
+
+
+def test_the_echo_example_streams_50_chunks(page: Any) -> None:
+    from conftest import example_agent
+
+    server = start_server(example_agent("echo").asgi(store="memory://", console=True))
+    try:
+        open_console(page, server.url)
+        echo = skill(page, "echo")
+        echo.get_by_role("button", name="stream 10").click()  # an example fills the text box...
+        echo.get_by_label("Message to Echo").fill("stream 50")  # ...and a user edits it
+        echo.get_by_role("button", name="Send to Echo").click()
+        task_id = task_id_of(page)
+        wait_state(page, "completed")
+        expected = "".join(f"chunk {i}" for i in range(50))
+        expect(page.locator("#artifacts article.artifact pre")).to_have_text(expected)
+        assert artifact_text(get_task(server.url, task_id)) == [expected]
+    finally:
+        server.stop()
+
+
+def test_data_artifacts_are_formatted_json(page: Any, agent_server: RunningServer) -> None:
+    open_console(page, agent_server.url)
+    order = skill(page, "order")
+    order.get_by_role("button", name="JSON").click()
+    order.get_by_label("Order input as JSON").fill(
+        '{"customer": {"email": "a@example.com"}, "items": ["<b>x</b>"]}'
+    )
+    order.get_by_role("button", name="Send to Order").click()
+    wait_state(page, "completed")
+    shown = page.locator("#artifacts pre.json").first.inner_text()
+    assert json.loads(shown) == {"received": {"customer": {"email": "a@example.com"}, "items": ["<b>x</b>"]}}
+    assert "\n  " in shown  # indented, not one line
+    assert page.locator("#artifacts b").count() == 0
+
+
+def test_auth_required_is_answered_with_new_credentials(page: Any) -> None:
+    from skillwire import Agent, SkillContext
+    from skillwire.security import APIKey, Principal, Security
+
+    def verify(key: str) -> Principal | None:
+        scopes = {"k-basic": frozenset(), "k-deploy": frozenset({"deploy"})}.get(key)
+        return None if scopes is None else Principal(subject="alice", scheme="apiKey", scopes=scopes)
+
+    agent = Agent(
+        "Deployer", "Deploys, with the right scope", security=Security(APIKey("apiKey", keys=verify))
+    )
+
+    @agent.skill(tags=["security"])
+    async def deploy(params: Any, ctx: SkillContext) -> str:
+        """Deploys, once the caller has the deploy scope."""
+        who = await ctx.require(["deploy"])
+        return f"deployed by {who.subject}"
+
+    server = start_server(agent.asgi(store="memory://", console=True))
+    try:
+        open_console(page, server.url)
+        page.get_by_role("button", name="Credentials").click()
+        page.locator("#cred-kind").select_option("apikey")
+        page.locator("#cred-key").fill("k-basic")
+        page.get_by_role("button", name="Use these credentials").click()
+        skill(page, "deploy").get_by_label("Message to Deploy").fill("go")
+        skill(page, "deploy").get_by_role("button", name="Send to Deploy").click()
+        wait_state(page, "auth-required")
+        prompt = page.locator("#prompt")
+        expect(prompt).to_contain_text("Authorization required")
+        expect(prompt).to_contain_text("deploy")  # what the agent says is missing
+        if page.locator("#cred-panel").is_hidden():
+            page.get_by_role("button", name="Credentials").click()
+        page.locator("#cred-key").fill("k-deploy")
+        page.get_by_role("button", name="Use these credentials").click()
+        page.locator("#answer").fill("again, with the scope")
+        prompt.get_by_role("button", name="Send answer").click()
+        wait_state(page, "completed")
+        expect(page.locator("#artifacts")).to_contain_text("deployed by alice")
+    finally:
+        server.stop()
