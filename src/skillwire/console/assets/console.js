@@ -1150,6 +1150,7 @@ function shell() {
 }
 
 async function start() {
+  performance.mark("console-start");
   shell();
   const view = document.getElementById("view");
   try {
