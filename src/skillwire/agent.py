@@ -38,6 +38,7 @@ from skillwire.server.handler import RequestHandler
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushService, PushSettings, signer_for
 from skillwire.server.runtime import TaskRuntime
+from skillwire.server.telemetry import Telemetry
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
     Follower,
@@ -323,6 +324,7 @@ class Agent:
         webhook_policy: WebhookPolicy | None = None,
         push: PushSettings | bool | None = None,
         console: bool = False,
+        telemetry: Telemetry | bool | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -338,7 +340,8 @@ class Agent:
         (:class:`~skillwire.server.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
         guard of the webhook URLs callers name, for push notifications; ``push`` overrides the agent's
         ``push`` settings for this app (docs/push.md). ``console`` serves the web console at ``/console/``
-        (docs/console.md).
+        (docs/console.md). ``telemetry`` traces requests and task runs with OpenTelemetry: True for the
+        global tracer provider, or a :class:`~skillwire.server.telemetry.Telemetry` (docs/observability.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -395,6 +398,7 @@ class Agent:
             webhook_policy=webhook_policy,
             push=push_service,
             console=console,
+            telemetry=Telemetry() if telemetry is True else telemetry or None,
         )
 
     def run(

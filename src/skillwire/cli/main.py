@@ -39,6 +39,7 @@ from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
     from skillwire.server.app import A2AApplication
+    from skillwire.server.telemetry import Telemetry
     from skillwire.stores.push import Delivery
     from skillwire.wire.card_signing import CardSigner
 
@@ -262,6 +263,14 @@ def _add_webhooks(serve: Any) -> None:
         default=_env_flag("CONSOLE"),
         help="serve the web console at /console/ (default: on when --host is a loopback address, off"
         " otherwise; docs/console.md)",
+    )
+    serve.add_argument(
+        "--otel",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("OTEL"),
+        help="trace requests and task runs with OpenTelemetry (needs skillwire[otel]); the spans go to the"
+        " tracer provider the process has, else OTLP over HTTP as the standard OTEL_* variables say"
+        " (default: on when OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT is set; docs/observability.md)",
     )
     serve.add_argument(
         "--push-signing-key",
@@ -566,8 +575,25 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         webhook_policy=_webhook_policy(args),
         push=_push_settings(agent, args),
         console=is_loopback(args.host) if args.console is None else args.console,
+        telemetry=_telemetry(args, agent.name),
     )
     return agent, app
+
+
+def _telemetry(args: argparse.Namespace, name: str) -> Telemetry | None:
+    """``--otel`` (else on when the standard OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
+    wanted = args.otel
+    if wanted is None:
+        exporter = (os.environ.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
+        wanted = bool(exporter and exporter != "none") or bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+    if not wanted:
+        return None
+    from skillwire.server.telemetry import Telemetry, tracer_provider_from_env
+
+    try:
+        return Telemetry(tracer_provider_from_env(name))
+    except (ImportError, ValueError) as exc:
+        raise SkillwireError(f"--otel: {exc}") from None
 
 
 def _push_settings(agent: Agent, args: argparse.Namespace) -> PushSettings:
@@ -645,6 +671,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
         "PUSH": args.push,
         "CONSOLE": args.console,
+        "OTEL": args.otel,
     }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
@@ -155,6 +156,7 @@ class _HttpTransport:
         """One unary HTTP exchange with this transport's headers, timeout and credentials; a failed
         connection is AgentConnectionError."""
         headers = {**self._headers, "Content-Type": "application/json"} if body is not None else self._headers
+        headers = _traced(headers)
         async with _connection_errors():
             return await self._http.request(
                 method,
@@ -173,6 +175,7 @@ class _HttpTransport:
         headers = {**self._headers, "Accept": "text/event-stream"}
         if body is not None:
             headers["Content-Type"] = "application/json"
+        headers = _traced(headers)
         async with _connection_errors():
             request = self._http.build_request(
                 method, url, content=body, headers=headers, timeout=self._timeout
@@ -282,3 +285,15 @@ class RestTransport(_HttpTransport):
                 if isinstance(event, A2AError):
                     raise event
                 yield event
+
+
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` with the current trace context (W3C ``traceparent``, ...) when OpenTelemetry is in use in
+    this process, so a call made inside a traced request or skill continues its trace at the agent called.
+    Without OpenTelemetry imported it costs one dict lookup and imports nothing."""
+    propagate = sys.modules.get("opentelemetry.propagate")
+    if propagate is None:
+        return headers
+    carrier = dict(headers)
+    propagate.inject(carrier)
+    return carrier

@@ -16,11 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillwire.errors import A2AError
 from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
+
+if TYPE_CHECKING:
+    from skillwire.server.telemetry import Telemetry
 
 __all__ = ["Tracked", "line", "log"]
 
@@ -46,6 +49,13 @@ def line(
         fields.append(f"task={task_id}")
     fields.append(state)
     log.info("%s %.1f ms", " ".join(fields), elapsed)
+
+
+def traced(telemetry: Telemetry, span: Any, params: Any, outcome: Any) -> None:
+    """End a request's span with what the access line would say of it: the skill, the task, the outcome."""
+    task_id, state = _ending(outcome)
+    task_id = task_id or getattr(params, "id", "") or _message_task(params)
+    telemetry.end_request(span, _skill(params), task_id, state, isinstance(outcome, A2AError))
 
 
 def refused(binding: str, error: Any, started: float) -> None:

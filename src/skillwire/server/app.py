@@ -48,6 +48,7 @@ from skillwire.server.push import JWKS_PATH as PUSH_JWKS_PATH
 from skillwire.server.push import PushService
 from skillwire.server.rest import RestEndpoint
 from skillwire.server.runtime import TaskRuntime
+from skillwire.server.telemetry import Telemetry
 from skillwire.stores.base import TaskStore
 from skillwire.wire import jsonrpc as jsonrpc_wire
 from skillwire.wire import v03
@@ -93,6 +94,7 @@ class A2AApplication:
         webhook_policy: WebhookPolicy | None = None,
         push: PushService | None = None,
         console: bool = False,
+        telemetry: Telemetry | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
@@ -102,7 +104,8 @@ class A2AApplication:
         https hosts only); ``push``: the runtime's push notifications, whose signing keys are served at
         ``/.well-known/webhook-jwks.json``; ``console``: serve the web console (:mod:`skillwire.console`) at
         ``/console/`` below the root path, without the security schemes (the page is public; its calls are
-        A2A calls like any other, with the credentials typed into it)."""
+        A2A calls like any other, with the credentials typed into it); ``telemetry``: OpenTelemetry spans of
+        requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported)."""
         self.card = card
         self.console = ConsoleAssets.served() if console else None
         self.push = push
@@ -131,6 +134,10 @@ class A2AApplication:
         self.dispatcher = Dispatcher(handler, self._capabilities, self._interfaces, sign)
         self.jsonrpc = self._endpoint(JsonRpcEndpoint, keepalive)
         self.rest = self._endpoint(RestEndpoint, keepalive)
+        self.telemetry = telemetry
+        self.jsonrpc.telemetry = self.rest.telemetry = telemetry
+        if runtime is not None:
+            runtime.telemetry = telemetry
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
         #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.

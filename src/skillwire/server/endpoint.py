@@ -45,6 +45,7 @@ from skillwire.server.asgi import (
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
+from skillwire.server.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
 __all__ = ["Answer", "Call", "Frames", "HttpEndpoint", "is_json_content_type"]
@@ -153,6 +154,8 @@ class HttpEndpoint:
         self._base_url = base_url
         #: the agent's security policy at the door (None: no security, every caller is anonymous)
         self.guard = guard
+        #: where request spans go (:mod:`skillwire.server.telemetry`; None: no tracing, nothing imported)
+        self.telemetry: Telemetry | None = None
 
     # -- the steps a binding implements --------------------------------------------------------------------
 
@@ -265,17 +268,27 @@ class HttpEndpoint:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
         started = time.perf_counter() if logged else 0.0
         streaming = spec_of(call.operation).streaming
-        outcome: Any
+        telemetry = self.telemetry
+        if telemetry is not None:
+            tenant = getattr(call.params, "tenant", "") or ""
+            span = telemetry.request(self.binding, call.operation.value, request.headers, tenant)
+            token = telemetry.attach(span)
+        outcome: Any = None
         try:
-            result = await self.dispatcher.call(
-                call.operation, call.params, self.context(call, request, activated)
-            )
-            first = await _first(result) if streaming else None
-        except Exception as exc:
-            outcome = _as_a2a(exc, call.operation.value)
-            await call.frames.error(outcome, streaming).send(send, echo)
-        else:
-            outcome = await self._answer(call, result, first, echo, receive, send, logged)
+            try:
+                context = self.context(call, request, activated)
+                result = await self.dispatcher.call(call.operation, call.params, context)
+                first = await _first(result) if streaming else None
+            except Exception as exc:
+                outcome = _as_a2a(exc, call.operation.value)
+                await call.frames.error(outcome, streaming).send(send, echo)
+            else:
+                tracked = logged or telemetry is not None
+                outcome = await self._answer(call, result, first, echo, receive, send, tracked)
+        finally:
+            if telemetry is not None:
+                telemetry.detach(token)
+                access.traced(telemetry, span, call.params, outcome)
         if logged:
             owner = request.principal.owner
             access.line(self.binding, call.operation, call.params, outcome, started, owner)

@@ -97,6 +97,10 @@ class Executor(ABC):
     def input_modes(self, context: RequestContext) -> Sequence[str] | None:
         return None
 
+    def skill_id(self, context: RequestContext) -> str:
+        """The id of the skill ``context``'s run is for, for its trace span ("": none, or not known)."""
+        return ""
+
     def resume(self, task: Task) -> Work | None:
         return None
 

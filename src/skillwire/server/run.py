@@ -154,6 +154,8 @@ class TaskRun:
         (``resumed``: ``message`` is its first message, already in its history)."""
         self.runtime = runtime
         self.tenant, self.message, self.request, self.call = tenant, message, request, call
+        #: the skill this run is for (its trace span's name; set only when tracing is on)
+        self.skill_id = ""
         #: The task before this run (None for a new task); the live task and its version; what the store
         #: holds of it (``committed``, ``stored``).
         self.previous = origin.task if origin is not None else None
@@ -611,6 +613,10 @@ class TaskRun:
         self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
 
     async def _drive(self, work: Work) -> None:
+        telemetry = self.runtime.telemetry
+        if telemetry is not None:  # this task's context is a copy of the request's: the span is its child
+            span = telemetry.run(self.skill_id, self.task_id, self.context_id)
+            telemetry.attach(span)  # for this run's own context only: no detach needed
         expiry = None
         if self.deadline is not None:
             expiry = asyncio.get_running_loop().call_later(self.deadline, self._expire)
@@ -635,6 +641,10 @@ class TaskRun:
             if watcher is not None and not watcher.done():
                 watcher.cancel()
             self.runtime.forget(self)
+            if telemetry is not None:
+                state = self.task.status.state if self.task is not None else None
+                name = state.name if state is not None else "UNKNOWN"
+                telemetry.end_run(span, name, state in (TaskState.FAILED, TaskState.REJECTED))
 
     def _expire(self) -> None:
         """The deadline passed: fail the task first (so the executor's hooks see FAILED), then cancel it."""

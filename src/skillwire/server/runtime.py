@@ -77,6 +77,7 @@ from skillwire.server.run import (
     view,
     with_status,
 )
+from skillwire.server.telemetry import Telemetry
 from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
 from skillwire.stores.shared import SharedStore
 
@@ -186,6 +187,8 @@ class TaskRuntime(BaseRequestHandler):
         (unless the executor's ``input_modes`` says otherwise for that message); empty: any. ``push``: push
         notifications (None: the push-config operations are not offered)."""
         self.push = push
+        #: where run spans go (:mod:`skillwire.server.telemetry`); set by the app, None: no tracing
+        self.telemetry: Telemetry | None = None
         self.executor = executor
         self.input_modes = list(input_modes)
         self.store = store
@@ -612,6 +615,8 @@ class TaskRuntime(BaseRequestHandler):
                 else:
                     stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
                     run.push[stored.id] = shape
+            if self.telemetry is not None:
+                run.skill_id = executor.skill_id(context)
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)

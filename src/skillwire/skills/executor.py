@@ -202,6 +202,13 @@ class SkillExecutor(Executor):
         except A2AError:
             return None
 
+    def skill_id(self, context: RequestContext) -> str:
+        """The routed skill's id ("" when the message routes to none)."""
+        try:
+            return self._skill_for(context).id
+        except A2AError:
+            return ""
+
     def input_modes(self, context: RequestContext) -> list[str] | None:
         """The media types the routed skill accepts (its inputModes), or None for the agent's
         defaultInputModes; a routing error (no such skill) is raised as ``admit`` would."""

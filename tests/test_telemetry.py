@@ -1,0 +1,274 @@
+"""OpenTelemetry traces over real HTTP: the OpenTelemetry SDK with an in-memory exporter, real uvicorn servers,
+skillwire's own client between agents, and `skillwire serve --otel` as a subprocess with the console exporter.
+
+Spans are awaited through a span processor that signals each one that ends (``Spans.wait``), never by
+sleeping: a task run's span can end just after the request that started it has been answered.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from conftest import (
+    PROCESS_TIMEOUT,
+    Served,
+    example_agent,
+    rpc,
+    start_process,
+    start_server,
+    user_message,
+)
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.trace import SpanKind, StatusCode
+
+from skillwire import Agent, SkillContext
+from skillwire.client import Client
+from skillwire.server.telemetry import Telemetry
+
+V1 = {"A2A-Version": "1.0"}
+WAIT = 15.0
+
+
+class Spans(SpanProcessor):
+    """Every span that ended, in order; :meth:`wait` until enough of them did."""
+
+    def __init__(self) -> None:
+        self.ended: list[ReadableSpan] = []
+        self._changed = threading.Condition()
+
+    def on_end(self, span: ReadableSpan) -> None:
+        with self._changed:
+            self.ended.append(span)
+            self._changed.notify_all()
+
+    def wait(self, name: str, count: int = 1) -> list[ReadableSpan]:
+        """The spans named ``name``, once there are ``count`` of them (AssertionError after WAIT seconds)."""
+        with self._changed:
+            found = self._changed.wait_for(lambda: len(self.named(name)) >= count, WAIT)
+        assert found, f"{count} span(s) {name!r} did not end; ended: {[s.name for s in self.ended]}"
+        return self.named(name)
+
+    def named(self, name: str) -> list[ReadableSpan]:
+        return [s for s in self.ended if s.name == name]
+
+
+@pytest.fixture
+def spans() -> Spans:
+    return Spans()
+
+
+@pytest.fixture
+def telemetry(spans: Spans) -> Iterator[Telemetry]:
+    provider = TracerProvider()
+    provider.add_span_processor(spans)
+    yield Telemetry(provider)
+    provider.shutdown()
+
+
+def send(url: str, text: str, **extra: Any) -> dict[str, Any]:
+    answer = httpx.post(
+        url + "/", json=rpc("SendMessage", {"message": user_message(text)}), headers={**V1, **extra}
+    )
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+def attributes(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def test_a_request_span_and_a_run_span_as_its_child(telemetry: Telemetry, spans: Spans) -> None:
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    try:
+        task = send(server.url, "Ada")["task"]
+        (request,) = spans.wait("A2A SendMessage")
+        (run,) = spans.wait("skill greet")
+    finally:
+        server.stop()
+    assert request.kind is SpanKind.SERVER
+    assert attributes(request) == {
+        "rpc.system": "a2a",
+        "rpc.method": "SendMessage",
+        "a2a.binding": "JSONRPC",
+        "a2a.operation": "SendMessage",
+        "a2a.tenant": "",
+        "a2a.task.id": task["id"],
+        "a2a.outcome": "COMPLETED",
+    }
+    assert request.status.status_code is StatusCode.UNSET
+    assert run.kind is SpanKind.INTERNAL
+    assert run.parent is not None and run.parent.span_id == request.context.span_id
+    assert run.context.trace_id == request.context.trace_id
+    assert attributes(run) == {
+        "a2a.task.id": task["id"],
+        "a2a.context.id": task["contextId"],
+        "a2a.skill.id": "greet",
+        "a2a.task.state": "COMPLETED",
+    }
+
+
+def test_the_rest_binding_and_the_tenant(telemetry: Telemetry, spans: Spans) -> None:
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    try:
+        body = {"message": user_message("Ada")}
+        answer = httpx.post(server.url + "/acme/message:send", json=body, headers=V1)
+        assert answer.status_code == 200
+        (request,) = spans.wait("A2A SendMessage")
+    finally:
+        server.stop()
+    assert attributes(request)["a2a.binding"] == "HTTP+JSON"
+    assert attributes(request)["a2a.tenant"] == "acme"
+
+
+def test_an_incoming_traceparent_is_the_parent(telemetry: Telemetry, spans: Spans) -> None:
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    try:
+        send(server.url, "Ada", traceparent=f"00-{trace_id}-{parent_id}-01")
+        (request,) = spans.wait("A2A SendMessage")
+        (run,) = spans.wait("skill greet")
+    finally:
+        server.stop()
+    assert request.context.trace_id == int(trace_id, 16)
+    assert request.parent is not None and request.parent.span_id == int(parent_id, 16)
+    assert request.parent.is_remote
+    assert run.context.trace_id == int(trace_id, 16)
+
+
+def test_errors_and_failed_runs_set_the_status(telemetry: Telemetry, spans: Spans) -> None:
+    agent = Agent("Failing", "Fails")
+
+    @agent.skill(tags=["test"])
+    async def fail(params: Any, ctx: SkillContext) -> str:
+        """Fails."""
+        raise RuntimeError("boom")
+
+    server = start_server(agent.asgi(store="memory://", telemetry=telemetry))
+    try:
+        missing = httpx.post(server.url + "/", json=rpc("GetTask", {"id": "no-such-task"}), headers=V1)
+        assert missing.json()["error"]["code"] == -32001
+        (lookup,) = spans.wait("A2A GetTask")
+        assert send(server.url, "go")["task"]["status"]["state"] == "TASK_STATE_FAILED"
+        (run,) = spans.wait("skill fail")
+    finally:
+        server.stop()
+    assert attributes(lookup)["a2a.outcome"] == "TASK_NOT_FOUND"
+    assert attributes(lookup)["a2a.task.id"] == "no-such-task"
+    assert lookup.status.status_code is StatusCode.ERROR
+    assert attributes(run)["a2a.task.state"] == "FAILED"
+    assert run.status.status_code is StatusCode.ERROR
+
+
+def test_a_stream_span_ends_with_the_stream(telemetry: Telemetry, spans: Spans) -> None:
+    server = start_server(example_agent("echo").asgi(store="memory://", telemetry=telemetry))
+    try:
+        body = rpc("SendStreamingMessage", {"message": user_message("stream 5")})
+        with httpx.stream("POST", server.url + "/", json=body, headers=V1) as answer:
+            events = [line for line in answer.iter_lines() if line.startswith("data:")]
+        (request,) = spans.wait("A2A SendStreamingMessage")
+        (run,) = spans.wait("task run")  # an executor agent: no skill
+    finally:
+        server.stop()
+    assert len(events) == 8  # the task, working, 5 chunks, completed
+    assert attributes(request)["a2a.outcome"] == "COMPLETED"
+    assert run.parent is not None and run.parent.span_id == request.context.span_id
+    assert request.end_time is not None and run.end_time is not None
+
+
+def test_a_call_through_three_agents_is_one_trace(telemetry: Telemetry, spans: Spans) -> None:
+    last = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    middle_agent = Agent("Middle", "Asks the greeter")
+
+    @middle_agent.skill(tags=["test"])
+    async def relay(params: Any, ctx: SkillContext) -> str:
+        """Asks the greeter."""
+        async with await Client.connect(last.url, timeout=WAIT) as client:
+            task = await client.send("Ada")
+        return str(task.artifacts[0].parts[0].text)
+
+    middle = start_server(middle_agent.asgi(store="memory://", telemetry=telemetry))
+    first_agent = Agent("First", "Asks the middle")
+
+    @first_agent.skill(tags=["test"])
+    async def ask(params: Any, ctx: SkillContext) -> str:
+        """Asks the middle agent."""
+        async with await Client.connect(middle.url, timeout=WAIT) as client:
+            task = await client.send("go")
+        return f"via middle: {task.artifacts[0].parts[0].text}"
+
+    first = start_server(first_agent.asgi(store="memory://", telemetry=telemetry))
+    try:
+        result = send(first.url, "go")["task"]
+        assert result["artifacts"][0]["parts"][0]["text"] == "via middle: Hi Ada!"
+        requests = spans.wait("A2A SendMessage", 3)
+        runs = {name: spans.wait(name)[0] for name in ("skill ask", "skill relay", "skill greet")}
+    finally:
+        for server in (first, middle, last):
+            server.stop()
+    assert len({s.context.trace_id for s in [*requests, *runs.values()]}) == 1  # one trace
+    by_parent = {s.parent.span_id if s.parent else None: s for s in requests}
+    root = by_parent[None]  # the test's own call: no parent
+    assert runs["skill ask"].parent is not None and runs["skill ask"].parent.span_id == root.context.span_id
+    into_middle = by_parent[runs["skill ask"].context.span_id]  # the call made inside the first skill
+    assert runs["skill relay"].parent is not None
+    assert runs["skill relay"].parent.span_id == into_middle.context.span_id
+    into_last = by_parent[runs["skill relay"].context.span_id]
+    assert runs["skill greet"].parent is not None
+    assert runs["skill greet"].parent.span_id == into_last.context.span_id
+
+
+def test_off_by_default_and_nothing_imported() -> None:
+    code = (
+        "import sys, json\n"
+        "from skillwire import Agent\n"
+        "agent = Agent.from_folder('examples/greeter')\n"
+        "with agent.test_client() as client:\n"
+        "    client.send('Ada')\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('opentelemetry'))))\n"
+    )
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_serve_otel_exports_spans(tmp_path: Path, processes: list[Served]) -> None:
+    root = Path(__file__).parents[1]
+    env = {
+        **__import__("os").environ,
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_SERVICE_NAME": "greeter-under-test",
+        "OTEL_BSP_SCHEDULE_DELAY": "50",  # the batch processor exports every 50 ms
+    }
+    served = start_process("examples/greeter", "memory://", root, "--otel", env=env)
+    processes.append(served)
+    assert send(served.url, "Ada")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    line = served.wait_for_output('"name": "skill greet"', timeout=PROCESS_TIMEOUT)
+    assert "skill greet" in line
+    served.wait_for_output('"service.name": "greeter-under-test"', timeout=PROCESS_TIMEOUT)
+
+
+def test_serve_otel_without_the_sdk_says_what_to_install() -> None:
+    # the SDK made unimportable (None in sys.modules), as on a machine with only opentelemetry-api
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry.sdk'] = None\n"
+        "from skillwire.cli.main import main\n"
+        "sys.exit(main(['serve', 'examples/greeter', '--otel', '--port', '0', '--store', 'memory://']))\n"
+    )
+    root = Path(__file__).parents[1]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert done.returncode == 2
+    assert "pip install 'skillwire[otel]'" in done.stderr
