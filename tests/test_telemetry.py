@@ -272,3 +272,63 @@ def test_serve_otel_without_the_sdk_says_what_to_install() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert done.returncode == 2
     assert "pip install 'skillwire[otel]'" in done.stderr
+
+
+def test_grpc_requests_have_spans_and_take_the_trace_context(telemetry: Telemetry, spans: Spans) -> None:
+    pytest.importorskip("grpc")
+    from opentelemetry import trace
+
+    app = example_agent("greeter").asgi(store="memory://", telemetry=telemetry, grpc_port=0)
+    server = start_server(app)
+    tracer = TracerProvider()
+    caller = Spans()
+    tracer.add_span_processor(caller)
+
+    async def call() -> Any:
+        with trace.use_span(tracer.get_tracer("test").start_span("caller"), end_on_exit=True):
+            async with await Client.connect(server.url, bindings=("GRPC",), timeout=WAIT) as client:
+                return await client.send("Ada")
+
+    try:
+        import asyncio
+
+        task = asyncio.run(call())
+        (request,) = spans.wait("A2A SendMessage")
+        (run,) = spans.wait("skill greet")
+        (outer,) = caller.wait("caller")
+    finally:
+        server.stop()
+    assert attributes(request)["a2a.binding"] == "GRPC"
+    assert attributes(request)["a2a.outcome"] == "COMPLETED"
+    assert attributes(request)["a2a.task.id"] == task.id
+    # the client sent the caller's span as the parent, in the call's metadata
+    assert request.context.trace_id == outer.context.trace_id
+    assert request.parent is not None and request.parent.span_id == outer.context.span_id
+    assert run.parent is not None and run.parent.span_id == request.context.span_id
+
+
+def test_the_http_client_sends_the_trace_context(telemetry: Telemetry, spans: Spans) -> None:
+    from opentelemetry import trace
+
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    tracer = TracerProvider()
+    caller = Spans()
+    tracer.add_span_processor(caller)
+
+    async def call(binding: str) -> Any:
+        with trace.use_span(tracer.get_tracer("test").start_span(f"caller {binding}"), end_on_exit=True):
+            async with await Client.connect(server.url, bindings=(binding,), timeout=WAIT) as client:
+                return await client.send("Ada")
+
+    try:
+        import asyncio
+
+        for binding in ("JSONRPC", "HTTP+JSON"):
+            asyncio.run(call(binding))
+        requests = spans.wait("A2A SendMessage", 2)
+        outers = [caller.wait(f"caller {b}")[0] for b in ("JSONRPC", "HTTP+JSON")]
+    finally:
+        server.stop()
+    for request, outer in zip(requests, outers, strict=True):
+        assert request.parent is not None and request.parent.span_id == outer.context.span_id
+        assert request.context.trace_id == outer.context.trace_id

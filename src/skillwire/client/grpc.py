@@ -68,6 +68,7 @@ cancels its call; the task behind it goes on.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any
@@ -247,7 +248,7 @@ class GrpcTransport:
         message = _to_message(request, _rpc(operation).request)
         rpc = getattr(self._open(), spec.method)
         try:
-            reply = await rpc(message, metadata=self.metadata, timeout=self.timeout)
+            reply = await rpc(message, metadata=_traced(self.metadata), timeout=self.timeout)
         except grpc.aio.AioRpcError as exc:
             raise error_from_rpc(exc) from exc
         return None if spec.response_type is None else _to_struct(reply, spec.response_type)
@@ -257,7 +258,7 @@ class GrpcTransport:
         if not spec.streaming or spec.response_type is None:
             raise ValueError(f"{spec.method} does not stream: use send()")
         message = _to_message(request, _rpc(operation).request)
-        call = getattr(self._open(), spec.method)(message, metadata=self.metadata)
+        call = getattr(self._open(), spec.method)(message, metadata=_traced(self.metadata))
         try:
             async for reply in call:
                 yield _to_struct(reply, spec.response_type)
@@ -280,3 +281,14 @@ class GrpcTransport:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+def _traced(metadata: tuple[tuple[str, str | bytes], ...]) -> tuple[tuple[str, str | bytes], ...]:
+    """``metadata`` with the current trace context (``traceparent``, ...) when OpenTelemetry is in use in this
+    process (as the HTTP transports do); else as it is, at the cost of one dict lookup."""
+    propagate = sys.modules.get("opentelemetry.propagate")
+    if propagate is None:
+        return metadata
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return (*metadata, *((k.lower(), v) for k, v in carrier.items())) if carrier else metadata

@@ -275,6 +275,7 @@ class A2AApplication:
                 status_overrides=self.grpc_status_overrides,
                 guard=self.guard,
                 credentials=self.tls.grpc_credentials() if self.tls is not None else None,
+                telemetry=self.telemetry,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url

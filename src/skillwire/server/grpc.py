@@ -89,6 +89,7 @@ from skillwire.errors import (
     UnauthenticatedError,
 )
 from skillwire.protocol.limits import Limits
+from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.security.principal import ANONYMOUS
 from skillwire.server import access
@@ -96,6 +97,7 @@ from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
+from skillwire.server.telemetry import Telemetry
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
 
@@ -245,12 +247,14 @@ class _Servicer:
         limits: Limits,
         overrides: StatusOverrides,
         guard: Guard | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
         self.limits = limits
         self.overrides = overrides
         self.guard = guard
+        self.telemetry = telemetry
 
     def method_handlers(self) -> dict[str, Any]:
         """grpc's method handler of every rpc, by rpc name."""
@@ -304,10 +308,28 @@ class _Servicer:
         )
         return params, call, initial
 
+    def _span(self, operation: Operation, context: Any) -> tuple[Any, object]:
+        """Start a request's span (its parent from the call's metadata) and make it the current one."""
+        assert self.telemetry is not None
+        headers = _metadata(context)
+        tenant = ""  # the request is not decoded yet: the tenant is in the request message
+        span = self.telemetry.request("GRPC", operation.value, headers, tenant)
+        return span, self.telemetry.attach(span)
+
+    def _end_span(self, traced: tuple[Any, object], params: Any, outcome: Any) -> None:
+        assert self.telemetry is not None
+        span, token = traced
+        self.telemetry.detach(token)
+        tenant = getattr(params, "tenant", None)
+        if isinstance(tenant, str) and tenant:
+            span.set_attribute("a2a.tenant", tenant)
+        access.traced(self.telemetry, span, params, outcome)
+
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
         started = time.perf_counter() if logged else 0.0
         operation = rpc.spec.operation
+        traced = self._span(operation, context) if self.telemetry is not None else None
         params: Any = None
         error: A2AError | None = None
         caller = ""
@@ -321,6 +343,8 @@ class _Servicer:
             encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
         except Exception as exc:
             result = error = _as_a2a(exc, operation.value)
+        if traced is not None:
+            self._end_span(traced, params, result)
         if logged:
             access.line("GRPC", operation, params, result, started, caller)
         if error is not None:
@@ -331,6 +355,7 @@ class _Servicer:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
         started = time.perf_counter() if logged else 0.0
         operation = rpc.spec.operation
+        traced = self._span(operation, context) if self.telemetry is not None else None
         params: Any = None
         caller = ""
         try:
@@ -339,10 +364,12 @@ class _Servicer:
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
+            if traced is not None:
+                self._end_span(traced, params, error)
             if logged:
                 access.line("GRPC", operation, params, error, started, caller)
             await _abort(context, error, self.overrides)
-        if logged:
+        if logged or traced is not None:
             events = access.Tracked(events)
         failure: A2AError | None = None
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
@@ -358,6 +385,8 @@ class _Servicer:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if traced is not None:
+                self._end_span(traced, params, failure or events)
             if logged:
                 access.line("GRPC", operation, params, failure or events, started, caller)
         if failure is not None:
@@ -408,9 +437,11 @@ class GrpcServer:
         activate: Activate | None = None,
         status_overrides: Mapping[type[A2AError], str] = {},
         guard: Guard | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         check_overrides(status_overrides)
         self.guard = guard
+        self.telemetry = telemetry
         self.dispatcher = dispatcher
         self.activate = activate or _all_requested
         self.host = host
@@ -431,7 +462,9 @@ class GrpcServer:
         if self._server is not None:
             raise RuntimeError("the gRPC server is already started")
         server = grpc.aio.server(options=server_options(self.limits))
-        servicer = _Servicer(self.dispatcher, self.activate, self.limits, self.status_overrides, self.guard)
+        servicer = _Servicer(
+            self.dispatcher, self.activate, self.limits, self.status_overrides, self.guard, self.telemetry
+        )
         handlers = servicer.method_handlers()
         # The service's own rpcs first; _Unknown answers every other method.
         server.add_generic_rpc_handlers(

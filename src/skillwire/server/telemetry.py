@@ -49,6 +49,9 @@ class Telemetry:
         self._trace = trace
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self.tracer = provider.get_tracer(SCOPE)
+        #: the header names the process's propagator reads (W3C: traceparent, tracestate, baggage): a request
+        #: with none of them has no remote parent, and skips the propagator
+        self._fields = frozenset(name.lower() for name in propagate.get_global_textmap().fields)
         self._server = trace.SpanKind.SERVER
         self._internal = trace.SpanKind.INTERNAL
         self._error = trace.StatusCode.ERROR
@@ -57,7 +60,7 @@ class Telemetry:
 
     def request(self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "") -> Any:
         """Start the span of a request whose headers (lower-cased names) are ``carrier``."""
-        parent = self._propagate.extract(carrier)
+        parent = self._propagate.extract(carrier) if not self._fields.isdisjoint(carrier) else None
         return self.tracer.start_span(
             f"A2A {operation}",
             context=parent,
@@ -72,11 +75,12 @@ class Telemetry:
         )
 
     def end_request(self, span: Any, skill: str, task_id: str, outcome: str, failed: bool) -> None:
+        ending = {"a2a.outcome": outcome}
         if skill:
-            span.set_attribute("a2a.skill.id", skill)
+            ending["a2a.skill.id"] = skill
         if task_id:
-            span.set_attribute("a2a.task.id", task_id)
-        span.set_attribute("a2a.outcome", outcome)
+            ending["a2a.task.id"] = task_id
+        span.set_attributes(ending)
         if failed:
             span.set_status(self._error, outcome)
         span.end()
@@ -116,8 +120,8 @@ def tracer_provider_from_env(service_name: str) -> Any:
     from opentelemetry import trace
 
     provider = trace.get_tracer_provider()
-    if type(provider).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
-        return provider  # set up by the process already
+    if type(provider).__name__ != "ProxyTracerProvider":
+        return provider  # set up by the process already (a NoOpTracerProvider too: spans are then no-ops)
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
