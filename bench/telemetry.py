@@ -1,4 +1,4 @@
-"""What tracing costs: blocking JSON-RPC SendMessage with OpenTelemetry off and on, in one run.
+"""What tracing and metrics cost: blocking JSON-RPC SendMessage with OpenTelemetry off and on, in one run.
 
     python bench/telemetry.py [--duration 5] [--concurrency 16,64] [--rounds 2] [--json out.json]
 
@@ -6,6 +6,7 @@ Targets, each a fresh server process on a free 127.0.0.1 port (the echo agent, `
 push off, log level warning, as `bench/run.py` runs it):
 
 - ``off``: `skillwire serve` without `--otel` (OpenTelemetry is never imported);
+- ``metrics``: `--metrics` (Prometheus counters, histograms and gauges per request and run; no tracing);
 - ``on-api``: `--otel` with the OpenTelemetry API's NoOpTracerProvider (the API without an SDK: what a
   process that installed skillwire[otel]-instrumented code but exports nothing pays);
 - ``on-noop``: `--otel` with an SDK tracer provider whose BatchSpanProcessor hands the spans to an exporter
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as harness
 
 BENCH = Path(__file__).resolve().parent
-MODES = ("off", "on-api", "on-noop", "on-memory", "a2a-sdk", "a2a-sdk-traced")
+MODES = ("off", "metrics", "on-api", "on-noop", "on-memory", "a2a-sdk", "a2a-sdk-traced")
 
 
 def spec(mode: str, skillwire: list[str]) -> harness.TargetSpec:
@@ -54,6 +55,10 @@ def spec(mode: str, skillwire: list[str]) -> harness.TargetSpec:
     serve = ["serve", "examples/echo", "--store", "memory://", "--no-push", "--log-level", "warning"]
     if mode == "off":
         return harness.TargetSpec(mode, argv=lambda port, _g: [*skillwire, *serve, *harness._listen(port)])
+    if mode == "metrics":
+        return harness.TargetSpec(
+            mode, argv=lambda port, _g: [*skillwire, *serve, "--metrics", *harness._listen(port)]
+        )
     launcher = [sys.executable, str(BENCH / "telemetry_agent.py"), mode.removeprefix("on-")]
     return harness.TargetSpec(
         mode, argv=lambda port, _g: [*launcher, *serve, "--otel", *harness._listen(port)]

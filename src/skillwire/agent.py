@@ -35,6 +35,7 @@ from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
+from skillwire.server.metrics import Metrics
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushService, PushSettings, signer_for
 from skillwire.server.runtime import TaskRuntime
@@ -325,6 +326,7 @@ class Agent:
         push: PushSettings | bool | None = None,
         console: bool = False,
         telemetry: Telemetry | bool | None = None,
+        metrics: Metrics | bool | None = None,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -341,7 +343,9 @@ class Agent:
         guard of the webhook URLs callers name, for push notifications; ``push`` overrides the agent's
         ``push`` settings for this app (docs/push.md). ``console`` serves the web console at ``/console/``
         (docs/console.md). ``telemetry`` traces requests and task runs with OpenTelemetry: True for the
-        global tracer provider, or a :class:`~skillwire.server.telemetry.Telemetry` (docs/observability.md).
+        global tracer provider, or a :class:`~skillwire.server.telemetry.Telemetry`; ``metrics`` counts
+        requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.metrics.Metrics`;
+        docs/observability.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -399,6 +403,7 @@ class Agent:
             push=push_service,
             console=console,
             telemetry=Telemetry() if telemetry is True else telemetry or None,
+            metrics=Metrics() if metrics is True else metrics or None,
         )
 
     def run(

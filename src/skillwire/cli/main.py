@@ -39,6 +39,7 @@ from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
     from skillwire.server.app import A2AApplication
+    from skillwire.server.metrics import Metrics
     from skillwire.server.telemetry import Telemetry
     from skillwire.stores.push import Delivery
     from skillwire.wire.card_signing import CardSigner
@@ -263,6 +264,13 @@ def _add_webhooks(serve: Any) -> None:
         default=_env_flag("CONSOLE"),
         help="serve the web console at /console/ (default: on when --host is a loopback address, off"
         " otherwise; docs/console.md)",
+    )
+    serve.add_argument(
+        "--metrics",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("METRICS"),
+        help="serve Prometheus metrics at /metrics, behind the security schemes (default off; needs"
+        " prometheus-client, in skillwire[otel]; docs/observability.md)",
     )
     serve.add_argument(
         "--otel",
@@ -576,8 +584,20 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         push=_push_settings(agent, args),
         console=is_loopback(args.host) if args.console is None else args.console,
         telemetry=_telemetry(args, agent.name),
+        metrics=_metrics(args),
     )
     return agent, app
+
+
+def _metrics(args: argparse.Namespace) -> Metrics | None:
+    if not args.metrics:
+        return None
+    from skillwire.server.metrics import Metrics
+
+    try:
+        return Metrics()
+    except ImportError as exc:
+        raise SkillwireError(f"--metrics: {exc}") from None
 
 
 def _telemetry(args: argparse.Namespace, name: str) -> Telemetry | None:
@@ -672,6 +692,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "PUSH": args.push,
         "CONSOLE": args.console,
         "OTEL": args.otel,
+        "METRICS": args.metrics,
     }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,

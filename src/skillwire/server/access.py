@@ -23,6 +23,7 @@ from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
 
 if TYPE_CHECKING:
+    from skillwire.server.metrics import Metrics
     from skillwire.server.telemetry import Telemetry
 
 __all__ = ["Tracked", "line", "log"]
@@ -56,6 +57,11 @@ def traced(telemetry: Telemetry, span: Any, params: Any, outcome: Any) -> None:
     task_id, state = _ending(outcome)
     task_id = task_id or getattr(params, "id", "") or _message_task(params)
     telemetry.end_request(span, _skill(params), task_id, state, isinstance(outcome, A2AError))
+
+
+def counted(metrics: Metrics, binding: str, operation: Operation, outcome: Any, started: float) -> None:
+    """Count a request in the app's metrics, with the outcome the access line would name."""
+    metrics.request(binding, operation.value, _ending(outcome)[1], started)
 
 
 def refused(binding: str, error: Any, started: float) -> None:

@@ -35,7 +35,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
-from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
+from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
 from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
@@ -43,6 +43,7 @@ from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.hosts import AllowedHosts
 from skillwire.server.jsonrpc import JsonRpcEndpoint
+from skillwire.server.metrics import METRICS_PATH, Metrics
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import JWKS_PATH as PUSH_JWKS_PATH
 from skillwire.server.push import PushService
@@ -95,6 +96,7 @@ class A2AApplication:
         push: PushService | None = None,
         console: bool = False,
         telemetry: Telemetry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
@@ -105,7 +107,9 @@ class A2AApplication:
         ``/.well-known/webhook-jwks.json``; ``console``: serve the web console (:mod:`skillwire.console`) at
         ``/console/`` below the root path, without the security schemes (the page is public; its calls are
         A2A calls like any other, with the credentials typed into it); ``telemetry``: OpenTelemetry spans of
-        requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported)."""
+        requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported);
+        ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
+        (:mod:`skillwire.server.metrics`; None: not counted, no endpoint)."""
         self.card = card
         self.console = ConsoleAssets.served() if console else None
         self.push = push
@@ -136,8 +140,11 @@ class A2AApplication:
         self.rest = self._endpoint(RestEndpoint, keepalive)
         self.telemetry = telemetry
         self.jsonrpc.telemetry = self.rest.telemetry = telemetry
+        self.metrics = metrics
+        self.jsonrpc.metrics = self.rest.metrics = metrics
         if runtime is not None:
             runtime.telemetry = telemetry
+            runtime.metrics = metrics
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
         #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.
@@ -276,6 +283,7 @@ class A2AApplication:
                 guard=self.guard,
                 credentials=self.tls.grpc_credentials() if self.tls is not None else None,
                 telemetry=self.telemetry,
+                metrics=self.metrics,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url
@@ -353,12 +361,32 @@ class A2AApplication:
                 await self.card_endpoint.jwks(scope, receive, send)
             elif path == PUSH_JWKS_PATH and self.push is not None and self._serving:
                 await self._push_jwks(scope, send)
+            elif path == METRICS_PATH and self.metrics is not None:
+                await self._metrics(scope, send)
             elif self.console is not None and self.console.handles(path):
                 await self.console(scope, receive, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        """``GET /metrics``: the Prometheus text format, behind the security schemes like any endpoint."""
+        assert self.metrics is not None
+        if scope["method"] not in ("GET", "HEAD"):
+            await send_bytes(send, 405, b"", extra_headers=[(b"allow", b"GET, HEAD")])
+            return
+        if self.guard is not None:
+            try:
+                await self.guard.http(scope, header_map(scope))
+            except A2AError as error:
+                status = error.http_status
+                await send_bytes(
+                    send, status, encode_status(error, status), extra_headers=error_headers(error)
+                )
+                return
+        body, content_type = self.metrics.exposition()
+        await send_bytes(send, 200, b"" if scope["method"] == "HEAD" else body, content_type)
 
     async def _push_jwks(self, scope: Scope, send: Send) -> None:
         """``GET /.well-known/webhook-jwks.json``: the public keys of push deliveries' signatures."""

@@ -45,6 +45,7 @@ from skillwire.server.asgi import (
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
+from skillwire.server.metrics import Metrics
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
@@ -156,6 +157,8 @@ class HttpEndpoint:
         self.guard = guard
         #: where request spans go (:mod:`skillwire.server.telemetry`; None: no tracing, nothing imported)
         self.telemetry: Telemetry | None = None
+        #: what requests are counted in (:mod:`skillwire.server.metrics`; None: not counted)
+        self.metrics: Metrics | None = None
 
     # -- the steps a binding implements --------------------------------------------------------------------
 
@@ -266,8 +269,11 @@ class HttpEndpoint:
         send: Send,
     ) -> None:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        started = time.perf_counter() if logged else 0.0
+        metrics = self.metrics
+        started = time.perf_counter() if logged or metrics is not None else 0.0
         streaming = spec_of(call.operation).streaming
+        if metrics is not None and streaming:
+            metrics.streams.inc()
         telemetry = self.telemetry
         if telemetry is not None:
             tenant = getattr(call.params, "tenant", "") or ""
@@ -283,12 +289,16 @@ class HttpEndpoint:
                 outcome = _as_a2a(exc, call.operation.value)
                 await call.frames.error(outcome, streaming).send(send, echo)
             else:
-                tracked = logged or telemetry is not None
+                tracked = logged or telemetry is not None or metrics is not None
                 outcome = await self._answer(call, result, first, echo, receive, send, tracked)
         finally:
             if telemetry is not None:
                 telemetry.detach(token)
                 access.traced(telemetry, span, call.params, outcome)
+            if metrics is not None:
+                if streaming:
+                    metrics.streams.dec()
+                access.counted(metrics, self.binding, call.operation, outcome, started)
         if logged:
             owner = request.principal.owner
             access.line(self.binding, call.operation, call.params, outcome, started, owner)

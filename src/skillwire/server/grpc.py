@@ -97,6 +97,7 @@ from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
+from skillwire.server.metrics import Metrics
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -248,6 +249,7 @@ class _Servicer:
         overrides: StatusOverrides,
         guard: Guard | None = None,
         telemetry: Telemetry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
@@ -255,6 +257,7 @@ class _Servicer:
         self.overrides = overrides
         self.guard = guard
         self.telemetry = telemetry
+        self.metrics = metrics
 
     def method_handlers(self) -> dict[str, Any]:
         """grpc's method handler of every rpc, by rpc name."""
@@ -327,7 +330,8 @@ class _Servicer:
 
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        started = time.perf_counter() if logged else 0.0
+        metrics = self.metrics
+        started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
         traced = self._span(operation, context) if self.telemetry is not None else None
         params: Any = None
@@ -345,6 +349,8 @@ class _Servicer:
             result = error = _as_a2a(exc, operation.value)
         if traced is not None:
             self._end_span(traced, params, result)
+        if metrics is not None:
+            access.counted(metrics, "GRPC", operation, result, started)
         if logged:
             access.line("GRPC", operation, params, result, started, caller)
         if error is not None:
@@ -353,7 +359,8 @@ class _Servicer:
 
     async def _stream(self, rpc: Rpc, request: Any, context: Any) -> None:
         logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        started = time.perf_counter() if logged else 0.0
+        metrics = self.metrics
+        started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
         traced = self._span(operation, context) if self.telemetry is not None else None
         params: Any = None
@@ -366,11 +373,15 @@ class _Servicer:
             error = _as_a2a(exc, operation.value)
             if traced is not None:
                 self._end_span(traced, params, error)
+            if metrics is not None:
+                access.counted(metrics, "GRPC", operation, error, started)
             if logged:
                 access.line("GRPC", operation, params, error, started, caller)
             await _abort(context, error, self.overrides)
-        if logged or traced is not None:
+        if logged or traced is not None or metrics is not None:
             events = access.Tracked(events)
+        if metrics is not None:
+            metrics.streams.inc()
         failure: A2AError | None = None
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
         # awaits: the iterator is closed in `finally` and the task behind the stream is left alone.
@@ -387,6 +398,9 @@ class _Servicer:
                 await aclose()
             if traced is not None:
                 self._end_span(traced, params, failure or events)
+            if metrics is not None:
+                metrics.streams.dec()
+                access.counted(metrics, "GRPC", operation, failure or events, started)
             if logged:
                 access.line("GRPC", operation, params, failure or events, started, caller)
         if failure is not None:
@@ -438,10 +452,12 @@ class GrpcServer:
         status_overrides: Mapping[type[A2AError], str] = {},
         guard: Guard | None = None,
         telemetry: Telemetry | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         check_overrides(status_overrides)
         self.guard = guard
         self.telemetry = telemetry
+        self.metrics = metrics
         self.dispatcher = dispatcher
         self.activate = activate or _all_requested
         self.host = host
@@ -463,7 +479,13 @@ class GrpcServer:
             raise RuntimeError("the gRPC server is already started")
         server = grpc.aio.server(options=server_options(self.limits))
         servicer = _Servicer(
-            self.dispatcher, self.activate, self.limits, self.status_overrides, self.guard, self.telemetry
+            self.dispatcher,
+            self.activate,
+            self.limits,
+            self.status_overrides,
+            self.guard,
+            self.telemetry,
+            self.metrics,
         )
         handlers = servicer.method_handlers()
         # The service's own rpcs first; _Unknown answers every other method.

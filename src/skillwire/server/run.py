@@ -154,7 +154,7 @@ class TaskRun:
         (``resumed``: ``message`` is its first message, already in its history)."""
         self.runtime = runtime
         self.tenant, self.message, self.request, self.call = tenant, message, request, call
-        #: the skill this run is for (its trace span's name; set only when tracing is on)
+        #: the skill this run is for (its trace span and metrics label; set only when they are on)
         self.skill_id = ""
         #: The task before this run (None for a new task); the live task and its version; what the store
         #: holds of it (``committed``, ``stored``).
@@ -617,6 +617,9 @@ class TaskRun:
         if telemetry is not None:  # this task's context is a copy of the request's: the span is its child
             span = telemetry.run(self.skill_id, self.task_id, self.context_id)
             telemetry.attach(span)  # for this run's own context only: no detach needed
+        metrics = self.runtime.metrics
+        if metrics is not None:
+            began = metrics.run_started()
         expiry = None
         if self.deadline is not None:
             expiry = asyncio.get_running_loop().call_later(self.deadline, self._expire)
@@ -641,10 +644,13 @@ class TaskRun:
             if watcher is not None and not watcher.done():
                 watcher.cancel()
             self.runtime.forget(self)
-            if telemetry is not None:
+            if telemetry is not None or metrics is not None:
                 state = self.task.status.state if self.task is not None else None
                 name = state.name if state is not None else "UNKNOWN"
-                telemetry.end_run(span, name, state in (TaskState.FAILED, TaskState.REJECTED))
+                if telemetry is not None:
+                    telemetry.end_run(span, name, state in (TaskState.FAILED, TaskState.REJECTED))
+                if metrics is not None:
+                    metrics.run_ended(self.skill_id, name, began)
 
     def _expire(self) -> None:
         """The deadline passed: fail the task first (so the executor's hooks see FAILED), then cancel it."""

@@ -66,6 +66,7 @@ from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
+from skillwire.server.metrics import Metrics
 from skillwire.server.push import PushService
 from skillwire.server.run import (
     CANCELED_MESSAGE,
@@ -189,6 +190,8 @@ class TaskRuntime(BaseRequestHandler):
         self.push = push
         #: where run spans go (:mod:`skillwire.server.telemetry`); set by the app, None: no tracing
         self.telemetry: Telemetry | None = None
+        #: what runs are counted in (:mod:`skillwire.server.metrics`); set by the app, None: not counted
+        self.metrics: Metrics | None = None
         self.executor = executor
         self.input_modes = list(input_modes)
         self.store = store
@@ -615,7 +618,7 @@ class TaskRuntime(BaseRequestHandler):
                 else:
                     stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
                     run.push[stored.id] = shape
-            if self.telemetry is not None:
+            if self.telemetry is not None or self.metrics is not None:
                 run.skill_id = executor.skill_id(context)
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:

@@ -116,6 +116,8 @@ def print_banner(
         print(f"  gRPC: {app.grpc_url}", flush=True)
     if app.console is not None:
         print(f"  console: {base}/console/", flush=True)
+    if app.metrics is not None:
+        print(f"  metrics: {base}/metrics", flush=True)
     if app.store is not None:
         print(f"  task store: {app.store.url}", flush=True)
 
