@@ -72,12 +72,25 @@ class Metrics:
         self.streams = prom.Gauge(
             "skillwire_streams_open", "SSE and gRPC streams being answered", registry=registry
         )
+        self._requests: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+        self._runs: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     # -- what the bindings and the runtime report -------------------------------------------------------
 
+    # Each label set's children are looked up once and kept: ``labels()`` takes a lock and builds keys on
+    # every call. Every label's values come from closed sets (bindings, operations, outcomes, task states,
+    # the agent's own skills), never from what a caller sends, so these dicts stay small.
+
     def request(self, binding: str, operation: str, outcome: str, started: float) -> None:
-        self.requests.labels(binding, operation, outcome).inc()
-        self.request_seconds.labels(binding, operation).observe(time.perf_counter() - started)
+        key = (binding, operation, outcome)
+        children = self._requests.get(key)
+        if children is None:
+            children = self._requests[key] = (
+                self.requests.labels(binding, operation, outcome),
+                self.request_seconds.labels(binding, operation),
+            )
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
 
     def run_started(self) -> float:
         self.running.inc()
@@ -85,8 +98,15 @@ class Metrics:
 
     def run_ended(self, skill: str, state: str, started: float) -> None:
         self.running.dec()
-        self.runs.labels(skill, state).inc()
-        self.run_seconds.labels(skill, state).observe(time.perf_counter() - started)
+        key = (skill, state)
+        children = self._runs.get(key)
+        if children is None:
+            children = self._runs[key] = (
+                self.runs.labels(skill, state),
+                self.run_seconds.labels(skill, state),
+            )
+        children[0].inc()
+        children[1].observe(time.perf_counter() - started)
 
     # -- the endpoint -------------------------------------------------------------------------------------
 
