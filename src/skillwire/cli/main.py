@@ -179,6 +179,13 @@ def _add_serve(sub: Any) -> None:
         help="info (default) logs one line per request (skillwire.access); warning hides them",
     )
     serve.add_argument(
+        "--log-format",
+        default=_env("LOG_FORMAT", "text"),
+        choices=("text", "json"),
+        help="text (default): one readable line per record; json: one JSON object per line with the"
+        " request, task, context and trace ids (docs/observability.md)",
+    )
+    serve.add_argument(
         "--reload",
         action=argparse.BooleanOptionalAction,
         default=_env_flag("RELOAD") or False,
@@ -656,7 +663,12 @@ def app_from_env() -> A2AApplication:
 
         SKILLWIRE_TARGET=examples/greeter uvicorn --factory skillwire.cli.main:app_from_env
     """
-    _, app = _application(_parse(["serve"]))
+    args = _parse(["serve"])
+    if args.log_format == "json":  # this process is uvicorn's child: its logging is set up here
+        from skillwire.server.serve import configure_logging
+
+        configure_logging(args.log_level, "json")
+    _, app = _application(args)
     return app
 
 
@@ -709,6 +721,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         if args.push_signing_key
         else None,
         "LOG_LEVEL": args.log_level,
+        "LOG_FORMAT": args.log_format,
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,
         "LIMIT": ",".join(args.limit),
@@ -809,7 +822,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         args = _parse(argv)
-        configure_logging(getattr(args, "log_level", None) or "warning")
+        configure_logging(getattr(args, "log_level", None) or "warning", getattr(args, "log_format", "text"))
         if args.command == "serve":
             return _serve(args)
         if args.command == "skills" and args.skills_command == "list":

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from skillwire.errors import A2AError
 from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
+from skillwire.server import logs
 
 if TYPE_CHECKING:
     from skillwire.server.metrics import Metrics
@@ -49,7 +50,18 @@ def line(
     if task_id:
         fields.append(f"task={task_id}")
     fields.append(state)
-    log.info("%s %.1f ms", " ".join(fields), elapsed)
+    if not logs.enabled:
+        log.info("%s %.1f ms", " ".join(fields), elapsed)
+        return
+    extra: dict[str, Any] = {"binding": binding, "operation": operation.value, "outcome": state}
+    if skill:
+        extra["skill_id"] = skill
+    if task_id:
+        extra["task_id"] = task_id
+    if caller:
+        extra["caller"] = _printable(caller)
+    extra["duration_ms"] = round(elapsed, 3)
+    log.info("%s %.1f ms", " ".join(fields), elapsed, extra=extra)
 
 
 def traced(telemetry: Telemetry, span: Any, params: Any, outcome: Any) -> None:

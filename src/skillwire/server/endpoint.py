@@ -30,7 +30,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.security.principal import ANONYMOUS, Principal
-from skillwire.server import access
+from skillwire.server import access, logs
 from skillwire.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -274,6 +274,7 @@ class HttpEndpoint:
         streaming = spec_of(call.operation).streaming
         if metrics is not None and streaming:
             metrics.streams.inc()
+        bound = logs.bind_request(request.headers) if logs.enabled else None
         telemetry = self.telemetry
         if telemetry is not None:
             tenant = getattr(call.params, "tenant", "") or ""
@@ -291,6 +292,9 @@ class HttpEndpoint:
             else:
                 tracked = logged or telemetry is not None or metrics is not None
                 outcome = await self._answer(call, result, first, echo, receive, send, tracked)
+            if logged:  # in the request's span and ids still
+                owner = request.principal.owner
+                access.line(self.binding, call.operation, call.params, outcome, started, owner)
         finally:
             if telemetry is not None:
                 telemetry.detach(token)
@@ -299,9 +303,8 @@ class HttpEndpoint:
                 if streaming:
                     metrics.streams.dec()
                 access.counted(metrics, self.binding, call.operation, outcome, started)
-        if logged:
-            owner = request.principal.owner
-            access.line(self.binding, call.operation, call.params, outcome, started, owner)
+            if bound is not None:
+                logs.unbind_request(bound)
 
     async def _answer(
         self,

@@ -92,7 +92,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.security.principal import ANONYMOUS
-from skillwire.server import access
+from skillwire.server import access, logs
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.guard import Guard, checked_tenant
@@ -334,6 +334,7 @@ class _Servicer:
         started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
         traced = self._span(operation, context) if self.telemetry is not None else None
+        bound = logs.bind_request(_metadata(context)) if logs.enabled else None
         params: Any = None
         error: A2AError | None = None
         caller = ""
@@ -347,12 +348,14 @@ class _Servicer:
             encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
         except Exception as exc:
             result = error = _as_a2a(exc, operation.value)
+        if logged:  # in the request's span and ids still
+            access.line("GRPC", operation, params, result, started, caller)
         if traced is not None:
             self._end_span(traced, params, result)
         if metrics is not None:
             access.counted(metrics, "GRPC", operation, result, started)
-        if logged:
-            access.line("GRPC", operation, params, result, started, caller)
+        if bound is not None:
+            logs.unbind_request(bound)
         if error is not None:
             await _abort(context, error, self.overrides)
         return encoded
@@ -363,6 +366,7 @@ class _Servicer:
         started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
         traced = self._span(operation, context) if self.telemetry is not None else None
+        bound = logs.bind_request(_metadata(context)) if logs.enabled else None
         params: Any = None
         caller = ""
         try:
@@ -371,12 +375,14 @@ class _Servicer:
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
+            if logged:
+                access.line("GRPC", operation, params, error, started, caller)
             if traced is not None:
                 self._end_span(traced, params, error)
             if metrics is not None:
                 access.counted(metrics, "GRPC", operation, error, started)
-            if logged:
-                access.line("GRPC", operation, params, error, started, caller)
+            if bound is not None:
+                logs.unbind_request(bound)
             await _abort(context, error, self.overrides)
         if logged or traced is not None or metrics is not None:
             events = access.Tracked(events)
@@ -396,13 +402,15 @@ class _Servicer:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
+            if logged:
+                access.line("GRPC", operation, params, failure or events, started, caller)
             if traced is not None:
                 self._end_span(traced, params, failure or events)
             if metrics is not None:
                 metrics.streams.dec()
                 access.counted(metrics, "GRPC", operation, failure or events, started)
-            if logged:
-                access.line("GRPC", operation, params, failure or events, started, caller)
+            if bound is not None:
+                logs.unbind_request(bound)
         if failure is not None:
             # Behind a write that timed out, the status waits until the client reads or goes away; this
             # call holds nothing else meanwhile.

@@ -62,6 +62,7 @@ from skillwire.protocol.models import (
     agent_text,
 )
 from skillwire.protocol.states import TaskState, can_transition
+from skillwire.server import logs
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
 from skillwire.stores.base import StoredTask, write_task
@@ -620,6 +621,8 @@ class TaskRun:
         metrics = self.runtime.metrics
         if metrics is not None:
             began = metrics.run_started()
+        if logs.enabled:  # this run's own context: its lines say which task they are about
+            logs.bind_task(self.task_id, self.context_id)
         expiry = None
         if self.deadline is not None:
             expiry = asyncio.get_running_loop().call_later(self.deadline, self._expire)

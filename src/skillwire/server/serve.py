@@ -122,10 +122,24 @@ def print_banner(
         print(f"  task store: {app.store.url}", flush=True)
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, log_format: str = "text") -> None:
     """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
-    :mod:`skillwire.server.access`), unless the process has set logging up itself."""
+    :mod:`skillwire.server.access`), unless the process has set logging up itself; ``log_format`` ``json``:
+    every record of the process as one JSON line with its request, task and trace ids
+    (:mod:`skillwire.server.logs`)."""
+    if log_format == "json":
+        from skillwire.server.logs import use_json
+
+        use_json(level)
+        return
     logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+
+
+def _log_options() -> dict[str, Any]:
+    """With JSON logs, uvicorn configures no logging of its own: its records go to the JSON handler too."""
+    from skillwire.server import logs
+
+    return {"log_config": None} if logs.enabled else {}
 
 
 def _uvicorn_level(level: str) -> str:
@@ -158,6 +172,7 @@ def build_server(
         app.tls,
         app,
         **_COMMON,
+        **_log_options(),
         host=host,
         port=port,
         log_level=_uvicorn_level(log_level),
@@ -300,6 +315,7 @@ def serve_reloading(
         tls,
         factory,
         **_COMMON,
+        **_log_options(),
         factory=True,
         host=host,
         port=port,
