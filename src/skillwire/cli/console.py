@@ -35,7 +35,8 @@ from urllib.parse import urlsplit
 from skillwire.cli.output import say
 from skillwire.console import CONSOLE_PATH, ConsoleAssets
 from skillwire.errors import SkillwireError
-from skillwire.server.hosts import is_loopback, parse_host
+from skillwire.server.asgi import header_map
+from skillwire.server.hosts import AllowedHosts, is_loopback, local_hosts
 
 if TYPE_CHECKING:
     import httpx
@@ -109,6 +110,7 @@ class Relay:
         max_concurrent: int = MAX_CONCURRENT,
         max_body: int = MAX_BODY,
         connect_timeout: float = CONNECT_TIMEOUT,
+        bind: str = "127.0.0.1",
     ) -> None:
         import httpx  # here, not at the top: the other commands start without it
 
@@ -128,6 +130,8 @@ class Relay:
         self._timeout = httpx.Timeout(None, connect=connect_timeout)
         self._client: httpx.AsyncClient | None = None
         self._active = 0
+        #: the Host headers answered: the loopback names of ``bind`` (the address the relay listens on)
+        self._hosts = AllowedHosts(local_hosts(bind))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -135,7 +139,8 @@ class Relay:
             return
         if scope["type"] != "http":
             return
-        if not _loopback_host(scope):
+        headers = header_map(scope)
+        if not self._hosts.allows(headers.get("host")):
             await _json(
                 send, 400, "This relay answers requests to a loopback address (127.0.0.1, localhost) only"
             )
@@ -143,9 +148,7 @@ class Relay:
         path = scope["path"]
         if self.console.handles(path):
             await self.console(scope, receive, send)
-        elif (
-            path == "/" and scope["method"] in ("GET", "HEAD") and not _header(scope, b"x-skillwire-console")
-        ):
+        elif path == "/" and scope["method"] in ("GET", "HEAD") and "x-skillwire-console" not in headers:
             await send(
                 {
                     "type": "http.response.start",
@@ -154,7 +157,7 @@ class Relay:
                 }
             )
             await send({"type": "http.response.body", "body": b""})
-        elif _header(scope, b"x-skillwire-console") != b"1":
+        elif headers.get("x-skillwire-console") != "1":
             await _json(
                 send, 403, "The relay forwards the console page's calls only (X-Skillwire-Console: 1)"
             )
@@ -163,7 +166,7 @@ class Relay:
         else:
             self._active += 1
             try:
-                await self._forward(scope, receive, send)
+                await self._forward(scope, receive, send, headers.get("content-length"))
             finally:
                 self._active -= 1
 
@@ -186,12 +189,11 @@ class Relay:
             verify=self._verify, timeout=self._timeout, follow_redirects=False, trust_env=False
         )
 
-    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _forward(self, scope: Scope, receive: Receive, send: Send, declared: str | None) -> None:
         import httpx
 
         if self._client is None:  # served without a lifespan
             self._client = self._new_client()
-        declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
             await _json(send, 413, f"The request body is over the relay's {self.max_body} bytes")
             return
@@ -274,24 +276,6 @@ def _reason(exc: httpx.HTTPError) -> str:
     return type(exc).__name__
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return bytes(value)
-    return None
-
-
-def _loopback_host(scope: Scope) -> bool:
-    value = _header(scope, b"host")
-    if value is None:
-        return False
-    try:
-        host, _ = parse_host(value.decode("latin-1"))
-    except ValueError:
-        return False
-    return host.strip("[]").lower() in ("localhost", "127.0.0.1", "::1") or is_loopback(host.strip("[]"))
-
-
 async def _json(send: Send, status: int, text: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps({"error": text}).encode()
     headers = [
@@ -339,7 +323,7 @@ def run(args: argparse.Namespace) -> int:
             verify = ssl.create_default_context(cafile=args.ca)
         except (OSError, ssl.SSLError) as exc:
             raise SkillwireError(f"--ca {args.ca}: {exc}") from None
-    relay = Relay(args.url, verify=verify)
+    relay = Relay(args.url, verify=verify, bind=args.host.strip("[]"))
     host = args.host.strip("[]")
     try:
         sock = socket.create_server(

@@ -68,12 +68,13 @@ cancels its call; the task behind it goes on.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any
 
 import msgspec
+
+from skillwire.client.transport import trace_context
 
 # First: without the grpc extra, this ImportError says what to install.
 from skillwire.wire.grpc_service import RPCS, Rpc, StatusDetails, read_status
@@ -284,11 +285,6 @@ class GrpcTransport:
 
 
 def _traced(metadata: tuple[tuple[str, str | bytes], ...]) -> tuple[tuple[str, str | bytes], ...]:
-    """``metadata`` with the current trace context (``traceparent``, ...) when OpenTelemetry is in use in this
-    process (as the HTTP transports do); else as it is, at the cost of one dict lookup."""
-    propagate = sys.modules.get("opentelemetry.propagate")
-    if propagate is None:
-        return metadata
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier)
-    return (*metadata, *((k.lower(), v) for k, v in carrier.items())) if carrier else metadata
+    """``metadata`` with the current trace context, as the HTTP transports send it."""
+    context = trace_context()
+    return (*metadata, *((k.lower(), v) for k, v in context.items())) if context else metadata

@@ -287,13 +287,18 @@ class RestTransport(_HttpTransport):
                 yield event
 
 
-def _traced(headers: dict[str, str]) -> dict[str, str]:
-    """``headers`` with the current trace context (W3C ``traceparent``, ...) when OpenTelemetry is in use in
-    this process, so a call made inside a traced request or skill continues its trace at the agent called.
-    Without OpenTelemetry imported it costs one dict lookup and imports nothing."""
+def trace_context() -> dict[str, str]:
+    """The current trace context as headers (W3C ``traceparent``, ...) when OpenTelemetry is in use in this
+    process, so a call made inside a traced request or skill continues its trace at the agent called; else
+    nothing, at the cost of one dict lookup (OpenTelemetry is never imported here). Every transport sends it."""
     propagate = sys.modules.get("opentelemetry.propagate")
     if propagate is None:
-        return headers
-    carrier = dict(headers)
+        return {}
+    carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return carrier
+
+
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    context = trace_context()
+    return {**headers, **context} if context else headers

@@ -16,16 +16,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from skillwire.errors import A2AError
 from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
 from skillwire.server import logs
-
-if TYPE_CHECKING:
-    from skillwire.server.metrics import Metrics
-    from skillwire.server.telemetry import Telemetry
 
 __all__ = ["Tracked", "line", "log"]
 
@@ -39,14 +35,13 @@ def line(
     stream; ``started`` its ``time.perf_counter()`` at the start; ``caller`` the principal's owner key
     (``scheme:subject``) when the agent has security."""
     elapsed = (time.perf_counter() - started) * 1000
-    task_id, state = _ending(outcome)
+    task_id, state = ending(params, outcome)
     fields = [binding, operation.value]
     if caller:
         fields.append(f"caller={_printable(caller)}")
-    skill = _skill(params)
+    skill = skill_of(params)
     if skill:
         fields.append(f"skill={skill}")
-    task_id = task_id or getattr(params, "id", "") or _message_task(params)
     if task_id:
         fields.append(f"task={task_id}")
     fields.append(state)
@@ -64,16 +59,11 @@ def line(
     log.info("%s %.1f ms", " ".join(fields), elapsed, extra=extra)
 
 
-def traced(telemetry: Telemetry, span: Any, params: Any, outcome: Any) -> None:
-    """End a request's span with what the access line would say of it: the skill, the task, the outcome."""
+def ending(params: Any, outcome: Any) -> tuple[str, str]:
+    """The task a request was about (from its outcome, else its params) and how it ended: the task's state,
+    ``MESSAGE``, ``OK``, or the error's reason. The access line, the span and the metrics all say this."""
     task_id, state = _ending(outcome)
-    task_id = task_id or getattr(params, "id", "") or _message_task(params)
-    telemetry.end_request(span, _skill(params), task_id, state, isinstance(outcome, A2AError))
-
-
-def counted(metrics: Metrics, binding: str, operation: Operation, outcome: Any, started: float) -> None:
-    """Count a request in the app's metrics, with the outcome the access line would name."""
-    metrics.request(binding, operation.value, _ending(outcome)[1], started)
+    return task_id or getattr(params, "id", "") or _message_task(params), state
 
 
 def refused(binding: str, error: Any, started: float) -> None:
@@ -146,7 +136,8 @@ def _event_ending(event: StreamResponse, task_id: str, state: str) -> tuple[str,
     return task_id, state
 
 
-def _skill(params: Any) -> str:
+def skill_of(params: Any) -> str:
+    """The skill a request's message asked for (``metadata.skillId``), or "" for none."""
     message = getattr(params, "message", None)
     metadata = getattr(message, "metadata", None)
     skill = metadata.get("skillId") if isinstance(metadata, dict) else None

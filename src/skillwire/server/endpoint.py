@@ -30,7 +30,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.security.principal import ANONYMOUS, Principal
-from skillwire.server import access, logs
+from skillwire.server import access
 from skillwire.server.asgi import (
     BodyTooLarge,
     ClientGone,
@@ -46,6 +46,7 @@ from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
 from skillwire.server.metrics import Metrics
+from skillwire.server.observe import Watch
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
@@ -268,19 +269,19 @@ class HttpEndpoint:
         receive: Receive,
         send: Send,
     ) -> None:
-        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        metrics = self.metrics
-        started = time.perf_counter() if logged or metrics is not None else 0.0
         streaming = spec_of(call.operation).streaming
-        if metrics is not None and streaming:
-            metrics.streams.inc()
-        bound = logs.bind_request(request.headers) if logs.enabled else None
-        telemetry = self.telemetry
-        if telemetry is not None:
-            tenant = getattr(call.params, "tenant", "") or ""
-            span = telemetry.request(self.binding, call.operation.value, request.headers, tenant)
-            token = telemetry.attach(span)
+        tenant = getattr(call.params, "tenant", "") or ""
+        watch = Watch(
+            self.binding,
+            call.operation,
+            request.headers,
+            streaming=streaming,
+            telemetry=self.telemetry,
+            metrics=self.metrics,
+            tenant=tenant,
+        )
         outcome: Any = None
+        answered = False
         try:
             try:
                 context = self.context(call, request, activated)
@@ -290,21 +291,10 @@ class HttpEndpoint:
                 outcome = _as_a2a(exc, call.operation.value)
                 await call.frames.error(outcome, streaming).send(send, echo)
             else:
-                tracked = logged or telemetry is not None or metrics is not None
-                outcome = await self._answer(call, result, first, echo, receive, send, tracked)
-            if logged:  # in the request's span and ids still
-                owner = request.principal.owner
-                access.line(self.binding, call.operation, call.params, outcome, started, owner)
+                outcome = await self._answer(call, result, first, echo, receive, send, watch.tracks)
+            answered = True
         finally:
-            if telemetry is not None:
-                telemetry.detach(token)
-                access.traced(telemetry, span, call.params, outcome)
-            if metrics is not None:
-                if streaming:
-                    metrics.streams.dec()
-                access.counted(metrics, self.binding, call.operation, outcome, started)
-            if bound is not None:
-                logs.unbind_request(bound)
+            watch.end(call.params, outcome, request.principal.owner, line=answered)
 
     async def _answer(
         self,
@@ -314,7 +304,7 @@ class HttpEndpoint:
         echo: Headers | None,
         receive: Receive,
         send: Send,
-        logged: bool,
+        tracked: bool,
     ) -> Any:
         """Send a call's answer; what it ended with, for the access log."""
         if not spec_of(call.operation).streaming:
@@ -327,7 +317,7 @@ class HttpEndpoint:
                 await aclose()
             await send_bytes(send, 204, b"")
             return first
-        events = access.Tracked(result, first) if logged else result
+        events = access.Tracked(result, first) if tracked else result
         await self._stream(call.frames, events, first, receive, send, echo)
         return events
 

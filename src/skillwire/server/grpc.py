@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -98,6 +97,7 @@ from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer,
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
 from skillwire.server.metrics import Metrics
+from skillwire.server.observe import Watch
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.budget import check_shape
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -311,62 +311,43 @@ class _Servicer:
         )
         return params, call, initial
 
-    def _span(self, operation: Operation, context: Any) -> tuple[Any, object]:
-        """Start a request's span (its parent from the call's metadata) and make it the current one."""
-        assert self.telemetry is not None
-        headers = _metadata(context)
-        tenant = ""  # the request is not decoded yet: the tenant is in the request message
-        span = self.telemetry.request("GRPC", operation.value, headers, tenant)
-        return span, self.telemetry.attach(span)
-
-    def _end_span(self, traced: tuple[Any, object], params: Any, outcome: Any) -> None:
-        assert self.telemetry is not None
-        span, token = traced
-        self.telemetry.detach(token)
-        tenant = getattr(params, "tenant", None)
-        if isinstance(tenant, str) and tenant:
-            span.set_attribute("a2a.tenant", tenant)
-        access.traced(self.telemetry, span, params, outcome)
+    def _watch(self, operation: Operation, context: Any, *, streaming: bool) -> Watch:
+        # the metadata as headers only for what reads them (a span's parent, the request id)
+        wanted = self.telemetry is not None or logs.enabled
+        headers = _metadata(context) if wanted else {}
+        return Watch(
+            "GRPC", operation, headers, streaming=streaming, telemetry=self.telemetry, metrics=self.metrics
+        )
 
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
-        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        metrics = self.metrics
-        started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
-        traced = self._span(operation, context) if self.telemetry is not None else None
-        bound = logs.bind_request(_metadata(context)) if logs.enabled else None
+        watch = self._watch(operation, context, streaming=False)
         params: Any = None
         error: A2AError | None = None
+        result: Any = None
         caller = ""
+        answered = False
         try:
-            params, call, initial = await self._prepare(rpc, request, context)
-            caller = call.principal.owner
-            if initial:
-                await context.send_initial_metadata(initial)
-            result = await self.dispatcher.call(operation, params, call)
-            answer = to_message(result, rpc.response)
-            encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
-        except Exception as exc:
-            result = error = _as_a2a(exc, operation.value)
-        if logged:  # in the request's span and ids still
-            access.line("GRPC", operation, params, result, started, caller)
-        if traced is not None:
-            self._end_span(traced, params, result)
-        if metrics is not None:
-            access.counted(metrics, "GRPC", operation, result, started)
-        if bound is not None:
-            logs.unbind_request(bound)
+            try:
+                params, call, initial = await self._prepare(rpc, request, context)
+                caller = call.principal.owner
+                if initial:
+                    await context.send_initial_metadata(initial)
+                result = await self.dispatcher.call(operation, params, call)
+                answer = to_message(result, rpc.response)
+                encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
+            except Exception as exc:
+                result = error = _as_a2a(exc, operation.value)
+            answered = True
+        finally:
+            watch.end(params, result, caller, line=answered)
         if error is not None:
             await _abort(context, error, self.overrides)
         return encoded
 
     async def _stream(self, rpc: Rpc, request: Any, context: Any) -> None:
-        logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
-        metrics = self.metrics
-        started = time.perf_counter() if logged or metrics is not None else 0.0
         operation = rpc.spec.operation
-        traced = self._span(operation, context) if self.telemetry is not None else None
-        bound = logs.bind_request(_metadata(context)) if logs.enabled else None
+        watch = self._watch(operation, context, streaming=True)
         params: Any = None
         caller = ""
         try:
@@ -375,19 +356,13 @@ class _Servicer:
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
-            if logged:
-                access.line("GRPC", operation, params, error, started, caller)
-            if traced is not None:
-                self._end_span(traced, params, error)
-            if metrics is not None:
-                access.counted(metrics, "GRPC", operation, error, started)
-            if bound is not None:
-                logs.unbind_request(bound)
+            watch.end(params, error, caller)
             await _abort(context, error, self.overrides)
-        if logged or traced is not None or metrics is not None:
+        except BaseException:
+            watch.end(params, None, caller, line=False)
+            raise
+        if watch.tracks:
             events = access.Tracked(events)
-        if metrics is not None:
-            metrics.streams.inc()
         failure: A2AError | None = None
         # A cancelled call (the client cancelled or went away) raises CancelledError at one of these
         # awaits: the iterator is closed in `finally` and the task behind the stream is left alone.
@@ -402,15 +377,7 @@ class _Servicer:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:
                 await aclose()
-            if logged:
-                access.line("GRPC", operation, params, failure or events, started, caller)
-            if traced is not None:
-                self._end_span(traced, params, failure or events)
-            if metrics is not None:
-                metrics.streams.dec()
-                access.counted(metrics, "GRPC", operation, failure or events, started)
-            if bound is not None:
-                logs.unbind_request(bound)
+            watch.end(params, failure or events, caller)
         if failure is not None:
             # Behind a write that timed out, the status waits until the client reads or goes away; this
             # call holds nothing else meanwhile.

@@ -1,0 +1,87 @@
+"""What one request reports about itself, the same on every binding: its access line, its trace span, its
+metrics and its log ids (:mod:`skillwire.server.access`, :mod:`~skillwire.server.telemetry`,
+:mod:`~skillwire.server.metrics`, :mod:`~skillwire.server.logs`).
+
+A binding makes a :class:`Watch` when it starts serving a request and calls :meth:`Watch.end` once, when the
+request is answered (a stream: when it ended). With the access log, tracing, metrics and JSON logs all off,
+a Watch costs one log-level check and three ``is None`` checks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from skillwire.errors import A2AError
+from skillwire.protocol.operations import Operation
+from skillwire.server import access, logs
+from skillwire.server.metrics import Metrics
+from skillwire.server.telemetry import Telemetry
+
+__all__ = ["Watch"]
+
+
+class Watch:
+    """One request being observed: started by the binding, :meth:`end`-ed once."""
+
+    __slots__ = ("_bound", "_metrics", "_span", "_telemetry", "_token", "binding", "logged", "operation",
+                 "started", "streaming", "tenant")  # fmt: skip
+
+    def __init__(
+        self,
+        binding: str,
+        operation: Operation,
+        headers: Mapping[str, str],
+        *,
+        streaming: bool,
+        telemetry: Telemetry | None,
+        metrics: Metrics | None,
+        tenant: str = "",
+    ) -> None:
+        self.binding = binding
+        self.operation = operation
+        self.streaming = streaming
+        self.tenant = tenant
+        self.logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
+        self.started = time.perf_counter() if self.logged or metrics is not None else 0.0
+        self._metrics = metrics
+        if metrics is not None and streaming:
+            metrics.streams.inc()
+        self._bound = logs.bind_request(headers) if logs.enabled else None
+        self._telemetry = telemetry
+        if telemetry is not None:
+            self._span = telemetry.request(binding, operation.value, headers, tenant)
+            self._token = telemetry.attach(self._span)
+
+    @property
+    def tracks(self) -> bool:
+        """Whether a stream's last task and state must be remembered (:class:`~access.Tracked`)."""
+        return self.logged or self._telemetry is not None or self._metrics is not None
+
+    def end(self, params: Any, outcome: Any, caller: str = "", *, line: bool = True) -> None:
+        """The request is answered with ``outcome`` (its result, the A2AError, or a Tracked stream):
+        write its access line (unless ``line`` is False: the request was abandoned), still inside its span
+        and ids; then end the span, count it, and unbind its ids."""
+        if self.logged and line:
+            access.line(self.binding, self.operation, params, outcome, self.started, caller)
+        telemetry = self._telemetry
+        if telemetry is not None:
+            telemetry.detach(self._token)
+            tenant = getattr(params, "tenant", None)
+            if isinstance(tenant, str) and tenant and not self.tenant:  # known only once decoded (gRPC)
+                self._span.set_attribute("a2a.tenant", tenant)
+            task_id, state = access.ending(params, outcome)
+            telemetry.end_request(
+                self._span, access.skill_of(params), task_id, state, isinstance(outcome, A2AError)
+            )
+        metrics = self._metrics
+        if metrics is not None:
+            if self.streaming:
+                metrics.streams.dec()
+            metrics.request(
+                self.binding, self.operation.value, access.ending(params, outcome)[1], self.started
+            )
+        if self._bound is not None:
+            logs.unbind_request(self._bound)
