@@ -3,6 +3,9 @@ with prometheus-client's own parser, value by value."""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,11 +15,13 @@ import httpx
 import pytest
 
 from conftest import (
+    PROCESS_TIMEOUT,
     RunningServer,
     Served,
     example_agent,
     gated_agent,
     rpc,
+    skip_without_service,
     start_process,
     start_server,
     user_message,
@@ -156,3 +161,272 @@ def test_serve_metrics(tmp_path: Path, processes: list[Served]) -> None:
     plain = start_process("examples/greeter", "memory://", root)
     processes.append(plain)
     assert httpx.get(plain.url + "/metrics").status_code == 404
+
+
+# -- the store, the bus, budgets ----------------------------------------------------------------------------
+
+
+def test_store_calls_are_timed(tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    server = start_server(example_agent("greeter").asgi(store=store, metrics=True))
+    try:
+        task = send_rpc(server.url, "SendMessage", {"message": user_message("Ada")})["task"]
+        send_rpc(server.url, "GetTask", {"id": task["id"]})
+        samples = scrape(server.url)
+    finally:
+        server.stop()
+    commit = {"system": "sqlite", "operation": "commit", "outcome": "ok"}
+    assert value(samples, "skillwire_store_operation_duration_seconds_count", **commit) >= 1
+    assert value(samples, "skillwire_store_operation_duration_seconds_sum", **commit) > 0
+    read = {"system": "sqlite", "operation": "get", "outcome": "ok"}
+    assert value(samples, "skillwire_store_operation_duration_seconds_count", **read) >= 1
+
+
+def test_a_failing_store_call_is_counted_as_an_error(tmp_path: Path) -> None:
+    server = start_server(example_agent("greeter").asgi(store="memory://", metrics=True))
+    try:
+        # a page token the store cannot read: ListTasks fails inside the store
+        answer = httpx.post(
+            server.url + "/", json=rpc("ListTasks", {"pageToken": "not-a-cursor"}), headers=V1
+        )
+        assert "error" in answer.json()
+        samples = scrape(server.url)
+    finally:
+        server.stop()
+    failed = {"system": "memory", "operation": "list_tasks", "outcome": "error"}
+    assert value(samples, "skillwire_store_operation_duration_seconds_count", **failed) == 1
+
+
+def test_subscribers_are_a_gauge(gate: threading.Event) -> None:
+    server = start_server(gated_agent(gate).asgi(store="memory://", metrics=True))
+    try:
+        body = rpc("SendStreamingMessage", {"message": user_message("go")})
+        with httpx.stream("POST", server.url + "/", json=body, headers=V1) as answer:
+            lines = answer.iter_lines()
+            task_id = json.loads(next(line for line in lines if '"a1"' in line).removeprefix("data: "))
+            task_id = task_id["result"]["artifactUpdate"]["taskId"]
+            follow = rpc("SubscribeToTask", {"id": task_id})
+            with httpx.stream("POST", server.url + "/", json=follow, headers=V1) as second:
+                following = second.iter_lines()
+                next(following)  # subscribed: the task's snapshot came
+                during = scrape(server.url)
+                gate.set()
+                list(following)
+            list(lines)
+        after = scrape(server.url)
+    finally:
+        server.stop()
+    assert value(during, "skillwire_subscribers") >= 2  # the two streams (and the runtime's own, if any)
+    assert value(during, "skillwire_streams_open") == 2
+    assert value(after, "skillwire_subscribers") == 0
+
+
+def test_budget_refusals_are_counted(gate: threading.Event) -> None:
+    from skillwire.protocol.limits import Limits
+
+    limits = Limits(max_running_tasks=1, max_body_bytes=4096, max_header_bytes=8192)
+    server = start_server(gated_agent(gate).asgi(store="memory://", metrics=True, limits=limits))
+    try:
+        body = rpc("SendStreamingMessage", {"message": user_message("go")})
+        with httpx.stream("POST", server.url + "/", json=body, headers=V1) as answer:
+            lines = answer.iter_lines()
+            next(line for line in lines if '"a1"' in line)  # one task runs: the budget is spent
+            busy = httpx.post(
+                server.url + "/", json=rpc("SendMessage", {"message": user_message("x")}), headers=V1
+            )
+            assert busy.json()["error"]["code"] == -32603
+            gate.set()
+            list(lines)
+        large = httpx.post(
+            server.url + "/",
+            json=rpc("SendMessage", {"message": user_message("x" * 5000)}),
+            headers=V1,
+        )
+        assert large.status_code == 413
+        with socket.create_connection(("127.0.0.1", server.port)) as raw:
+            raw.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: " + b"a" * 9000 + b"\r\n\r\n")
+            assert raw.recv(4096).startswith(b"HTTP/1.1 431")
+        samples = scrape(server.url)
+    finally:
+        server.stop()
+    assert value(samples, "skillwire_rejected_total", budget="max_running_tasks") == 1
+    assert value(samples, "skillwire_rejected_total", budget="max_body_bytes") == 1
+    assert value(samples, "skillwire_rejected_total", budget="max_header_bytes") == 1
+    busy_line = {"binding": "JSONRPC", "operation": "SendMessage", "outcome": "SERVER_BUSY"}
+    assert value(samples, "skillwire_requests_total", **busy_line) == 1
+    # refused before its body was read: the operation is not known yet
+    unread = {"binding": "JSONRPC", "operation": "", "outcome": "INVALID_REQUEST"}
+    assert value(samples, "skillwire_requests_total", **unread) == 1
+
+
+def test_refused_credentials_are_counted() -> None:
+    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys={"scraper": "k-1"})))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who called."""
+        return ctx.principal.subject
+
+    server = start_server(agent.asgi(store="memory://", metrics=True))
+    try:
+        assert httpx.post(server.url + "/", json=rpc("GetTask", {"id": "t"}), headers=V1).status_code == 401
+        assert httpx.get(server.url + "/tasks/t", headers=V1).status_code == 401
+        samples = scrape(server.url, **{"X-API-Key": "k-1"})
+    finally:
+        server.stop()
+    rpc_refused = {"binding": "JSONRPC", "operation": "", "outcome": "UNAUTHENTICATED"}
+    assert value(samples, "skillwire_requests_total", **rpc_refused) == 1
+    rest_refused = {"binding": "HTTP+JSON", "operation": "GetTask", "outcome": "UNAUTHENTICATED"}
+    assert value(samples, "skillwire_requests_total", **rest_refused) == 1
+
+
+def test_a_redis_bus_reports_its_writes() -> None:
+    import asyncio
+
+    redis = pytest.importorskip("redis.asyncio")
+
+    async def reachable() -> str:
+        client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+        try:
+            await asyncio.wait_for(client.ping(), 2.0)
+            return ""
+        except (OSError, redis.RedisError, TimeoutError) as exc:
+            return str(exc)
+        finally:
+            await client.aclose()
+
+    problem = asyncio.run(reachable())
+    if problem:
+        skip_without_service("Redis", f"none answers at 127.0.0.1:6379: {problem}")
+    from skillwire.server.bus import open_bus
+
+    bus = open_bus("redis://127.0.0.1:6379/0")
+    server = start_server(example_agent("greeter").asgi(store="memory://", bus=bus, metrics=True))
+    try:
+        for name in ("Ada", "Grace"):
+            send_rpc(server.url, "SendMessage", {"message": user_message(name)})
+        samples = wait_for_samples(
+            server.url, lambda s: value(s, "skillwire_bus_events_written_total", system="redis") >= 2
+        )
+    finally:
+        server.stop()
+    assert value(samples, "skillwire_bus_write_duration_seconds_count", system="redis") >= 1
+
+
+# -- OpenTelemetry ------------------------------------------------------------------------------------------
+
+
+def otel_points(reader: Any) -> dict[str, list[tuple[dict[str, Any], Any]]]:
+    """Every data point the reader collects, by instrument name, with its attributes."""
+    data = reader.get_metrics_data()
+    points: dict[str, list[tuple[dict[str, Any], Any]]] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    points.setdefault(metric.name, []).append((dict(point.attributes), point))
+    return points
+
+
+def otel_value(points: dict[str, Any], name: str, **attributes: str) -> Any:
+    found = [point for attrs, point in points.get(name, []) if attrs == attributes]
+    assert len(found) == 1, f"{name} {attributes}: {points.get(name)}"
+    return found[0]
+
+
+def test_the_same_metrics_through_opentelemetry(gate: threading.Event) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from skillwire.server.metrics import Metrics
+
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    metrics = Metrics(prometheus=False, meter_provider=provider)
+    server = start_server(example_agent("greeter").asgi(store="memory://", metrics=metrics))
+    try:
+        for name in ("Ada", "Grace", "Linus"):
+            send_rpc(server.url, "SendMessage", {"message": user_message(name)})
+        httpx.post(server.url + "/", json=rpc("GetTask", {"id": "missing"}), headers=V1)
+        assert httpx.get(server.url + "/metrics").status_code == 404  # no Prometheus endpoint asked for
+        points = otel_points(reader)
+    finally:
+        server.stop()
+        provider.shutdown()
+    ok = {"binding": "JSONRPC", "operation": "SendMessage", "outcome": "COMPLETED"}
+    assert otel_value(points, "skillwire.requests", **ok).value == 3
+    missing = {"binding": "JSONRPC", "operation": "GetTask", "outcome": "TASK_NOT_FOUND"}
+    assert otel_value(points, "skillwire.requests", **missing).value == 1
+    duration = otel_value(points, "skillwire.request.duration", binding="JSONRPC", operation="SendMessage")
+    assert duration.count == 3 and duration.sum > 0
+    assert otel_value(points, "skillwire.task.runs", skill="greet", state="COMPLETED").value == 3
+    assert otel_value(points, "skillwire.task.run.duration", skill="greet", state="COMPLETED").count == 3
+    assert otel_value(points, "skillwire.tasks.running").value == 0
+    assert otel_value(points, "skillwire.subscribers").value == 0
+    commit = otel_value(
+        points, "skillwire.store.operation.duration", system="memory", operation="commit", outcome="ok"
+    )
+    assert commit.count >= 3
+
+
+def test_serve_otel_exports_metrics(processes: list[Served]) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    root = Path(__file__).parents[1]
+    env = {
+        **os.environ,
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "console",
+        "OTEL_METRIC_EXPORT_INTERVAL": "100",  # milliseconds
+    }
+    served = start_process("examples/greeter", "memory://", root, "--otel", env=env)
+    processes.append(served)
+    served.call("SendMessage", {"message": user_message("Ada")})
+    line = served.wait_for_output('"name": "skillwire.task.runs"', timeout=PROCESS_TIMEOUT)
+    assert "skillwire.task.runs" in line
+    assert httpx.get(served.url + "/metrics").status_code == 404  # OpenTelemetry only: no --metrics
+
+
+# -- helpers ------------------------------------------------------------------------------------------------
+
+
+def send_rpc(url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    answer = httpx.post(url + "/", json=rpc(method, params), headers=V1)
+    result: dict[str, Any] = answer.json()["result"]
+    return result
+
+
+def wait_for_samples(url: str, ready: Any, attempts: int = 200) -> dict[Any, float]:
+    """Scrape until ``ready(samples)``: a shared bus writes in the background. Each scrape is a round trip,
+    so this waits on the server, not on a clock."""
+    samples = scrape(url)
+    for _ in range(attempts):
+        if ready(samples):
+            return samples
+        samples = scrape(url)
+    raise AssertionError("the metrics never got there")
+
+
+def test_requests_that_never_became_calls_are_counted() -> None:
+    from skillwire.protocol.limits import Limits
+
+    limits = Limits(max_json_nodes=50)
+    server = start_server(example_agent("greeter").asgi(store="memory://", metrics=True, limits=limits))
+    try:
+        garbled = httpx.post(
+            server.url + "/", content=b"{not json", headers={**V1, "Content-Type": "application/json"}
+        )
+        assert "error" in garbled.json()
+        many = {"message": {**user_message("x"), "metadata": {f"k{i}": i for i in range(60)}}}
+        wide = httpx.post(server.url + "/", json=rpc("SendMessage", many), headers=V1)
+        assert wide.json()["error"]["data"][0]["metadata"]["budget"] == "max_json_nodes"
+        samples = scrape(server.url)
+    finally:
+        server.stop()
+    reasons = {
+        labels: count
+        for (name, labels), count in samples.items()
+        if name == "skillwire_requests_total" and ("operation", "") in labels
+    }
+    assert sum(reasons.values()) == 2, reasons
+    assert value(samples, "skillwire_rejected_total", budget="max_json_nodes") == 1

@@ -19,6 +19,7 @@ import pytest
 from skillwire import MemoryTaskStore, SkillwireError, SQLiteTaskStore, TaskState, TaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.push import MemoryPushState, Outgoing
+from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import (
     PushStoreContract,
     TaskStoreContract,
@@ -266,7 +267,7 @@ async def test_sqlite_migrates_a_schema_2_file_keeping_its_tasks(tmp_path: Path)
     finally:
         await store.close()
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert {"push_configs", "deliveries", "tasks", "messages", "artifacts"} <= _tables(path)
 
 

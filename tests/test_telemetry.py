@@ -332,3 +332,97 @@ def test_the_http_client_sends_the_trace_context(telemetry: Telemetry, spans: Sp
     for request, outer in zip(requests, outers, strict=True):
         assert request.parent is not None and request.parent.span_id == outer.context.span_id
         assert request.context.trace_id == outer.context.trace_id
+
+
+# -- store and bus spans, refused requests ------------------------------------------------------------------
+
+
+def test_store_and_bus_calls_are_child_spans_when_asked(spans: Spans, tmp_path: Path) -> None:
+    provider = TracerProvider()
+    provider.add_span_processor(spans)
+    telemetry = Telemetry(provider, store_spans=True)
+    store = f"sqlite:///{tmp_path / 'tasks.db'}"
+    server = start_server(example_agent("greeter").asgi(store=store, telemetry=telemetry))
+    try:
+        send(server.url, "Ada")
+        (request,) = spans.wait("A2A SendMessage")
+        (run,) = spans.wait("skill greet")
+        commits = spans.wait("store commit")
+        publishes = spans.wait("bus publish")
+    finally:
+        server.stop()
+        provider.shutdown()
+    trace_id = request.context.trace_id
+    inside = {request.context.span_id, run.context.span_id}
+    for span in (*commits, *publishes):
+        assert span.context.trace_id == trace_id
+        assert span.parent is not None and span.parent.span_id in inside
+    commit = commits[0]
+    assert commit.kind is SpanKind.CLIENT
+    assert attributes(commit) == {"db.system.name": "sqlite", "db.operation.name": "commit"}
+    assert attributes(publishes[0])["messaging.system"] == "memory"
+    assert publishes[0].kind is SpanKind.INTERNAL
+
+
+def test_store_spans_are_off_unless_asked(telemetry: Telemetry, spans: Spans) -> None:
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    try:
+        send(server.url, "Ada")
+        spans.wait("skill greet")
+        spans.wait("A2A SendMessage")
+    finally:
+        server.stop()
+    assert not [s for s in spans.ended if s.name.startswith(("store ", "bus "))]
+
+
+def test_requests_refused_before_their_body_is_read_have_spans(telemetry: Telemetry, spans: Spans) -> None:
+    from skillwire.security import APIKey, Security
+
+    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys={"ada": "k-1"})))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who called."""
+        return ctx.principal.subject
+
+    server = start_server(agent.asgi(store="memory://", telemetry=telemetry))
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    try:
+        refused = httpx.post(
+            server.url + "/", json=rpc("GetTask", {"id": "t"}), headers={**V1, "traceparent": parent}
+        )
+        assert refused.status_code == 401
+        assert httpx.get(server.url + "/tasks/t", headers=V1).status_code == 401
+        (unread,) = spans.wait("A2A request")
+        (rest,) = spans.wait("A2A GetTask")
+    finally:
+        server.stop()
+    assert unread.kind is SpanKind.SERVER
+    assert unread.status.status_code is StatusCode.ERROR
+    assert attributes(unread) == {
+        "rpc.system": "a2a",
+        "a2a.binding": "JSONRPC",
+        "a2a.outcome": "UNAUTHENTICATED",
+    }
+    assert unread.context.trace_id == int("0af7651916cd43dd8448eb211c80319c", 16)
+    assert unread.parent is not None and unread.parent.span_id == int("b7ad6b7169203331", 16)
+    assert unread.end_time is not None and unread.start_time is not None
+    assert unread.end_time >= unread.start_time
+    assert attributes(rest)["a2a.operation"] == "GetTask"
+    assert attributes(rest)["a2a.outcome"] == "UNAUTHENTICATED"
+    assert rest.status.status_code is StatusCode.ERROR
+
+
+def test_serve_otel_store_spans(processes: list[Served]) -> None:
+    root = Path(__file__).parents[1]
+    env = {
+        **__import__("os").environ,
+        "OTEL_TRACES_EXPORTER": "console",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
+    }
+    served = start_process("examples/greeter", "memory://", root, "--otel", "--otel-store-spans", env=env)
+    processes.append(served)
+    assert send(served.url, "Ada")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    line = served.wait_for_output('"name": "store commit"', timeout=PROCESS_TIMEOUT)
+    assert "store commit" in line

@@ -35,6 +35,7 @@ from skillwire.server.app import A2AApplication
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
+from skillwire.server.instrument import observe_bus, observe_store
 from skillwire.server.metrics import Metrics
 from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushService, PushSettings, signer_for
@@ -352,6 +353,9 @@ class Agent:
         self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
+        tracing = Telemetry() if telemetry is True else telemetry or None
+        counting = Metrics() if metrics is True else metrics or None
+        task_store = observe_store(task_store, tracing, counting)
         settings = self.push if push is None else push
         if not isinstance(settings, PushSettings):
             settings = PushSettings(enabled=settings)
@@ -376,6 +380,7 @@ class Agent:
                 input_modes=self.default_input_modes,
                 push=push_service,
             )
+            runtime.bus = observe_bus(runtime.bus, tracing, counting)
             handler = runtime if wrap is None else wrap(runtime)
         card = self.card()
         if card.capabilities.push_notifications != (push_service is not None):
@@ -402,8 +407,8 @@ class Agent:
             webhook_policy=webhook_policy,
             push=push_service,
             console=console,
-            telemetry=Telemetry() if telemetry is True else telemetry or None,
-            metrics=Metrics() if metrics is True else metrics or None,
+            telemetry=tracing,
+            metrics=counting,
         )
 
     def run(

@@ -288,6 +288,12 @@ def _add_webhooks(serve: Any) -> None:
         " (default: on when OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT is set; docs/observability.md)",
     )
     serve.add_argument(
+        "--otel-store-spans",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("OTEL_STORE_SPANS"),
+        help="with --otel: the task store's and the event bus's calls as child spans too (default off)",
+    )
+    serve.add_argument(
         "--push-signing-key",
         action="append",
         default=None,
@@ -591,34 +597,47 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         push=_push_settings(agent, args),
         console=is_loopback(args.host) if args.console is None else args.console,
         telemetry=_telemetry(args, agent.name),
-        metrics=_metrics(args),
+        metrics=_metrics(args, agent.name),
     )
     return agent, app
 
 
-def _metrics(args: argparse.Namespace) -> Metrics | None:
-    if not args.metrics:
+def _metrics(args: argparse.Namespace, name: str) -> Metrics | None:
+    """``--metrics`` (Prometheus at /metrics) and/or, with ``--otel``, OpenTelemetry metrics."""
+    meter_provider: Any = None
+    if _otel_wanted(args):
+        from skillwire.server.telemetry import meter_provider_from_env
+
+        try:
+            meter_provider = meter_provider_from_env(name)
+        except (ImportError, ValueError) as exc:
+            raise SkillwireError(f"--otel: {exc}") from None
+    if not args.metrics and meter_provider is None:
         return None
     from skillwire.server.metrics import Metrics
 
     try:
-        return Metrics()
+        return Metrics(prometheus=bool(args.metrics), meter_provider=meter_provider)
     except ImportError as exc:
         raise SkillwireError(f"--metrics: {exc}") from None
 
 
+def _otel_wanted(args: argparse.Namespace) -> bool:
+    """``--otel``, else on when the standard OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT is set."""
+    if args.otel is not None:
+        return bool(args.otel)
+    exporter = (os.environ.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
+    return bool(exporter and exporter != "none") or bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
 def _telemetry(args: argparse.Namespace, name: str) -> Telemetry | None:
-    """``--otel`` (else on when the standard OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
-    wanted = args.otel
-    if wanted is None:
-        exporter = (os.environ.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
-        wanted = bool(exporter and exporter != "none") or bool(os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
-    if not wanted:
+    """``--otel``: spans of requests and runs (and of store and bus calls with ``--otel-store-spans``)."""
+    if not _otel_wanted(args):
         return None
     from skillwire.server.telemetry import Telemetry, tracer_provider_from_env
 
     try:
-        return Telemetry(tracer_provider_from_env(name))
+        return Telemetry(tracer_provider_from_env(name), store_spans=bool(args.otel_store_spans))
     except (ImportError, ValueError) as exc:
         raise SkillwireError(f"--otel: {exc}") from None
 
@@ -705,6 +724,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "CONSOLE": args.console,
         "OTEL": args.otel,
         "METRICS": args.metrics,
+        "OTEL_STORE_SPANS": args.otel_store_spans,
     }
     values = {
         "TARGET": str(Path(args.target).resolve()) if ":" not in args.target else args.target,

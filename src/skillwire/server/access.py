@@ -66,12 +66,14 @@ def ending(params: Any, outcome: Any) -> tuple[str, str]:
     return task_id or getattr(params, "id", "") or _message_task(params), state
 
 
-def refused(binding: str, error: Any, started: float) -> None:
-    """Log a request refused at the door (no or wrong credentials, 401/403), whose body was not read: the
-    operation is not known, the reason is, so failed attempts show in the access log."""
+def refused(binding: str, error: Any, started: float, operation: str = "") -> None:
+    """Log a request answered before it became a call (no or wrong credentials, a body past its budget, a
+    body that is not a request): its operation when the path said it (HTTP+JSON), else ``-``, and the
+    reason, so failed attempts show in the access log."""
     if log.isEnabledFor(logging.INFO):
         elapsed = (time.perf_counter() - started) * 1000
-        log.info("%s (unread) %s %.1f ms", binding, getattr(error, "reason", "REFUSED"), elapsed)
+        reason = getattr(error, "reason", "REFUSED")
+        log.info("%s %s %s %.1f ms", binding, operation or "-", reason, elapsed)
 
 
 def _printable(text: str) -> str:

@@ -145,6 +145,8 @@ class A2AApplication:
         if runtime is not None:
             runtime.telemetry = telemetry
             runtime.metrics = metrics
+            if runtime.push is not None:  # deliveries keep their event's trace context, and continue it
+                runtime.push.telemetry = telemetry
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
         #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.
@@ -361,7 +363,7 @@ class A2AApplication:
                 await self.card_endpoint.jwks(scope, receive, send)
             elif path == PUSH_JWKS_PATH and self.push is not None and self._serving:
                 await self._push_jwks(scope, send)
-            elif path == METRICS_PATH and self.metrics is not None:
+            elif path == METRICS_PATH and self.metrics is not None and self.metrics.serves_endpoint:
                 await self._metrics(scope, send)
             elif self.console is not None and self.console.handles(path):
                 await self.console(scope, receive, send)

@@ -207,6 +207,10 @@ class InProcessEventBus:
     def subscriber_count(self, key: tuple[str, str]) -> int:
         return len(self._subs.get(key, ()))
 
+    def subscriptions(self) -> int:
+        """How many subscriptions this bus holds, over every task (the ``skillwire_subscribers`` gauge)."""
+        return sum(len(subs) for subs in self._subs.values())
+
     def _drop_behind(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
         """End ``sub``, which fell past the bound, with StreamDroppedError."""
         sub.end(

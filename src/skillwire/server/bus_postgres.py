@@ -64,7 +64,9 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -203,6 +205,8 @@ class PostgresEventBus:
         #: Events that could not be written (PostgreSQL down, queue full, closed): counted, then dropped.
         self.dropped_events = 0
         self.written_events = 0
+        #: called after each batch of events written, with its round trip in seconds and its size (metrics)
+        self.on_write: Callable[[float, int], None] | None = None
         self._streams: dict[bytes, _Stream] = {}
         self._pending: deque[Row] = deque()
         self._state = "new"  # new -> starting -> up <-> down; closed
@@ -266,6 +270,9 @@ class PostgresEventBus:
     def close(self) -> None:
         self._closing = True
         self._end_all(None)
+
+    def subscriptions(self) -> int:
+        return self._local.subscriptions()
 
     def subscriber_count(self, key: Key) -> int:
         return self._local.subscriber_count(key)
@@ -479,6 +486,7 @@ class PostgresEventBus:
                         await self._wake.wait()
             if self._pending:
                 rows = [self._pending.popleft() for _ in range(min(self.batch, len(self._pending)))]
+                started = time.perf_counter()
                 try:
                     await self._insert(rows)
                 except asyncio.CancelledError:  # the bus is closing, or reconnecting
@@ -489,6 +497,8 @@ class PostgresEventBus:
                     self._lose(exc, lost)
                     return
                 self.written_events += len(rows)
+                if self.on_write is not None:
+                    self.on_write(time.perf_counter() - started, len(rows))
             if loop.time() >= next_trim:
                 self._forget_unfollowed()  # streams whose subscribers left and that no event woke since
                 try:

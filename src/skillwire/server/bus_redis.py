@@ -51,9 +51,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -125,6 +126,8 @@ class RedisEventBus:
         self.flush_timeout = flush_timeout
         #: Events that could not be sent to Redis (committed in the store, so not lost to a resubscriber).
         self.dropped = 0
+        #: called after each batch of events written, with its round trip in seconds and its size (metrics)
+        self.on_write: Callable[[float, int], None] | None = None
         self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
         self._where = _where(url)
         no_retry = Retry(NoBackoff(), 0)  # a failure surfaces at once: the bus has its own backoff
@@ -208,6 +211,9 @@ class RedisEventBus:
         end from the terminal event the runtime publishes."""
         self._local.fail(key, error)
 
+    def subscriptions(self) -> int:
+        return self._local.subscriptions()
+
     def subscriber_count(self, key: Key) -> int:
         return self._local.subscriber_count(key)
 
@@ -281,6 +287,7 @@ class RedisEventBus:
                 await self._queued.wait()
                 continue
             batch = [self._pending.popleft() for _ in range(min(WRITE_BATCH, len(self._pending)))]
+            started = time.perf_counter()
             try:
                 await self._send(batch)
             except Exception as exc:  # anything else too: the writer must outlive a bad batch
@@ -299,6 +306,8 @@ class RedisEventBus:
             else:
                 delay = BACKOFF_FIRST
                 self._dropping = False
+                if self.on_write is not None:
+                    self.on_write(time.perf_counter() - started, len(batch))
 
     async def _send(self, batch: list[tuple[Key, bytes, int, bytes, bool]]) -> None:
         pipe = self._client.pipeline(transaction=False)

@@ -46,7 +46,7 @@ from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
 from skillwire.server.metrics import Metrics
-from skillwire.server.observe import Watch
+from skillwire.server.observe import Watch, refused
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
@@ -74,12 +74,15 @@ class Answer(Exception):
         headers: Headers | None = None,
         *,
         content_type: bytes = b"application/json",
+        error: A2AError | None = None,
     ) -> None:
         super().__init__(status)
         self.status = status
         self.body = body
         self.headers = headers
         self.content_type = content_type
+        #: the error it answers with: an answer before the call is reported (access line, span, metrics)
+        self.error = error
 
     async def send(self, send: Send, echo: Headers | None = None) -> None:
         """Send it, after the ``echo`` headers (the activated extensions) when there are any."""
@@ -186,6 +189,8 @@ class HttpEndpoint:
         """Serve the request; False (nothing sent) when it is not this binding's."""
         headers = header_map(scope)
         echo: Headers | None = None
+        started = time.perf_counter()
+        route: Any = None
         try:
             route = self.accept(scope, headers)
             if route is None:
@@ -199,6 +204,8 @@ class HttpEndpoint:
             else:
                 call = self._decode(request)
         except Answer as answer:
+            if answer.error is not None:
+                self._refused(route, answer.error, started, headers)
             await answer.send(send, echo)
             return True
         except ClientGone:
@@ -210,11 +217,9 @@ class HttpEndpoint:
 
     async def _authenticate(self, route: Any, scope: Scope, headers: Mapping[str, str]) -> Principal:
         assert self.guard is not None
-        started = time.perf_counter()
         try:
             return await self.guard.http(scope, headers)
         except A2AError as error:  # 401 or 403, before the body is read
-            access.refused(self.binding, error, started)
             raise self.refuse(route, error, error.http_status) from None
         except Exception as exc:  # a scheme's bug (a verifier callable that raised): never a 500 with a trace
             raise self.refuse(route, _as_a2a(exc, "authenticating a request"), 500) from None
@@ -234,18 +239,34 @@ class HttpEndpoint:
             and self.checks_content_type(route)
             and not is_json_content_type(content_type)
         ):
-            refused = ContentTypeNotSupportedError(
+            unsupported = ContentTypeNotSupportedError(
                 f"Content-Type {content_type[:100]!r} is not supported: send application/json",
                 metadata={"contentType": content_type[:100]},
             )
-            raise self.refuse(route, refused, 415)
+            raise self.refuse(route, unsupported, 415)
         try:
             return await read_body(receive, self.limits.max_body_bytes, headers.get("content-length"))
         except BodyTooLarge:
             error = InvalidRequestError(
-                f"Request body exceeds the limit of {self.limits.max_body_bytes} bytes"
+                f"Request body exceeds the limit of {self.limits.max_body_bytes} bytes",
+                metadata={"budget": "max_body_bytes", "limit": self.limits.max_body_bytes},
             )
             raise self.refuse(route, error, 413) from None
+
+    def _refused(self, route: Any, error: A2AError, started: float, headers: Mapping[str, str]) -> None:
+        refused(
+            self.binding,
+            error,
+            started,
+            headers,
+            telemetry=self.telemetry,
+            metrics=self.metrics,
+            operation=self.operation_of(route),
+        )
+
+    def operation_of(self, route: Any) -> Operation | None:
+        """The operation ``route`` is, when it is known without the body (HTTP+JSON: by its path)."""
+        return None
 
     def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""

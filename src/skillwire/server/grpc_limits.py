@@ -119,7 +119,12 @@ def encode_answer(message: Any, operation: Operation, limit: int, *, event: bool
     task_id = _task_id(message)
     what = f"An event of the stream of task {task_id}" if event else f"The answer to {operation.value}"
     hint = _SMALLER_EVENT if event else _SMALLER.get(operation, "Ask for less")
-    metadata = {"size": len(data), "limit": limit, **({"taskId": task_id} if task_id else {})}
+    metadata = {
+        "size": len(data),
+        "limit": limit,
+        "budget": "max_response_bytes",
+        **({"taskId": task_id} if task_id else {}),
+    }
     raise ResponseTooLargeError(
         f"{what} is {len(data)} bytes, over this server's limit of {limit} (max_response_bytes). {hint}.",
         metadata=metadata,

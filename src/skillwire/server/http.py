@@ -44,6 +44,7 @@ size, timeouts and connection limits.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -93,6 +94,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     limits: ClassVar[Limits]
     max_connections: ClassVar[int]
+    #: told the budget's name each time one refuses a connection or request (the metrics), if set
+    rejected: ClassVar[Callable[[str], None] | None] = None
     answers: ClassVar[_Answers]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -120,6 +123,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self._discarding = True
             transport.write(self.answers.busy)
             transport.close()
+            self._count("max_connections")
             return
         super().connection_made(transport)
         # uvicorn arms the keep-alive timer only after an answer; a connection that never sends is idle too.
@@ -132,6 +136,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self.flow is None:  # refused in connection_made
             return
         super().connection_lost(exc)
+
+    def _count(self, budget: str) -> None:
+        rejected = type(self).rejected
+        if rejected is not None:
+            rejected(budget)
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -150,6 +159,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
                 self._feed(data[:room])
                 data = data[room:]
             if self._in_headers and self._header_bytes >= limit:
+                self._count("max_header_bytes")
                 self._refuse(self.answers.headers_too_large, current=False)
                 return
             if not data or self.transport.is_closing():
@@ -218,6 +228,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         if self.flow.read_paused:
             self._header_timer = self.loop.call_later(self.limits.header_timeout, self._headers_too_slow)
             return
+        self._count("header_timeout")
         self._refuse(self.answers.headers_too_slow, current=False)
 
     def _body_too_slow(self) -> None:
@@ -230,6 +241,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         elif cycle.response_started:  # an answer is under way: let it end, then close
             self._discarding = True
         else:
+            self._count("body_timeout")
             self._refuse(self.answers.body_too_slow, current=True)
 
     def _cancel_header_timer(self) -> None:
@@ -279,11 +291,17 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self.transport.close()
 
 
-def protocol_for(limits: Limits, max_connections: int | None = None) -> type[BoundedHttpProtocol]:
+def protocol_for(
+    limits: Limits,
+    max_connections: int | None = None,
+    rejected: Callable[[str], None] | None = None,
+) -> type[BoundedHttpProtocol]:
     """A :class:`BoundedHttpProtocol` class bound to ``limits`` (for ``uvicorn.Config(http=...)``);
-    ``max_connections`` overrides ``limits.max_connections`` (see :func:`connection_ceiling`)."""
+    ``max_connections`` overrides ``limits.max_connections`` (see :func:`connection_ceiling`);
+    ``rejected`` is told the name of each budget that refuses a connection or request."""
     namespace = {
         "limits": limits,
+        "rejected": staticmethod(rejected) if rejected is not None else None,
         "max_connections": limits.max_connections if max_connections is None else max_connections,
         "answers": _Answers(limits),
     }

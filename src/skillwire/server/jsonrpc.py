@@ -63,11 +63,11 @@ class _Frames:
         if streaming and self.codec.stream_errors_as_events and self.expects_response and not busy:
             # v0.3 clients read a streaming call's answer only as SSE: the error is its one event (but they
             # check the HTTP status first, so busy is a 503 like on every other call)
-            return Answer(200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream")
+            return Answer(200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream", error=error)
         status = 503 if busy else error.http_status if isinstance(error, _AUTH_ERRORS) else 200
         if not self.expects_response:
-            return Answer(204 if status == 200 else status, b"", error_headers(error))
-        return Answer(status, body, error_headers(error))
+            return Answer(204 if status == 200 else status, b"", error_headers(error), error=error)
+        return Answer(status, body, error_headers(error), error=error)
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(self.request_id, error)
@@ -78,8 +78,8 @@ class JsonRpcEndpoint(HttpEndpoint):
 
     def accept(self, scope: Scope, headers: Mapping[str, str]) -> bool:
         if scope["method"] != "POST":
-            body = _V10.encode_error(None, InvalidRequestError("JSON-RPC requests must be sent with POST"))
-            raise Answer(405, body, [(b"allow", b"POST")])
+            error = InvalidRequestError("JSON-RPC requests must be sent with POST")
+            raise Answer(405, _V10.encode_error(None, error), [(b"allow", b"POST")], error=error)
         return True
 
     def checks_content_type(self, route: Any) -> bool:
@@ -89,8 +89,10 @@ class JsonRpcEndpoint(HttpEndpoint):
         # only a size the server will not read and missing or insufficient credentials change the HTTP
         # status (as a plain HTTP client or proxy expects them); the body says the rest
         if isinstance(error, _AUTH_ERRORS):
-            return Answer(error.http_status, _V10.encode_error(None, error), error_headers(error))
-        return Answer(413 if status == 413 else 200, _V10.encode_error(None, error))
+            return Answer(
+                error.http_status, _V10.encode_error(None, error), error_headers(error), error=error
+            )
+        return Answer(413 if status == 413 else 200, _V10.encode_error(None, error), error=error)
 
     def decode(self, request: Request) -> Call:
         header = request.headers.get("a2a-version")

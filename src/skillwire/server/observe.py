@@ -20,7 +20,7 @@ from skillwire.server import access, logs
 from skillwire.server.metrics import Metrics
 from skillwire.server.telemetry import Telemetry
 
-__all__ = ["Watch"]
+__all__ = ["Watch", "budget_of", "refused"]
 
 
 class Watch:
@@ -48,7 +48,7 @@ class Watch:
         self.started = time.perf_counter() if self.logged or metrics is not None else 0.0
         self._metrics = metrics
         if metrics is not None and streaming:
-            metrics.streams.inc()
+            metrics.stream_opened()
         self._bound = logs.bind_request(headers) if logs.enabled else None
         self._telemetry = telemetry
         if telemetry is not None:
@@ -79,9 +79,45 @@ class Watch:
         metrics = self._metrics
         if metrics is not None:
             if self.streaming:
-                metrics.streams.dec()
+                metrics.stream_closed()
             metrics.request(
                 self.binding, self.operation.value, access.ending(params, outcome)[1], self.started
             )
+            budget = budget_of(outcome)
+            if budget:
+                metrics.rejected(budget)
         if self._bound is not None:
             logs.unbind_request(self._bound)
+
+
+def budget_of(outcome: Any) -> str:
+    """The budget (a :class:`~skillwire.protocol.limits.Limits` field) that refused a request answered with
+    ``outcome``, else ``""``."""
+    if isinstance(outcome, A2AError):
+        return outcome.metadata.get("budget", "")
+    return ""
+
+
+def refused(
+    binding: str,
+    error: A2AError,
+    started: float,
+    headers: Mapping[str, str],
+    *,
+    telemetry: Telemetry | None,
+    metrics: Metrics | None,
+    operation: Operation | None = None,
+) -> None:
+    """Report a request answered before it became a call (no or wrong credentials, a body past its budget,
+    a body that is not a valid request): its access line, a span (``A2A {operation}``, or ``A2A request``
+    when the operation is not known, status ERROR), and its count (``operation`` empty when not known)."""
+    name = operation.value if operation is not None else ""
+    if access.log.isEnabledFor(logging.INFO):
+        access.refused(binding, error, started, name)
+    if telemetry is not None:
+        telemetry.refused(binding, name, headers, error.reason, started)
+    if metrics is not None:
+        metrics.request(binding, name, error.reason, started)
+        budget = budget_of(error)
+        if budget:
+            metrics.rejected(budget)

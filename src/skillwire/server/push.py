@@ -20,6 +20,9 @@ Rules chosen:
   id 256, token and credentials 4096 each).
 * Deliveries are signed with the agent's key (``iss``: the agent's URL as the client that set the config
   reached it, else ``issuer``); its JWKS is served at :data:`JWKS_PATH`.
+* With telemetry on (:mod:`skillwire.server.telemetry`), each delivery keeps the trace context current when
+  its events were committed (the run's span, or the request's), so its webhook request continues that trace
+  (:mod:`skillwire.server.push_delivery`), after a restart too; with it off nothing is kept.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
 
     import httpx
 
+    from skillwire.server.telemetry import Telemetry
     from skillwire.webhooks import WebhookSigner
 
 __all__ = ["JWKS_PATH", "PushService", "PushSettings", "Targets"]
@@ -202,6 +206,15 @@ class PushService:
                 max_delay=settings.max_delay,
             ),
         )
+
+    @property
+    def telemetry(self) -> Telemetry | None:
+        """Where the trace contexts of deliveries come from and their spans go (set by the app; None: off)."""
+        return self.deliverer.telemetry
+
+    @telemetry.setter
+    def telemetry(self, telemetry: Telemetry | None) -> None:
+        self.deliverer.telemetry = telemetry
 
     async def signer(self) -> WebhookSigner:
         """The deliveries' signer, made on first use when it was given as a function (it may read or write
@@ -391,16 +404,18 @@ class PushService:
 
     # -- deliveries -------------------------------------------------------------------------------------
 
-    @staticmethod
-    def outgoing(events: list[StreamResponse], targets: Targets) -> tuple[Outgoing, ...]:
-        """The deliveries of ``events`` to each target, in order, each in its target's shape."""
+    def outgoing(self, events: list[StreamResponse], targets: Targets) -> tuple[Outgoing, ...]:
+        """The deliveries of ``events`` to each target, in order, each in its target's shape, with the
+        current trace context when telemetry is on."""
+        telemetry = self.deliverer.telemetry
+        trace = _trace(telemetry.carrier()) if telemetry is not None else ""
         bodies: dict[str, list[bytes]] = {}
         out: list[Outgoing] = []
         for config_id, shape in targets.items():
             encoded = bodies.get(shape)
             if encoded is None:
                 encoded = bodies[shape] = [_body(event, shape) for event in events]
-            out.extend(Outgoing(config_id, body) for body in encoded)
+            out.extend(Outgoing(config_id, body, trace) for body in encoded)
         return tuple(out)
 
     def ready(self, tenant: str, task_id: str, targets: Targets, count: int) -> None:
@@ -425,7 +440,23 @@ class PushService:
             f"{deliverer.pending} push deliveries are waiting, this server's limit ({limit}): no new push"
             " configs are taken until they are made; try again shortly",
             retry_after=5,
+            metadata={"budget": "push.max_pending", "limit": limit},
         )
+
+
+#: Characters of trace context a delivery keeps at most: past it (a large ``baggage``), only the W3C headers.
+_MAX_TRACE = 4096
+_W3C = ("traceparent", "tracestate")
+
+
+def _trace(carrier: dict[str, str]) -> str:
+    """The trace context headers ``carrier`` as a delivery keeps them (see :mod:`skillwire.stores.push`)."""
+    if not carrier:
+        return ""
+    trace = _encode(carrier).decode()
+    if len(trace) > _MAX_TRACE:  # every delivery of every event keeps a copy: bound it
+        trace = _encode({k: v for k, v in carrier.items() if k in _W3C}).decode()
+    return trace if len(trace) <= _MAX_TRACE else ""
 
 
 def _body(event: StreamResponse, shape: str) -> bytes:

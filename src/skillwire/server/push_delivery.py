@@ -19,6 +19,14 @@ costs the store, not the process.
   ``token`` as ``X-A2A-Notification-Token``, and a fresh signed JWT in ``A2A-Notification-Signature``
   (:mod:`skillwire.webhooks`; a new ``jti`` per attempt, so that a receiver's replay check never refuses a
   retry). The response body is never read.
+* **Trace context.** A delivery stored with the trace context of its event (``Delivery.trace``, kept when
+  telemetry was on where the event was produced) continues that trace: with telemetry on here, each attempt
+  is a span of kind CLIENT named ``A2A push``, a child of that context, with ``a2a.task.id``,
+  ``a2a.push.config.id``, ``a2a.push.attempt``, ``http.request.method``, ``url.full`` (without credentials,
+  query or fragment) and ``http.response.status_code`` (a failed attempt sets its status to ERROR, and
+  ``error.type``), and the request carries the span's context (``traceparent``, ``tracestate``); with
+  telemetry off here, the request carries the stored headers as they are. A delivery without one is sent
+  without, and makes no span (it would start a trace of its own, of nothing).
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
@@ -45,6 +54,7 @@ from skillwire.stores.push import Delivery, Lane, PushConfigRecord, PushStore
 if TYPE_CHECKING:
     import httpx
 
+    from skillwire.server.telemetry import Telemetry
     from skillwire.webhooks import WebhookSigner
 
 __all__ = ["Deliverer", "DeliveryStats", "RetryPolicy"]
@@ -62,6 +72,7 @@ _MAX_ANSWER = 64 * 1024
 _CONFIG_CACHE = 4096
 
 _decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+_decode_trace = msgspec.json.Decoder(dict[str, str]).decode
 
 #: Makes what delivering needs: the HTTP clients (one per slot) and the signer.
 Connect = Callable[[], "Awaitable[tuple[list[httpx.AsyncClient], WebhookSigner]]"]
@@ -97,6 +108,9 @@ class _Outcome:
     retry: bool = False
     error: str = ""
     retry_after: float | None = None
+    #: The webhook's answer (0: none), and what kind of failure it was (for the attempt's span).
+    status: int = 0
+    error_type: str = ""
 
 
 _DELIVERED = _Outcome(True)
@@ -119,8 +133,11 @@ class Deliverer:
         timeout: float = 10.0,
         retry: RetryPolicy | None = None,
         rng: Callable[[], float] | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.store = store
+        #: Where the attempts' spans go (:mod:`skillwire.server.telemetry`; None: no spans).
+        self.telemetry = telemetry
         #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
         #: signer: made by ``connect`` at the first delivery.
         self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
@@ -386,7 +403,46 @@ class Deliverer:
 
         signer = self.signer or await self._connected()
         headers[HEADER] = signer.sign(delivery.body, audience=config.url, issuer=record.issuer or None)
-        return await self._post(config.url, delivery.body, headers)
+        parent = _carrier(delivery)
+        if not parent:
+            return await self._post(config.url, delivery.body, headers)
+        telemetry = self.telemetry
+        if telemetry is None:  # not traced here: the receiver continues the stored context itself
+            _add_trace(headers, parent)
+            return await self._post(config.url, delivery.body, headers)
+        return await self._traced_post(telemetry, delivery, config.url, headers, parent)
+
+    async def _traced_post(
+        self,
+        telemetry: Telemetry,
+        delivery: Delivery,
+        url: str,
+        headers: dict[str, str],
+        parent: dict[str, str],
+    ) -> _Outcome:
+        """One attempt in a span of its own, a child of ``parent``, whose context the request carries."""
+        span = telemetry.delivery(
+            parent,
+            {
+                "a2a.task.id": delivery.task_id,
+                "a2a.push.config.id": delivery.config_id,
+                "a2a.push.attempt": delivery.attempts + 1,
+                "http.request.method": "POST",
+                "url.full": _bare_url(url),
+            },
+        )
+        _add_trace(headers, telemetry.delivery_headers(span))
+        # current while the request is made, so that an instrumented HTTP client's span is its child
+        token = telemetry.attach(span)
+        try:
+            outcome = await self._post(url, delivery.body, headers)
+        except BaseException as exc:  # abandoned (the worker stops): the span still ends
+            telemetry.end_delivery(span, 0, "the attempt was abandoned", type(exc).__name__)
+            raise
+        finally:
+            telemetry.detach(token)
+        telemetry.end_delivery(span, outcome.status, outcome.error, outcome.error_type)
+        return outcome
 
     async def _connected(self) -> WebhookSigner:
         async with self._connecting:
@@ -418,21 +474,46 @@ class Deliverer:
                         if read > _MAX_ANSWER:
                             break
         except WebhookRefusedError as exc:
-            return _Outcome(False, error=str(exc))
+            return _Outcome(False, error=str(exc), error_type=type(exc).__name__)
         except TimeoutError:
-            return _Outcome(False, retry=True, error=f"no answer within {self.timeout:g} s")
+            return _Outcome(
+                False, retry=True, error=f"no answer within {self.timeout:g} s", error_type="timeout"
+            )
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return _Outcome(False, retry=True, error=error)
+            return _Outcome(False, retry=True, error=error, error_type=type(exc).__name__)
         finally:
             self._clients.put_nowait(client)
         if 200 <= status < 300:
-            return _DELIVERED
+            return _Outcome(True, status=status)
         if status >= 500 or status in _RETRIED_STATUSES:
-            return _Outcome(False, retry=True, error=f"HTTP {status}", retry_after=retry_after)
+            return _Outcome(False, retry=True, error=f"HTTP {status}", retry_after=retry_after, status=status)
         if 300 <= status < 400:
-            return _Outcome(False, error=f"HTTP {status}: redirects are not followed")
-        return _Outcome(False, error=f"HTTP {status}")
+            return _Outcome(False, error=f"HTTP {status}: redirects are not followed", status=status)
+        return _Outcome(False, error=f"HTTP {status}", status=status)
+
+
+def _carrier(delivery: Delivery) -> dict[str, str]:
+    """The trace context ``delivery`` was stored with, as headers (none: empty)."""
+    if not delivery.trace:
+        return {}
+    try:
+        return _decode_trace(delivery.trace)
+    except msgspec.DecodeError:
+        log.warning("push delivery %d holds an unreadable trace context; sent without it", delivery.seq)
+        return {}
+
+
+def _add_trace(headers: dict[str, str], trace: dict[str, str]) -> None:
+    """Add the trace context headers ``trace`` to ``headers``, none of whose own it may replace."""
+    taken = {name.lower() for name in headers}
+    headers.update((name, value) for name, value in trace.items() if name.lower() not in taken)
+
+
+def _bare_url(url: str) -> str:
+    """``url`` without credentials, query or fragment (a span's ``url.full`` must not leak a secret)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
 
 
 def _retry_after(value: str | None) -> float | None:

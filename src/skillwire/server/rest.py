@@ -50,7 +50,7 @@ class _Frames:
         return 200, self.codec.encode_result(operation, result)
 
     def error(self, error: A2AError, streaming: bool) -> Answer:
-        return Answer(error.http_status, self.codec.encode_error(error), error_headers(error))
+        return Answer(error.http_status, self.codec.encode_error(error), error_headers(error), error=error)
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(error)
@@ -78,6 +78,10 @@ def _speaks_v03(version_header: str | None) -> bool:
 class RestEndpoint(HttpEndpoint):
     binding = "HTTP+JSON"
 
+    def operation_of(self, route: Any) -> Operation | None:
+        operation = getattr(getattr(route, "route", None), "operation", None)
+        return operation if isinstance(operation, Operation) else None
+
     def accept(self, scope: Scope, headers: Mapping[str, str]) -> _Route | None:
         method, path = scope["method"], scope["path"]
         try:
@@ -89,7 +93,7 @@ class RestEndpoint(HttpEndpoint):
         except ValueError:  # more fields than max_num_fields
             limit = self.limits.max_json_nodes
             error = exceeded("query", f"more than {limit} values", "max_json_nodes", limit)
-            raise Answer(error.http_status, _V10.encode_error(error)) from None
+            raise Answer(error.http_status, _V10.encode_error(error), error=error) from None
         version_header = headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
         codec = rest_codec("0.3") if path.startswith("/v1/") and _speaks_v03(version_header) else _V10
         raw = scope.get("raw_path")
@@ -99,7 +103,7 @@ class RestEndpoint(HttpEndpoint):
             route = codec.match(method, path)
         except MethodNotFoundError as exc:
             allow = [(b"allow", exc.metadata.get("allow", "").encode())]
-            raise Answer(405, codec.encode_error(exc, 405), allow) from None
+            raise Answer(405, codec.encode_error(exc, 405), allow, error=exc) from None
         if route is None:
             return None
         return _Route(
@@ -110,7 +114,7 @@ class RestEndpoint(HttpEndpoint):
         return route.method in _BODY_METHODS
 
     def refuse(self, route: _Route, error: A2AError, status: int) -> Answer:
-        return Answer(status, route.codec.encode_error(error, status), error_headers(error))
+        return Answer(status, route.codec.encode_error(error, status), error_headers(error), error=error)
 
     def decode(self, request: Request) -> Call | None:
         r: _Route = request.route

@@ -501,6 +501,7 @@ class TaskRuntime(BaseRequestHandler):
             raise ServerBusyError(
                 f"This server is running {len(self._runs)} tasks, its limit: try again shortly",
                 retry_after=self.limits.retry_after,
+                metadata={"budget": "max_running_tasks", "limit": self.limits.max_running_tasks},
             )
         tenant = _partition(request, call)
         inline = request.configuration.task_push_notification_config if request.configuration else None

@@ -176,7 +176,11 @@ def build_server(
         host=host,
         port=port,
         log_level=_uvicorn_level(log_level),
-        **_protocol_options(app.limits, grpc=app.grpc_port is not None),
+        **_protocol_options(
+            app.limits,
+            grpc=app.grpc_port is not None,
+            rejected=app.metrics.rejected if app.metrics is not None else None,
+        ),
     )
     # The one answer skillwire leaves incomplete on purpose is a stream dropped at its write deadline (the
     # stream logs it; the bounded protocol aborts the connection): uvicorn need not report it as an error.
@@ -224,7 +228,9 @@ def _unwrap(app: Any) -> A2AApplication | None:
     return None
 
 
-def _protocol_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
+def _protocol_options(
+    limits: Limits, *, grpc: bool, rejected: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """uvicorn options that bound connections: the bounded httptools protocol, or h11 where httptools is
     not installed."""
     ceiling = connection_ceiling(limits.max_connections, listeners=2 if grpc else 1)
@@ -236,7 +242,7 @@ def _protocol_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:
             "the headers it buffers, the keep-alive time and the connection count only)"
         )
         return _h11_options(limits, grpc=grpc)
-    return {"http": protocol_for(limits, ceiling)}
+    return {"http": protocol_for(limits, ceiling, rejected)}
 
 
 def _h11_options(limits: Limits, *, grpc: bool) -> dict[str, Any]:

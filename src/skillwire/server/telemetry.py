@@ -26,10 +26,11 @@ no-ops.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Telemetry", "tracer_provider_from_env"]
+__all__ = ["Telemetry", "meter_provider_from_env", "tracer_provider_from_env"]
 
 #: The instrumentation scope of skillwire's spans.
 SCOPE = "skillwire"
@@ -37,9 +38,10 @@ SCOPE = "skillwire"
 
 class Telemetry:
     """Where skillwire's spans go: ``tracer_provider`` (an OpenTelemetry TracerProvider), else the global
-    one. Raises ImportError, saying what to install, without ``opentelemetry-api``."""
+    one. ``store_spans``: the task store's and the event bus's calls as child spans too (``store {method}``,
+    ``bus publish``). Raises ImportError, saying what to install, without ``opentelemetry-api``."""
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    def __init__(self, tracer_provider: Any = None, *, store_spans: bool = False) -> None:
         try:
             from opentelemetry import context, propagate, trace
         except ImportError:
@@ -52,7 +54,9 @@ class Telemetry:
         #: the header names the process's propagator reads (W3C: traceparent, tracestate, baggage): a request
         #: with none of them has no remote parent, and skips the propagator
         self._fields = frozenset(name.lower() for name in propagate.get_global_textmap().fields)
+        self.store_spans = store_spans
         self._server = trace.SpanKind.SERVER
+        self._client = trace.SpanKind.CLIENT
         self._internal = trace.SpanKind.INTERNAL
         self._error = trace.StatusCode.ERROR
 
@@ -73,6 +77,25 @@ class Telemetry:
                 "a2a.tenant": tenant,
             },
         )
+
+    def refused(
+        self, binding: str, operation: str, carrier: Mapping[str, str], reason: str, started: float
+    ) -> None:
+        """The span of a request refused before its body was read (``started``: its ``perf_counter()``)."""
+        now = time.time_ns()
+        parent = self._propagate.extract(carrier) if not self._fields.isdisjoint(carrier) else None
+        attributes = {"rpc.system": "a2a", "a2a.binding": binding, "a2a.outcome": reason}
+        if operation:
+            attributes["rpc.method"] = attributes["a2a.operation"] = operation
+        span = self.tracer.start_span(
+            f"A2A {operation}" if operation else "A2A request",
+            context=parent,
+            kind=self._server,
+            attributes=attributes,
+            start_time=now - int((time.perf_counter() - started) * 1e9),
+        )
+        span.set_status(self._error, reason)
+        span.end(end_time=now)
 
     def end_request(self, span: Any, skill: str, task_id: str, outcome: str, failed: bool) -> None:
         ending = {"a2a.outcome": outcome}
@@ -101,6 +124,33 @@ class Telemetry:
             span.set_status(self._error, state)
         span.end()
 
+    # -- the store and the bus (store_spans) ----------------------------------------------------------------
+
+    def store_call(self, system: str, operation: str) -> Any:
+        """Start the span of a task store call (in the current context)."""
+        return self.tracer.start_span(
+            f"store {operation}",
+            kind=self._internal if system == "memory" else self._client,
+            attributes={"db.system.name": system, "db.operation.name": operation},
+        )
+
+    def bus_publish(self, system: str, task_id: str) -> Any:
+        """Start the span of an event handed to the event bus (in the current context)."""
+        return self.tracer.start_span(
+            "bus publish",
+            kind=self._internal if system == "memory" else self._client,
+            attributes={
+                "messaging.system": system,
+                "messaging.operation.type": "send",
+                "a2a.task.id": task_id,
+            },
+        )
+
+    def end_call(self, span: Any, error: BaseException | None) -> None:
+        if error is not None:
+            span.set_status(self._error, type(error).__name__)
+        span.end()
+
     # -- context --------------------------------------------------------------------------------------------
 
     def attach(self, span: Any) -> object:
@@ -109,6 +159,41 @@ class Telemetry:
 
     def detach(self, token: object) -> None:
         self._context.detach(token)  # type: ignore[arg-type]
+
+    # -- push deliveries ------------------------------------------------------------------------------------
+
+    def carrier(self) -> dict[str, str]:
+        """The current trace context as the process's propagator writes it in headers (W3C: ``traceparent``,
+        ``tracestate``); empty when nothing is being traced. A push delivery keeps it with its event."""
+        carrier: dict[str, str] = {}
+        self._propagate.inject(carrier)
+        return carrier
+
+    def delivery(self, parent: Mapping[str, str], attributes: Mapping[str, str | int]) -> Any:
+        """Start the span (kind CLIENT, named ``A2A push``) of one attempt at a push delivery, a child of the
+        trace context ``parent`` (the headers :meth:`carrier` gave when the event was produced)."""
+        return self.tracer.start_span(
+            "A2A push",
+            context=self._propagate.extract(parent),
+            kind=self._trace.SpanKind.CLIENT,
+            attributes=attributes,
+        )
+
+    def delivery_headers(self, span: Any) -> dict[str, str]:
+        """The trace context of ``span`` as headers, for the request it is the span of."""
+        headers: dict[str, str] = {}
+        self._propagate.inject(headers, context=self._trace.set_span_in_context(span))
+        return headers
+
+    def end_delivery(self, span: Any, status: int, error: str, error_type: str = "") -> None:
+        """End an attempt's span: ``status``, the webhook's answer (0: none); ``error``, why it failed
+        ("": delivered), which sets the span's status to ERROR, and ``error_type`` (default: the status)."""
+        if status:
+            span.set_attribute("http.response.status_code", status)
+        if error:
+            span.set_attribute("error.type", error_type or str(status))
+            span.set_status(self._error, error)
+        span.end()
 
 
 def tracer_provider_from_env(service_name: str) -> Any:
@@ -149,4 +234,50 @@ def tracer_provider_from_env(service_name: str) -> Any:
     if exporter is not None:
         sdk.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(sdk)
+    return sdk
+
+
+def meter_provider_from_env(service_name: str) -> Any:
+    """The process's global meter provider; if nothing set one up, an SDK provider made global, exporting as
+    ``OTEL_METRICS_EXPORTER`` says: ``otlp`` (the default: OTLP over HTTP every
+    ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds, as the exporter and reader read them), ``console`` or
+    ``none`` (None is returned: no OpenTelemetry metrics). Raises ImportError, saying what to install,
+    without the SDK."""
+    from opentelemetry import metrics
+
+    provider = metrics.get_meter_provider()
+    if type(provider).__name__ != "_ProxyMeterProvider":
+        return provider
+    kind = (os.environ.get("OTEL_METRICS_EXPORTER") or "otlp").strip().lower()
+    if kind == "none":
+        return None
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import (
+            ConsoleMetricExporter,
+            MetricExporter,
+            PeriodicExportingMetricReader,
+        )
+        from opentelemetry.sdk.resources import Resource
+    except ImportError:
+        raise ImportError("metrics need the OpenTelemetry SDK: pip install 'skillwire[otel]'") from None
+    exporter: MetricExporter
+    if kind == "console":
+        exporter = ConsoleMetricExporter()
+    elif kind == "otlp":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        except ImportError:
+            raise ImportError(
+                "OTEL_METRICS_EXPORTER=otlp needs the OTLP exporter: pip install 'skillwire[otel]'"
+            ) from None
+        exporter = OTLPMetricExporter()
+    else:
+        raise ValueError(f"OTEL_METRICS_EXPORTER={kind!r}: expected otlp, console or none")
+    name = os.environ.get("OTEL_SERVICE_NAME") or service_name
+    sdk = MeterProvider(
+        metric_readers=[PeriodicExportingMetricReader(exporter)],
+        resource=Resource.create({"service.name": name}),
+    )
+    metrics.set_meter_provider(sdk)
     return sdk

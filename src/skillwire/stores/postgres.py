@@ -4,7 +4,7 @@ Why asyncpg: it is made for asyncio (no thread pool between the event loop and t
 PostgreSQL's binary protocol (BYTEA columns and int arrays travel without text escaping), is the fastest
 Python driver, and has a connection pool built in. psycopg 3 would do too; one driver is enough.
 
-Layout (schema version 1, every table prefixed ``skillwire_`` in the URL's ``schema``; the SQL is
+Layout (schema version 2, every table prefixed ``skillwire_`` in the URL's ``schema``; the SQL is
 :mod:`skillwire.stores.postgres_sql`'s): a ``tasks`` row per
 task holds its head, version, owner and the columns listings filter on; ``messages`` holds one row per history
 message and ``artifacts`` one row per artifact piece (the artifact as first written, then each appended
@@ -226,7 +226,9 @@ async def _failed_in(conn: Any, schema: str, url: str, after: int, limit: int) -
         if await conn.fetchval("SELECT 1 FROM pg_namespace WHERE nspname = $1", schema) is None:
             raise StoreError(f"{there} does not exist")
         raise StoreError(f"{there} has no skillwire tables (no skillwire_deliveries)")
-    return [_delivery(r) for r in await conn.fetch(sql.failed, after, limit)]
+    version = await conn.fetchval(f"SELECT COALESCE(MAX(version), 0) FROM {sql.s}.skillwire_schema")
+    failed = sql.failed if version >= 2 else sql.failed_1  # (read as it is: this does not migrate)
+    return [_delivery(r) for r in await conn.fetch(failed, after, limit)]
 
 
 def _redact(url: str) -> str:
@@ -272,6 +274,7 @@ def _delivery(row: Any) -> Delivery:
         row["failed"],
         _s(row["error"]),
         row["created_us"],
+        _s(row["trace"]),
     )
 
 
@@ -401,7 +404,8 @@ class PostgresTaskStore:
                 [_b(r.issuer) for r in c],
             ]
         if write.deliveries:
-            args += [[_b(d.config_id) for d in write.deliveries], [d.body for d in write.deliveries]]
+            d = write.deliveries
+            args += [[_b(o.config_id) for o in d], [o.body for o in d], [_b(o.trace) for o in d]]
         sql = self._sql.commit(new, bool(write.configs), bool(write.deliveries))
         async with self._conn() as conn:
             seq = await conn.fetchval(sql, *args)

@@ -94,6 +94,10 @@ CREATE TABLE {{s}}.skillwire_secrets (
     value BYTEA NOT NULL
 );
 """,
+    # 2: each delivery keeps the trace context of its event (skillwire.stores.push)
+    """
+ALTER TABLE {s}.skillwire_deliveries ADD COLUMN trace BYTEA NOT NULL DEFAULT '';
+""",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The first key of the advisory lock migrations take (the second is the schema's hash).
@@ -155,6 +159,8 @@ class Statements:
         self.failed = (
             f"SELECT {DELIVERY} FROM {self.deliveries} WHERE failed AND seq > $1 ORDER BY seq LIMIT $2"
         )
+        #: the same of a schema at version 1 (read, not migrated, by the operator's command): no trace column
+        self.failed_1 = self.failed.replace(", trace FROM", ", ''::bytea AS trace FROM")
         self.whole = task_columns(s, "0", True)
         self.get = f"SELECT {task_columns(s, from_index('$3'), True)} FROM {self.tasks} t WHERE tenant = $1 AND id = $2"
         self.unfinished = (
@@ -186,8 +192,8 @@ class Statements:
         Parameters: $1 tenant, $2 id, $3 context, $4 state, $5 updated_us, $6 version, $7 head, $8 message
         count, $9 size, $10 layout, $11 owner, $12 base, $13 first message, $14 message bodies, $15 artifact
         indexes, $16 piece offsets, $17 piece bodies, $18 artifact count; then, when there are configs, six
-        arrays (tenants, task ids, ids, bodies, shapes, issuers), and when there are deliveries, two (config
-        ids, bodies)."""
+        arrays (tenants, task ids, ids, bodies, shapes, issuers), and when there are deliveries, three (config
+        ids, bodies, trace contexts)."""
         s = self.s
         if new:
             row = (
@@ -234,16 +240,16 @@ class Statements:
         if deliveries:
             # a delivery joins the owner of its lane's pending deliveries, if any (one process makes a lane)
             parts.append(
-                f"d AS (INSERT INTO {self.deliveries} (tenant, task_id, config_id, body, created_us, owner)"
+                f"d AS (INSERT INTO {self.deliveries} (tenant, task_id, config_id, body, created_us, owner, trace)"
                 " SELECT $1, $2, u.config_id, u.body, $5, COALESCE((SELECT p.owner FROM"
                 f" {self.deliveries} p WHERE p.tenant = $1 AND p.task_id = $2 AND p.config_id = u.config_id"
-                " AND NOT p.failed ORDER BY p.seq LIMIT 1), $11)"
-                f" FROM t, unnest(${n}::bytea[], ${n + 1}::bytea[]) WITH ORDINALITY AS u(config_id, body, i)"
-                " ORDER BY u.i)"
+                " AND NOT p.failed ORDER BY p.seq LIMIT 1), $11), u.trace"
+                f" FROM t, unnest(${n}::bytea[], ${n + 1}::bytea[], ${n + 2}::bytea[])"
+                " WITH ORDINALITY AS u(config_id, body, trace, i) ORDER BY u.i)"
             )
         # a new task's statement names $12 and $18 too, so that every parameter has a type
         tail = " WHERE $12::bigint = 0 AND $18::int >= 0" if new else ""
         return "WITH " + ", ".join(parts) + " SELECT seq FROM t" + tail
 
 
-DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us"
+DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us, trace"

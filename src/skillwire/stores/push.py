@@ -12,6 +12,15 @@ is a **lane**, delivered in order (``seq``, which only grows); a lane whose head
 rest of its lane back, and no other lane. A delivery made is deleted; one that ran out of attempts is kept,
 marked failed, for the operator (``failed_deliveries``).
 
+A delivery also keeps the **trace context** current when its event was produced (``trace``), so that the
+webhook request joins the trace of the request that caused the event, even when it is made after a restart:
+the headers the process's OpenTelemetry propagator injected (W3C ``traceparent`` and ``tracestate``, and
+``baggage`` if any), as one compact JSON object (``{"traceparent":"00-..."}``). JSON of the carrier rather
+than two columns: it keeps whatever the installed propagator writes (B3, Jaeger, ...) and the stores need no
+schema change when it does. At most 4096 characters (past that, a large ``baggage``, only the W3C headers are
+kept). Empty when tracing is off or nothing was being traced (see
+:mod:`skillwire.server.push` and :mod:`skillwire.server.push_delivery`).
+
 A store that keeps these implements :class:`PushStore` besides :class:`~skillwire.stores.base.TaskStore`;
 push notifications are offered only with such a store.
 """
@@ -61,6 +70,8 @@ class Outgoing(msgspec.Struct, frozen=True, gc=False):
 
     config_id: str
     body: bytes
+    #: The trace context of the event, as JSON of the propagator's headers ("": none; see the module).
+    trace: str = ""
 
 
 class Delivery(msgspec.Struct, frozen=True, gc=False):
@@ -76,6 +87,8 @@ class Delivery(msgspec.Struct, frozen=True, gc=False):
     #: Why the last attempt failed.
     error: str = ""
     created_us: int = 0
+    #: The trace context the delivery continues (JSON of the propagator's headers; "": none).
+    trace: str = ""
 
     @property
     def lane(self) -> Lane:
@@ -166,7 +179,7 @@ class MemoryPushState:
             self._seq += 1
             lane = (tenant, task_id, item.config_id)
             self.deliveries[self._seq] = Delivery(
-                self._seq, tenant, task_id, item.config_id, item.body, created_us=now_us
+                self._seq, tenant, task_id, item.config_id, item.body, created_us=now_us, trace=item.trace
             )
             self.lanes.setdefault(lane, []).append(self._seq)
 

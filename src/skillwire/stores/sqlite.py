@@ -1,11 +1,12 @@
 """The default TaskStore: one SQLite file in WAL mode, written with group commit, owned by one process.
 
-Layout (schema 3): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
+Layout (schema 4): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
 columns the listings filter on; ``messages`` holds one row per history message and ``artifacts`` one row per
 artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
 adds. ``push_configs`` and ``deliveries`` hold push notifications' configs and outbox
 (:mod:`skillwire.stores.push`); a delivery row is inserted in the transaction of the task write it belongs
-to. Schema 1 files (one blob per task) and schema 2 files (no push tables) are migrated when opened.
+to, with the trace context of its event (``trace``). Schema 1 files (one blob per task), schema 2 files (no
+push tables) and schema 3 files (deliveries without ``trace``) are migrated when opened.
 
 Writes go to one writer thread with group commit, checkpoints to another (:mod:`skillwire.stores.sqlite_writer`).
 
@@ -69,7 +70,7 @@ log = logging.getLogger("skillwire.sqlite")
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq         INTEGER PRIMARY KEY,
@@ -124,7 +125,8 @@ CREATE TABLE IF NOT EXISTS deliveries (
     next_us    INTEGER NOT NULL DEFAULT 0,
     failed     INTEGER NOT NULL DEFAULT 0,
     error      TEXT    NOT NULL DEFAULT '',
-    created_us INTEGER NOT NULL
+    created_us INTEGER NOT NULL,
+    trace      TEXT    NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS deliveries_by_lane ON deliveries (tenant, task_id, config_id, seq) WHERE failed = 0;
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (seq) WHERE failed = 1;
@@ -568,8 +570,9 @@ def read_failed_deliveries(path: str | os.PathLike[str], after: int = 0, limit: 
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version < 3:
             return []  # written before push notifications: none failed
+        columns = _DELIVERY if version >= 4 else _DELIVERY_3  # (the file is read as it is, not migrated)
         rows = conn.execute(
-            f"SELECT {_DELIVERY} FROM deliveries WHERE failed = 1 AND seq > ? ORDER BY seq LIMIT ?",
+            f"SELECT {columns} FROM deliveries WHERE failed = 1 AND seq > ? ORDER BY seq LIMIT ?",
             (after, limit),
         ).fetchall()
     except sqlite3.Error as exc:
@@ -579,12 +582,16 @@ def read_failed_deliveries(path: str | os.PathLike[str], after: int = 0, limit: 
     return [_delivery(row) for row in rows]
 
 
-_DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us"
+_DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us, trace"
+#: The same from a schema-3 file, whose deliveries have no trace column.
+_DELIVERY_3 = _DELIVERY.replace("trace", "''")
 
 
 def _delivery(row: Any) -> Delivery:
-    seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us = row
-    return Delivery(seq, tenant, task_id, config_id, body, attempts, next_us, bool(failed), error, created_us)
+    seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us, trace = row
+    return Delivery(
+        seq, tenant, task_id, config_id, body, attempts, next_us, bool(failed), error, created_us, trace
+    )
 
 
 def _list_page(
@@ -643,6 +650,8 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
+        if current == 3:  # its deliveries table predates the trace column (older files got both just above)
+            conn.execute("ALTER TABLE deliveries ADD COLUMN trace TEXT NOT NULL DEFAULT ''")
         if current == 1:
             _copy_v1(conn)
             conn.execute("DROP TABLE tasks_v1")

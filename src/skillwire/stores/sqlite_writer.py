@@ -267,7 +267,9 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
     return outcomes
 
 
-_ENQUEUE = "INSERT INTO deliveries (tenant, task_id, config_id, body, created_us) VALUES (?, ?, ?, ?, ?)"
+_ENQUEUE = (
+    "INSERT INTO deliveries (tenant, task_id, config_id, body, created_us, trace) VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 def _enqueue(conn: sqlite3.Connection, writes: list[TaskWrite]) -> None:
@@ -280,7 +282,9 @@ def _enqueue(conn: sqlite3.Connection, writes: list[TaskWrite]) -> None:
             configs,
         )
     rows = [
-        (w.tenant, w.task_id, out.config_id, out.body, w.updated_us) for w in writes for out in w.deliveries
+        (w.tenant, w.task_id, out.config_id, out.body, w.updated_us, out.trace)
+        for w in writes
+        for out in w.deliveries
     ]
     if rows:
         conn.executemany(_ENQUEUE, rows)

@@ -475,6 +475,37 @@ class PushStoreContract:
         stored = await store.get(task.id, tenant="a")
         assert stored is not None and stored.task == task
 
+    async def test_a_delivery_keeps_the_trace_context_it_was_written_with(self, store: PushTaskStore) -> None:
+        traced = (
+            '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","tracestate":"k=v"}'
+        )
+        later = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}'
+        task = make_task()
+        first = write_task(task, version=1)
+        await store.commit(
+            _replace(first, deliveries=(Outgoing("c1", b"traced", traced), Outgoing("c1", b"none")))
+        )
+        stored = await store.get(task.id)
+        assert stored is not None and stored.layout is not None
+        grown = write_task(
+            _replace(task, history=[*task.history, message(task.id, "ctx", "more")]),
+            version=2,
+            base=1,
+            stored=stored.layout,
+        )
+        await store.commit(_replace(grown, deliveries=(Outgoing("c1", b"later", later),)))
+        lane = ("", task.id, "c1")
+        made = await store.next_deliveries(lane, 5)
+        assert [(d.body, d.trace) for d in made] == [(b"traced", traced), (b"none", ""), (b"later", later)]
+        await store.retry_delivery(made[0].seq, 1, 1_700_000_000_000_000, "HTTP 503")
+        assert await _head(store, lane) == _replace(
+            made[0], attempts=1, next_us=1_700_000_000_000_000, error="HTTP 503"
+        )
+        await store.fail_delivery(made[0].seq, 2, "HTTP 410")
+        [failed] = await store.failed_deliveries()
+        assert (failed.body, failed.trace) == (b"traced", traced)  # kept for the operator with its context
+        assert [(d.body, d.trace) for d in await drain(store, lane)] == [(b"none", ""), (b"later", later)]
+
     async def test_incremental_and_whole_writes_enqueue_after_the_earlier_ones(
         self, store: PushTaskStore
     ) -> None:
