@@ -25,6 +25,9 @@ ALLOWED: dict[str, set[str]] = {
     # the server signs push deliveries with skillwire.webhooks (a layer-1 module beside security)
     "server": {"errors", "protocol", "wire", "stores", "security", "webhooks", "console"},
     "client": {"errors", "protocol", "wire"},
+    # the model adapters (skillwire[llm]): above the protocol, beside the server; nothing in the core imports
+    # them, which tests/test_llm_adapters.py checks (a model-backed skill loads them when it runs)
+    "llm": {"errors", "protocol"},
     # signed push-notification deliveries: the sender's keys and the receiver's verifier
     "webhooks": {"errors", "protocol", "security"},
     "skills": {"errors", "protocol", "wire", "stores", "server", "security"},
