@@ -198,6 +198,22 @@ def echo_agent() -> Agent:
     return example_agent("echo")
 
 
+def secure_agent(keys: dict[str, str]) -> Agent:
+    """An agent behind an API key (``X-API-Key``; ``keys`` maps each subject to its key) whose one skill,
+    ``whoami``, answers its caller's subject."""
+    from skillwire import SkillContext
+    from skillwire.security import APIKey, Security
+
+    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys=keys)))
+
+    @agent.skill(tags=["test"])
+    async def whoami(params: Any, ctx: SkillContext) -> str:
+        """Says who called."""
+        return ctx.principal.subject
+
+    return agent
+
+
 def rpc(method: str, params: dict[str, Any] | None = None, request_id: Any = 1) -> dict[str, Any]:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:

@@ -21,6 +21,7 @@ from conftest import (
     example_agent,
     gated_agent,
     rpc,
+    secure_agent,
     skip_without_service,
     start_process,
     start_server,
@@ -29,9 +30,6 @@ from conftest import (
 
 pytest.importorskip("prometheus_client")
 from prometheus_client.parser import text_string_to_metric_families
-
-from skillwire import Agent, SkillContext
-from skillwire.security import APIKey, Security
 
 V1 = {"A2A-Version": "1.0"}
 
@@ -123,13 +121,7 @@ def test_grpc_requests_are_counted() -> None:
 
 
 def test_metrics_are_behind_the_security_schemes() -> None:
-    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys={"scraper": "k-1"})))
-
-    @agent.skill(tags=["test"])
-    async def whoami(params: Any, ctx: SkillContext) -> str:
-        """Says who called."""
-        return ctx.principal.subject
-
+    agent = secure_agent({"scraper": "k-1"})
     server = start_server(agent.asgi(store="memory://", metrics=True))
     try:
         refused = httpx.get(server.url + "/metrics")
@@ -260,13 +252,7 @@ def test_budget_refusals_are_counted(gate: threading.Event) -> None:
 
 
 def test_refused_credentials_are_counted() -> None:
-    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys={"scraper": "k-1"})))
-
-    @agent.skill(tags=["test"])
-    async def whoami(params: Any, ctx: SkillContext) -> str:
-        """Says who called."""
-        return ctx.principal.subject
-
+    agent = secure_agent({"scraper": "k-1"})
     server = start_server(agent.asgi(store="memory://", metrics=True))
     try:
         assert httpx.post(server.url + "/", json=rpc("GetTask", {"id": "t"}), headers=V1).status_code == 401

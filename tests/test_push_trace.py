@@ -39,9 +39,10 @@ from conftest import (
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
+from otel_spans import Spans
 from skillwire import PushSettings, WebhookPolicy
 from skillwire.server.push import _trace
 from skillwire.server.push_delivery import _bare_url
@@ -69,29 +70,6 @@ EVENTS = ["task", "artifactUpdate", "statusUpdate"]
 
 
 # -- spans and the receiver -----------------------------------------------------------------------------------
-
-
-class Spans(SpanProcessor):
-    """Every span that ended; :meth:`wait` until enough of them did (never by sleeping)."""
-
-    def __init__(self) -> None:
-        self.ended: list[ReadableSpan] = []
-        self._changed = threading.Condition()
-
-    def on_end(self, span: ReadableSpan) -> None:
-        with self._changed:
-            self.ended.append(span)
-            self._changed.notify_all()
-
-    def wait(self, name: str | SpanKind, count: int = 1) -> list[ReadableSpan]:
-        """The spans named ``name`` (or of that kind), once ``count`` of them ended."""
-        with self._changed:
-            found = self._changed.wait_for(lambda: len(self._named(name)) >= count, WAIT)
-            assert found, f"{count} span(s) {name!r} did not end; ended: {[s.name for s in self.ended]}"
-            return self._named(name)
-
-    def _named(self, name: str | SpanKind) -> list[ReadableSpan]:
-        return [s for s in self.ended if (s.kind if isinstance(name, SpanKind) else s.name) == name]
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from conftest import (
     Served,
     example_agent,
     rpc,
+    secure_agent,
     start_process,
     start_server,
     user_message,
@@ -30,38 +30,16 @@ from conftest import (
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.trace import SpanKind, StatusCode
 
+from otel_spans import Spans
 from skillwire import Agent, SkillContext
 from skillwire.client import Client
 from skillwire.server.telemetry import Telemetry
 
 V1 = {"A2A-Version": "1.0"}
 WAIT = 15.0
-
-
-class Spans(SpanProcessor):
-    """Every span that ended, in order; :meth:`wait` until enough of them did."""
-
-    def __init__(self) -> None:
-        self.ended: list[ReadableSpan] = []
-        self._changed = threading.Condition()
-
-    def on_end(self, span: ReadableSpan) -> None:
-        with self._changed:
-            self.ended.append(span)
-            self._changed.notify_all()
-
-    def wait(self, name: str, count: int = 1) -> list[ReadableSpan]:
-        """The spans named ``name``, once there are ``count`` of them (AssertionError after WAIT seconds)."""
-        with self._changed:
-            found = self._changed.wait_for(lambda: len(self.named(name)) >= count, WAIT)
-        assert found, f"{count} span(s) {name!r} did not end; ended: {[s.name for s in self.ended]}"
-        return self.named(name)
-
-    def named(self, name: str) -> list[ReadableSpan]:
-        return [s for s in self.ended if s.name == name]
 
 
 @pytest.fixture
@@ -236,7 +214,8 @@ def test_off_by_default_and_nothing_imported() -> None:
         "agent = Agent.from_folder('examples/greeter')\n"
         "with agent.test_client() as client:\n"
         "    client.send('Ada')\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('opentelemetry'))))\n"
+        "loaded = [m for m in sys.modules if m.startswith(('opentelemetry', 'prometheus_client'))]\n"
+        "print(json.dumps(sorted(loaded)))\n"
     )
     root = Path(__file__).parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
@@ -376,15 +355,7 @@ def test_store_spans_are_off_unless_asked(telemetry: Telemetry, spans: Spans) ->
 
 
 def test_requests_refused_before_their_body_is_read_have_spans(telemetry: Telemetry, spans: Spans) -> None:
-    from skillwire.security import APIKey, Security
-
-    agent = Agent("Secure", "Knows its callers", security=Security(APIKey("apiKey", keys={"ada": "k-1"})))
-
-    @agent.skill(tags=["test"])
-    async def whoami(params: Any, ctx: SkillContext) -> str:
-        """Says who called."""
-        return ctx.principal.subject
-
+    agent = secure_agent({"ada": "k-1"})
     server = start_server(agent.asgi(store="memory://", telemetry=telemetry))
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     try:
