@@ -235,6 +235,13 @@ class TaskEvents:
         """How many clients are still waiting on this task: blocking callers plus open streams."""
         return self._run.watchers
 
+    @property
+    def streams(self) -> int:
+        """How many open streams follow this task (SendStreamingMessage, SubscribeToTask): they see each
+        event as it is made, where a blocking caller sees only the end."""
+        run = self._run
+        return run.watchers - run.waiters
+
     # -- artifacts ------------------------------------------------------------------------------------
 
     async def artifact(

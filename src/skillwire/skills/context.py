@@ -289,6 +289,15 @@ class SkillContext:
             ),
         )
 
+    @property
+    def streaming(self) -> bool:
+        """Whether a stream follows this task now (SendStreamingMessage, or SubscribeToTask): artifact
+        chunks then reach a client as they are made. A blocking call or a poller only sees the end."""
+        try:
+            return self.events.streams > 0
+        except Exception:  # events of a test kit of one's own, without streams
+            return False
+
     def client_connected(self) -> bool:
         """Whether any client still waits on this task (a blocking call or an open stream)."""
         try:

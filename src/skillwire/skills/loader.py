@@ -1,8 +1,10 @@
 """Loading skills from folders and from installed packages.
 
 A skills folder holds one sub-folder per skill, each with a ``SKILL.md`` manifest and a ``skill.py`` that
-defines ``async def run(params, ctx)`` (a ``def run`` runs in a worker thread) (and, for a skill that delegates, ``async def follow(ref, ctx)``). An
-optional ``agent.yaml`` at the root names the agent::
+defines ``async def run(params, ctx)`` (a ``def run`` runs in a worker thread) (and, for a skill that delegates, ``async def follow(ref, ctx)``).
+A manifest with a ``providerConfig`` and no ``skill.py`` is a model-backed skill, run by a model adapter
+(``skills/model.py``; its providerConfig is checked when it loads). An optional ``agent.yaml`` at the root
+names the agent::
 
     name: Greeter
     description: Greets people.
@@ -34,7 +36,9 @@ from typing import Any
 from skillwire.errors import ManifestError, SkillwireError
 from skillwire.protocol.models import AgentProvider
 from skillwire.skills import _yaml
+from skillwire.skills._yaml import LineMap
 from skillwire.skills.manifest import ManifestWarning, SkillCard, lint_manifest, read_manifest_text
+from skillwire.skills.model import check_provider_config, model_skill
 from skillwire.skills.registry import Skill, collecting_code_skills, skill_from_manifest
 from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.skills.schema_cost import cost_warnings
@@ -87,9 +91,9 @@ def _skill_dirs(folder: Path) -> list[Path]:
     return sorted(sub for sub in folder.iterdir() if sub.is_dir() and (sub / MANIFEST).is_file())
 
 
-def _read_card(skill_dir: Path) -> SkillCard:
+def _read_card(skill_dir: Path) -> tuple[SkillCard, LineMap]:
     manifest = skill_dir / MANIFEST
-    return SkillCard.parse(read_manifest_text(manifest), source=str(manifest))
+    return SkillCard._parse(read_manifest_text(manifest), str(manifest))
 
 
 def import_file(file: Path, prefix: str) -> Any:
@@ -116,7 +120,11 @@ def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list
     folder = Path(folder)
     skills = []
     for skill_dir in _skill_dirs(folder):
-        card = _read_card(skill_dir)
+        card, lines = _read_card(skill_dir)
+        where = source or f"folder:{skill_dir}"
+        if card.provider_config is not None and not (skill_dir / CODE).is_file():
+            skills.append(model_skill(card, source=where, lines=lines))  # run by a model: no code
+            continue
         module = _import_code(skill_dir, card.id)
         run = getattr(module, "run", None)
         if not callable(run):
@@ -126,7 +134,7 @@ def load_skills_folder(folder: Path | str, *, source: str | None = None) -> list
         follow = getattr(module, "follow", None)
         if follow is not None and not inspect.iscoroutinefunction(follow):
             raise SkillwireError(f"{skill_dir / CODE}: `follow` must be `async def follow(ref, ctx)`")
-        skills.append(skill_from_manifest(card, run, follow=follow, source=source or f"folder:{skill_dir}"))
+        skills.append(skill_from_manifest(card, run, follow=follow, source=where))
     return skills
 
 
@@ -160,7 +168,8 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
     for skill_dir in dirs:
         manifest = skill_dir / MANIFEST
         try:
-            card, found = lint_manifest(read_manifest_text(manifest), source=str(manifest))
+            text = read_manifest_text(manifest)
+            card, found = lint_manifest(text, source=str(manifest))
         except ManifestError as exc:
             problems.append(exc)
             continue
@@ -181,8 +190,17 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
                 ManifestError(f"duplicate skill id (also in {seen[card.id]})", path="id", source=card.source)
             )
         seen[card.id] = skill_dir
-        if not (skill_dir / CODE).is_file():
-            problems.append(ManifestError(f"no {CODE} next to the manifest", source=card.source))
+        if (skill_dir / CODE).is_file():
+            continue
+        if card.provider_config is None:
+            problems.append(
+                ManifestError(f"no {CODE} next to the manifest, and no providerConfig", source=card.source)
+            )
+        else:  # a model-backed skill: its providerConfig must suit an adapter (no code imported, no network)
+            try:
+                check_provider_config(card, SkillCard._parse(text, str(manifest))[1])
+            except ManifestError as exc:
+                problems.append(exc)
     checked = FolderCheck(len(dirs), problems, warnings, [])
     if (folder / CODE_AGENT).is_file():
         code = check_code_agent(folder / CODE_AGENT)

@@ -20,7 +20,7 @@ The frontmatter keys, all lowerCamelCase like the A2A wire format::
     discovery   id*  name*  description*  tags*  examples  inputModes  outputModes  securityRequirements
                 readOnly                                                     (* required; the rest optional)
     execution   inputSchema  outputSchema (JSON Schema 2020-12)  textInput  executionHints
-    opaque      providerConfig (a mapping kept as written and never read by skillwire)
+    opaque      providerConfig (a mapping kept as written; without skill.py, skills/model.py reads it)
 
 A manifest is untrusted input. It is read by a loader that builds JSON values from YAML events and never
 constructs objects (see ``_yaml``), and every check is made when it is parsed: an unknown or snake_case key, a

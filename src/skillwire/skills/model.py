@@ -1,0 +1,300 @@
+"""Model-backed skills: a SKILL.md with ``providerConfig`` and no ``skill.py``, run by a model adapter.
+
+The loader makes one with :func:`model_skill` (the adapter is built then, which checks the providerConfig
+without any network: a problem is a :class:`~skillwire.errors.ManifestError` at ``providerConfig.<key>``).
+A run:
+
+1. renders the body with the validated input (``ctx.prompt()``; an optional top-level input property that
+   is absent renders as its schema ``default``, else as ``""``) and sends it as the user message, after a
+   system message giving the outputSchema when the output is JSON;
+2. calls the provider with ``GenerationParams.from_hints(executionHints)``, asking for JSON when
+   :func:`wants_json` (an outputSchema for an object or an array); every call of the run shares the one
+   ``timeoutSeconds`` budget;
+3. reads the reply: JSON (a reply wrapped in a ````` fence is accepted) or text, validated against the
+   outputSchema. On a failure, one repair round: the conversation, the model's reply, and a user message
+   with the exact error (instance path and reason); a second failure fails the task with that reason;
+4. returns the value (the executor makes it the artifact). On a call that a stream watches (``ctx.streaming``)
+   with a text output, the tokens are emitted as chunks of one artifact instead and nothing is returned; if
+   the whole text then fails its schema, the repaired reply replaces that artifact.
+
+A provider error fails the task with its caller-safe message (``str(error)``); what the provider said
+(``error.detail``) goes to the log at WARNING only. ``skillwire.llm`` is imported inside functions, so an
+agent without model-backed skills never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+from collections.abc import AsyncGenerator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+
+from skillwire.errors import ManifestError, RenderError, SkillError, ValidationError
+from skillwire.protocol.models import new_id
+from skillwire.skills.manifest import SkillCard
+from skillwire.skills.registry import Skill, skill_from_manifest
+
+if TYPE_CHECKING:
+    from skillwire.llm import Adapter, ChatMessage, GenerationParams, ProviderError
+    from skillwire.skills._yaml import LineMap
+    from skillwire.skills.context import SkillContext
+
+__all__ = ["check_provider_config", "model_skill", "parse_reply", "repair_request", "wants_json"]
+
+log = logging.getLogger("skillwire.skills")
+
+#: The status message of a task whose providerConfig fails when it runs (an unset variable it names).
+MISCONFIGURED = "The skill's model provider is not configured correctly on this server."
+#: The most characters of a validation problem repeated to the model and in a failed task's message.
+PROBLEM_LIMIT = 500
+_FENCE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
+_KEY_TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
+
+
+# -- loading -------------------------------------------------------------------------------------------------
+
+
+def model_skill(card: SkillCard, *, source: str, lines: LineMap | None = None) -> Skill:
+    """The skill a manifest with ``providerConfig`` and no ``skill.py`` stands for."""
+    adapter = check_provider_config(card, lines)
+
+    async def run(params: Any, ctx: SkillContext) -> Any:
+        return await ModelRun(card, adapter, ctx).run()
+
+    return skill_from_manifest(card, run, source=source)
+
+
+def check_provider_config(card: SkillCard, lines: LineMap | None = None) -> Adapter:
+    """The adapter for ``card.provider_config`` (no network); a ManifestError at ``providerConfig.<key>``
+    with the file and, given ``lines``, the line, when no adapter can serve it."""
+    from skillwire.llm import ProviderConfigError, adapter_for
+
+    try:
+        return adapter_for(card.provider_config or {})
+    except ProviderConfigError as exc:
+        path = "providerConfig" + (f".{exc.key}" if exc.key else "")
+        reason = str(exc).removeprefix(f"{path}: ").removeprefix("providerConfig: ")
+        line = _line_of(lines, exc.key) if lines is not None else None
+        raise ManifestError(reason, path=path, line=line, source=card.source) from None
+
+
+def _line_of(lines: LineMap, key: str) -> int | None:
+    path: list[str | int] = ["providerConfig"]
+    for token in _KEY_TOKEN.findall(key):
+        path.append(int(token[1:-1]) if token.startswith("[") else token)
+    for end in range(len(path), 0, -1):
+        line = lines.get(tuple(path[:end]))
+        if line is not None:
+            return line
+    return None
+
+
+# -- reading a reply -----------------------------------------------------------------------------------------
+
+
+def wants_json(schema: Mapping[str, Any] | None) -> bool:
+    """Whether an outputSchema asks for JSON: its ``type`` is object or array (one of them in a list of
+    types without string), or it has no type but object or array keywords (``properties``, ``items``)."""
+    if not isinstance(schema, Mapping):
+        return False
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return kind in ("object", "array")
+    if isinstance(kind, list):
+        return "string" not in kind and bool({"object", "array"} & set(kind))
+    return any(key in schema for key in ("properties", "required", "additionalProperties", "items"))
+
+
+def parse_reply(reply: str, *, as_json: bool) -> Any:
+    """The value of a reply: the text, or the JSON it holds (inside a ````` fence or not; ValueError when it
+    holds none).
+
+    >>> parse_reply('```json\\n{"ok": true}\\n```', as_json=True)
+    {'ok': True}
+    """
+    if not as_json:
+        return reply
+    fenced = _FENCE.match(reply)
+    text = fenced.group(1) if fenced else reply
+    try:
+        return msgspec.json.decode(text.strip())
+    except msgspec.DecodeError as exc:
+        raise ValueError(f"the reply is not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError("the reply is JSON nested too deep") from None
+
+
+def repair_request(problem: str, *, as_json: bool) -> str:
+    """The user message of the repair round: what was wrong, and what to send instead."""
+    wanted = (
+        "a single JSON value that matches the JSON Schema given, with no code fence and no explanation"
+        if as_json
+        else "the corrected text, with no explanation"
+    )
+    return f"Your reply is not valid: {problem}. Reply again with only {wanted}."
+
+
+# -- running -------------------------------------------------------------------------------------------------
+
+
+class ModelRun:
+    """One run of a model-backed skill (see the module's docstring)."""
+
+    def __init__(self, card: SkillCard, adapter: Adapter, ctx: SkillContext) -> None:
+        self.card, self.adapter, self.ctx = card, adapter, ctx
+        self.as_json = wants_json(card.output_schema)
+        self.validator = card.output_validator
+        timeout = card.execution_hints.timeout_seconds
+        self.deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
+
+    async def run(self) -> Any:
+        messages = self.messages()
+        if not self.as_json and self.ctx.streaming:
+            return await self.streamed(messages)
+        reply = await self.call(messages)
+        try:
+            return self.checked(reply)
+        except ValueError as exc:
+            return await self.repaired(messages, reply, str(exc))
+
+    def messages(self) -> list[ChatMessage]:
+        try:
+            prompt = self.ctx.prompt(self._absent_inputs())
+        except RenderError as exc:
+            raise SkillError(f"The skill's prompt could not be rendered: {exc}") from None
+        messages: list[ChatMessage] = []
+        if self.as_json:
+            schema = json.dumps(self.card.output_schema, separators=(",", ":"), ensure_ascii=False)
+            messages.append(
+                {
+                    "role": "system",
+                    "content": "Reply with a single JSON value that matches this JSON Schema, with no code"
+                    f" fence and no explanation: {schema}",
+                }
+            )
+        messages.append({"role": "user", "content": prompt})
+        return messages
+
+    def _absent_inputs(self) -> dict[str, Any]:
+        """Optional top-level inputs not given: their default, else "" (a missing variable does not render)."""
+        schema, params = self.card.input_schema, self.ctx.params
+        properties = schema.get("properties") if isinstance(schema, Mapping) else None
+        if not isinstance(properties, Mapping) or not isinstance(params, Mapping):
+            return {}
+        return {
+            name: prop.get("default", "") if isinstance(prop, Mapping) else ""
+            for name, prop in properties.items()
+            if name not in params
+        }
+
+    def checked(self, reply: str) -> Any:
+        """The reply's value, valid against the outputSchema (ValueError with the problem if not)."""
+        value = parse_reply(reply, as_json=self.as_json)
+        if self.validator is not None:
+            try:
+                self.validator.validate(value)
+            except ValidationError as exc:
+                problem = f"at {exc.instance_path or '/'}: {exc.reason}"
+                raise ValueError(problem[:PROBLEM_LIMIT]) from None
+        return value
+
+    async def repaired(self, messages: list[ChatMessage], reply: str, problem: str) -> Any:
+        """One repair round: the model sees its reply and the problem, and answers again."""
+        log.info("skill %s on task %s: repair round: %s", self.card.id, self.ctx.task_id, problem)
+        again: list[ChatMessage] = [
+            *messages,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": repair_request(problem, as_json=self.as_json)},
+        ]
+        second = await self.call(again)
+        try:
+            return self.checked(second)
+        except ValueError as exc:
+            log.warning(
+                "skill %s on task %s: the model's reply still fails after a repair round: %s",
+                self.card.id,
+                self.ctx.task_id,
+                exc,
+            )
+            raise SkillError(
+                f"The model's reply does not match the skill's outputSchema, even after a repair round: {exc}."
+            ) from None
+
+    async def streamed(self, messages: list[ChatMessage]) -> None:
+        """The reply as chunks of one artifact: each chunk is sent when the next one arrives, so that the
+        last is marked ``last_chunk``. Nothing is returned (the artifact is the result)."""
+        from skillwire.llm import ProviderError
+
+        artifact_id = new_id()
+        held: str | None = None
+        parts: list[str] = []
+        try:
+            # an adapter's stream is an async generator: closed at once when left (cancel closes upstream)
+            stream = cast(AsyncGenerator[str, None], self.adapter.stream(messages, self.params()))
+            async with contextlib.aclosing(stream) as chunks:
+                async for chunk in chunks:
+                    if held is not None:
+                        await self._chunk(artifact_id, held, append=bool(parts))
+                        parts.append(held)
+                    held = chunk
+        except ProviderError as exc:
+            raise self._failed(exc) from None
+        await self._chunk(artifact_id, held or "", append=bool(parts), last_chunk=True)
+        reply = "".join([*parts, held or ""])
+        try:
+            self.checked(reply)
+        except ValueError as exc:
+            fixed = await self.repaired(messages, reply, str(exc))
+            # the repaired text replaces the streamed one whole (the same artifact, not appended to)
+            await self._chunk(artifact_id, fixed, append=False, last_chunk=True)
+
+    async def _chunk(self, artifact_id: str, text: str, *, append: bool, last_chunk: bool = False) -> None:
+        await self.ctx.artifact(
+            text, artifact_id=artifact_id, name="result", append=append, last_chunk=last_chunk
+        )
+
+    async def call(self, messages: list[ChatMessage]) -> str:
+        from skillwire.llm import ProviderError
+
+        try:
+            return await self.adapter.complete(messages, self.params(), json=self.as_json)
+        except ProviderError as exc:
+            raise self._failed(exc) from None
+
+    def params(self) -> GenerationParams:
+        """The hints as parameters, the timeout being what is left of the run's budget."""
+        from skillwire.llm import GenerationParams
+
+        params = GenerationParams.from_hints(self.card.execution_hints)
+        if self.deadline is None:
+            return params
+        left = max(self.deadline - asyncio.get_running_loop().time(), 0.001)
+        return GenerationParams(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            timeout_seconds=left,
+        )
+
+    def _failed(self, exc: ProviderError) -> SkillError:
+        """A provider error as the task's failure: its caller-safe message; the provider's text is logged."""
+        from skillwire.llm import ProviderConfigError
+
+        if isinstance(exc, ProviderConfigError):  # an unset variable: the operator's business
+            log.warning("skill %s on task %s: %s", self.card.id, self.ctx.task_id, exc)
+            return SkillError(MISCONFIGURED)
+        log.warning(
+            "skill %s on task %s: %s: %s (HTTP status %s; the provider said: %s)",
+            self.card.id,
+            self.ctx.task_id,
+            type(exc).__name__,
+            exc,
+            exc.status,
+            exc.detail,
+        )
+        return SkillError(str(exc))
