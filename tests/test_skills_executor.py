@@ -346,3 +346,51 @@ async def test_a_cancelled_task_is_canceled_for_the_hooks(store: TaskStore) -> N
     await rt.on_cancel_task(CancelTaskRequest(id=sent.task.id), CallContext())
     await asyncio.wait_for(rt.stop(grace=WAIT), WAIT)
     assert [o.state for o in outcomes] == [TaskState.CANCELED]
+
+
+# -- hooks after a turn that waits for the client --------------------------------------------------------------
+
+
+async def test_a_client_answering_at_once_is_not_held_up_by_a_busy_hook(store: TaskStore) -> None:
+    # A hook still busy with the outcome INPUT_REQUIRED must not make the answer that follows at once be
+    # refused as "still working on an earlier message"; the hooks still see the two outcomes in order.
+    agent = Agent("Asker")
+
+    @agent.skill(id="confirm", tags=["test"])
+    async def confirm(params: Any, ctx: SkillContext) -> str:
+        """Asks before it answers."""
+        answer = await ctx.ask("Sure?")
+        return f"got {answer.text}"
+
+    release = asyncio.Event()
+    seen: list[tuple[TaskState, float]] = []
+    all_seen = asyncio.Event()
+
+    async def slow_observer(outcome: Outcome) -> None:
+        if outcome.state is TaskState.INPUT_REQUIRED:
+            await release.wait()
+        seen.append((outcome.state, outcome.duration))
+        if len(seen) == 2:
+            all_seen.set()
+
+    agent.on_outcome(slow_observer)
+    rt = TaskRuntime(agent._executor(), store)
+    first = await asyncio.wait_for(rt.on_send_message(request("go"), CallContext()), WAIT)
+    assert first.task is not None and first.task.status.state is TaskState.INPUT_REQUIRED
+    answer = Message(
+        message_id="m2",
+        role=Role.USER,
+        parts=[Part(text="yes")],
+        task_id=first.task.id,
+        context_id=first.task.context_id,
+    )
+    second = await asyncio.wait_for(
+        rt.on_send_message(SendMessageRequest(message=answer), CallContext()), WAIT
+    )
+    assert second.task is not None and second.task.status.state is TaskState.COMPLETED
+    assert not seen  # the first outcome's hook is still busy, and the second's waits for it
+    release.set()
+    await asyncio.wait_for(all_seen.wait(), WAIT)
+    assert [state for state, _ in seen] == [TaskState.INPUT_REQUIRED, TaskState.COMPLETED]
+    assert all(duration >= 0 for _, duration in seen)
+    await asyncio.wait_for(rt.stop(grace=WAIT), WAIT)

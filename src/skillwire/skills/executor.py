@@ -22,7 +22,9 @@ the state the runtime gave the task before cancelling it (FAILED at a deadline o
 CancelTask); CANCELED if it gave none.
 
 Hooks (observers) are called after every run, in order, with an :class:`Outcome`; a failing hook is logged
-and changes nothing.
+and changes nothing. After a run that left the task waiting for its client (INPUT_REQUIRED, AUTH_REQUIRED)
+the hooks run once the run has ended, so that a client answering at once is not refused because an
+observer is still busy; the hooks of one task still see its outcomes in order.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import asyncio
 import functools
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -76,6 +79,8 @@ class Outcome:
     state: TaskState
     result: Any = None
     error: BaseException | None = None
+    #: Seconds the run took, from the handler's start to its outcome.
+    duration: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -158,6 +163,8 @@ class SkillExecutor(Executor):
         #: the agent's policy: a skill's securityRequirements are checked with it when the skill is chosen
         self.security = security
         self.hooks = list(hooks)
+        #: per task, the hooks still running for an outcome that left it waiting for its client
+        self._pending_hooks: dict[str, asyncio.Task[None]] = {}
         self.read_only = read_only
         self.schema_steps = schema_steps
         self.offload_bytes = offload_bytes
@@ -354,6 +361,7 @@ class SkillExecutor(Executor):
         state = TaskState.COMPLETED
         result: Any = None
         error: BaseException | None = None
+        began = time.monotonic()
         try:
             result = await handler(argument, ctx)
             if ctx.delegated is not None and not resumed:
@@ -410,19 +418,55 @@ class SkillExecutor(Executor):
                 # CancelTask: CANCELED): the hooks see that state, never a success.
                 current = events.state
                 ended = current if current is not None and current.is_terminal else TaskState.CANCELED
-                await self._notify(skill, ctx, ended, None, exc)
+                await self._notify(skill, ctx, ended, None, exc, began)
             raise
         except Exception as exc:
             error = exc
             state = TaskState.FAILED
             log.exception("skill %s failed on task %s", skill.id, ctx.task_id)
             await events.fail(GENERIC_FAILURE)
-        if self.hooks:
-            await self._notify(skill, ctx, state, result, error)
+        if not self.hooks:
+            return
+        if state.is_interrupted:  # the client may answer at once: the run ends now, its observers after
+            self._notify_later(skill, ctx, state, result, error, began)
+        else:
+            await self._notify(skill, ctx, state, result, error, began)
+
+    def _notify_later(
+        self,
+        skill: Skill,
+        ctx: SkillContext,
+        state: TaskState,
+        result: Any,
+        error: BaseException | None,
+        began: float,
+    ) -> None:
+        task_id = ctx.task_id
+        notified = asyncio.get_running_loop().create_task(
+            self._notify(skill, ctx, state, result, error, began, after=self._pending_hooks.get(task_id)),
+            name=f"skillwire-hooks-{task_id}",
+        )
+        self._pending_hooks[task_id] = notified
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._pending_hooks.get(task_id) is finished:
+                del self._pending_hooks[task_id]
+
+        notified.add_done_callback(done)
 
     async def _notify(
-        self, skill: Skill, ctx: SkillContext, state: TaskState, result: Any, error: BaseException | None
+        self,
+        skill: Skill,
+        ctx: SkillContext,
+        state: TaskState,
+        result: Any,
+        error: BaseException | None,
+        began: float,
+        *,
+        after: asyncio.Task[None] | None = None,
     ) -> None:
+        """Call the hooks with this run's outcome, once those of the task's previous outcome (``after``;
+        by default the ones still running) are done."""
         outcome = Outcome(
             skill_id=skill.id,
             task_id=ctx.task_id,
@@ -430,7 +474,11 @@ class SkillExecutor(Executor):
             state=state,
             result=result,
             error=error,
+            duration=time.monotonic() - began,
         )
+        earlier = after if after is not None else self._pending_hooks.get(ctx.task_id)
+        if earlier is not None and earlier is not asyncio.current_task():
+            await asyncio.shield(earlier)  # the hooks of this task's previous outcome come first
         for hook in self.hooks:
             try:
                 maybe = hook(outcome)
