@@ -238,14 +238,16 @@ def tracer_provider_from_env(service_name: str) -> Any:
 
 
 def meter_provider_from_env(service_name: str) -> Any:
-    """The process's global meter provider; if nothing set one up, an SDK provider made global, exporting as
-    ``OTEL_METRICS_EXPORTER`` says: ``otlp`` (the default: OTLP over HTTP every
-    ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds, as the exporter and reader read them), ``console`` or
-    ``none`` (None is returned: no OpenTelemetry metrics). Raises ImportError, saying what to install,
-    without the SDK."""
+    """The process's global meter provider (None if it is the API's NoOpMeterProvider); if nothing set one
+    up, an SDK provider made global, exporting as ``OTEL_METRICS_EXPORTER`` says: ``otlp`` (the default:
+    OTLP over HTTP every ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds, as the exporter and reader read
+    them), ``console`` or ``none`` (None is returned: no OpenTelemetry metrics). Raises ImportError, saying
+    what to install, without the SDK."""
     from opentelemetry import metrics
 
     provider = metrics.get_meter_provider()
+    if type(provider).__name__ == "NoOpMeterProvider":
+        return None  # the process said: no metrics (counting into no-op instruments would still cost)
     if type(provider).__name__ != "_ProxyMeterProvider":
         return provider
     kind = (os.environ.get("OTEL_METRICS_EXPORTER") or "otlp").strip().lower()
