@@ -7,6 +7,8 @@ push off, log level warning, as `bench/run.py` runs it):
 
 - ``off``: `skillwire serve` without `--otel` (OpenTelemetry is never imported);
 - ``metrics``: `--metrics` (Prometheus counters, histograms and gauges per request and run; no tracing);
+- ``otel-metrics``: `--otel` with the API's NoOpTracerProvider and an SDK MeterProvider whose reader
+  collects every minute (the OpenTelemetry side of the metrics, no spans);
 - ``on-api``: `--otel` with the OpenTelemetry API's NoOpTracerProvider (the API without an SDK: what a
   process that installed skillwire[otel]-instrumented code but exports nothing pays);
 - ``on-noop``: `--otel` with an SDK tracer provider whose BatchSpanProcessor hands the spans to an exporter
@@ -18,7 +20,7 @@ push off, log level warning, as `bench/run.py` runs it):
   and on (its default), for the figure the issue quotes.
 
 The skillwire providers are set up by `bench/telemetry_agent.py` before it hands over to skillwire's own
-CLI. The targets run in turn, ``--rounds`` times (interleaved, so a drift of the machine spreads over all),
+CLI; the tracing targets run with ``OTEL_METRICS_EXPORTER=none`` (their figure is the spans' cost). The targets run in turn, ``--rounds`` times (interleaved, so a drift of the machine spreads over all),
 and the best round of each is kept. wrk drives the load when it is installed (apt-get install wrk), else
 bench/run.py's httpx load generator. Nothing here is a test: figures go into docs/performance.md.
 """
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as harness
 
 BENCH = Path(__file__).resolve().parent
-MODES = ("off", "metrics", "on-api", "on-noop", "on-memory", "a2a-sdk", "a2a-sdk-traced")
+MODES = ("off", "metrics", "otel-metrics", "on-api", "on-noop", "on-memory", "a2a-sdk", "a2a-sdk-traced")
 
 
 def spec(mode: str, skillwire: list[str]) -> harness.TargetSpec:
@@ -60,8 +62,11 @@ def spec(mode: str, skillwire: list[str]) -> harness.TargetSpec:
             mode, argv=lambda port, _g: [*skillwire, *serve, "--metrics", *harness._listen(port)]
         )
     launcher = [sys.executable, str(BENCH / "telemetry_agent.py"), mode.removeprefix("on-")]
+    quiet = {} if mode == "otel-metrics" else {"OTEL_METRICS_EXPORTER": "none"}
     return harness.TargetSpec(
-        mode, argv=lambda port, _g: [*launcher, *serve, "--otel", *harness._listen(port)]
+        mode,
+        argv=lambda port, _g: [*launcher, *serve, "--otel", *harness._listen(port)],
+        env=lambda _port, _grpc: quiet,
     )
 
 

@@ -78,9 +78,8 @@ class Metrics:
         self.registry: Any = None
         sinks: list[_Prometheus | _OpenTelemetry] = []
         if prometheus:
-            sink = _Prometheus()
+            sink = _Prometheus(self)
             self.registry = sink.registry
-            sink.subscribers.set_function(lambda: self.subscribers())
             sinks.append(sink)
         if meter_provider is not None and meter_provider is not False:
             sinks.append(_OpenTelemetry(None if meter_provider is True else meter_provider, self))
@@ -109,27 +108,22 @@ class Metrics:
         for sink in self._sinks:
             sink.rejected(budget)
 
+    # the gauges (running tasks, open streams, subscribers) are read from here when they are collected
+
     def stream_opened(self) -> None:
         self.streams += 1
-        for sink in self._sinks:
-            sink.streams(1)
 
     def stream_closed(self) -> None:
         self.streams -= 1
-        for sink in self._sinks:
-            sink.streams(-1)
 
     def run_started(self) -> float:
         self.running += 1
-        for sink in self._sinks:
-            sink.running(1)
         return time.perf_counter()
 
     def run_ended(self, skill: str, state: str, started: float) -> None:
         self.running -= 1
         seconds = time.perf_counter() - started
         for sink in self._sinks:
-            sink.running(-1)
             sink.run(skill, state, seconds)
 
     def store_call(self, system: str, operation: str, ok: bool, seconds: float) -> None:
@@ -153,7 +147,7 @@ class Metrics:
 class _Prometheus:
     """The metrics as prometheus-client instruments in a registry of their own."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: Metrics) -> None:
         try:
             import prometheus_client as prom
         except ImportError:
@@ -186,13 +180,16 @@ class _Prometheus:
             buckets=_RUN_BUCKETS,
             registry=registry,
         )
-        self._running = prom.Gauge("skillwire_tasks_running", "Task runs in progress", registry=registry)
-        self._streams = prom.Gauge(
+        running = prom.Gauge("skillwire_tasks_running", "Task runs in progress", registry=registry)
+        running.set_function(lambda: owner.running)
+        streams = prom.Gauge(
             "skillwire_streams_open", "SSE and gRPC streams being answered", registry=registry
         )
-        self.subscribers = prom.Gauge(
+        streams.set_function(lambda: owner.streams)
+        subscribers = prom.Gauge(
             "skillwire_subscribers", "Subscriptions to task events held in this process", registry=registry
         )
+        subscribers.set_function(lambda: owner.subscribers())
         self._store_seconds = prom.Histogram(
             "skillwire_store_operation_duration_seconds",
             "Time a task store call took",
@@ -229,12 +226,6 @@ class _Prometheus:
 
     def rejected(self, budget: str) -> None:
         self._rejected.labels(budget).inc()
-
-    def streams(self, delta: int) -> None:
-        self._streams.inc(delta)
-
-    def running(self, delta: int) -> None:
-        self._running.inc(delta)
 
     def run(self, skill: str, state: str, seconds: float) -> None:
         key = (skill, state)
@@ -376,12 +367,6 @@ class _OpenTelemetry:
 
     def rejected(self, budget: str) -> None:
         self._rejected[budget] = self._rejected.get(budget, 0) + 1
-
-    def streams(self, delta: int) -> None:
-        """Read from the owner when collected."""
-
-    def running(self, delta: int) -> None:
-        """Read from the owner when collected."""
 
     def run(self, skill: str, state: str, seconds: float) -> None:
         key = (skill, state)
