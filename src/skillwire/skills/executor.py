@@ -90,6 +90,20 @@ class Outcome:
 OutcomeHook = Callable[[Outcome], Awaitable[None] | None]
 
 
+def _outcome(
+    skill: Skill, ctx: SkillContext, state: TaskState, result: Any, error: BaseException | None, began: float
+) -> Outcome:
+    return Outcome(
+        skill_id=skill.id,
+        task_id=ctx.task_id,
+        context_id=ctx.context_id,
+        state=state,
+        result=result,
+        error=error,
+        duration=time.monotonic() - began,
+    )
+
+
 class _OutputMismatch(Exception):
     def __init__(self, error: ValidationError) -> None:
         super().__init__(str(error))
@@ -418,7 +432,7 @@ class SkillExecutor(Executor):
                 # CancelTask: CANCELED): the hooks see that state, never a success.
                 current = events.state
                 ended = current if current is not None and current.is_terminal else TaskState.CANCELED
-                await self._notify(skill, ctx, ended, None, exc, began)
+                await self._notify(_outcome(skill, ctx, ended, None, exc, began))
             raise
         except Exception as exc:
             error = exc
@@ -427,24 +441,18 @@ class SkillExecutor(Executor):
             await events.fail(GENERIC_FAILURE)
         if not self.hooks:
             return
+        outcome = _outcome(skill, ctx, state, result, error, began)
         if state.is_interrupted:  # the client may answer at once: the run ends now, its observers after
-            self._notify_later(skill, ctx, state, result, error, began)
+            self._notify_later(outcome)
         else:
-            await self._notify(skill, ctx, state, result, error, began)
+            await self._notify(outcome)
 
-    def _notify_later(
-        self,
-        skill: Skill,
-        ctx: SkillContext,
-        state: TaskState,
-        result: Any,
-        error: BaseException | None,
-        began: float,
-    ) -> None:
-        task_id = ctx.task_id
+    def _notify_later(self, outcome: Outcome) -> None:
+        """Call the hooks once this run has ended (after the task's earlier outcomes)."""
+        task_id = outcome.task_id
+        earlier = self._pending_hooks.get(task_id)
         notified = asyncio.get_running_loop().create_task(
-            self._notify(skill, ctx, state, result, error, began, after=self._pending_hooks.get(task_id)),
-            name=f"skillwire-hooks-{task_id}",
+            self._notify(outcome, after=earlier), name=f"skillwire-hooks-{task_id}"
         )
         self._pending_hooks[task_id] = notified
 
@@ -454,29 +462,10 @@ class SkillExecutor(Executor):
 
         notified.add_done_callback(done)
 
-    async def _notify(
-        self,
-        skill: Skill,
-        ctx: SkillContext,
-        state: TaskState,
-        result: Any,
-        error: BaseException | None,
-        began: float,
-        *,
-        after: asyncio.Task[None] | None = None,
-    ) -> None:
-        """Call the hooks with this run's outcome, once those of the task's previous outcome (``after``;
-        by default the ones still running) are done."""
-        outcome = Outcome(
-            skill_id=skill.id,
-            task_id=ctx.task_id,
-            context_id=ctx.context_id,
-            state=state,
-            result=result,
-            error=error,
-            duration=time.monotonic() - began,
-        )
-        earlier = after if after is not None else self._pending_hooks.get(ctx.task_id)
+    async def _notify(self, outcome: Outcome, *, after: asyncio.Task[None] | None = None) -> None:
+        """Call the hooks with ``outcome``, once those of the task's previous outcome (``after``; by default
+        the ones still running) are done."""
+        earlier = after if after is not None else self._pending_hooks.get(outcome.task_id)
         if earlier is not None and earlier is not asyncio.current_task():
             await asyncio.shield(earlier)  # the hooks of this task's previous outcome come first
         for hook in self.hooks:
@@ -485,4 +474,4 @@ class SkillExecutor(Executor):
                 if maybe is not None:
                     await maybe
             except Exception:
-                log.exception("outcome hook %r failed for task %s", hook, ctx.task_id)
+                log.exception("outcome hook %r failed for task %s", hook, outcome.task_id)
