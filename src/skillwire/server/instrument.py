@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from skillwire.server.bus import EventBus
@@ -66,7 +65,7 @@ def observe_store(store: TaskStore, telemetry: Telemetry | None, metrics: Metric
     """``store``, reporting its calls (as it is when there is nothing to report to)."""
     if metrics is None and (telemetry is None or not telemetry.store_spans):
         return store
-    return _stand_in(store, telemetry, metrics, _store_call, ())
+    return _stand_in(store, telemetry, metrics, store=True)
 
 
 def observe_bus(bus: EventBus, telemetry: Telemetry | None, metrics: Metrics | None) -> EventBus:
@@ -74,7 +73,7 @@ def observe_bus(bus: EventBus, telemetry: Telemetry | None, metrics: Metrics | N
     in ``metrics``."""
     observed = bus
     if telemetry is not None and telemetry.store_spans:
-        observed = _stand_in(bus, telemetry, None, None, ("publish",))
+        observed = _stand_in(bus, telemetry, None, store=False)
     if metrics is not None:
         system = system_of(bus)
         count = getattr(bus, "subscriptions", None)
@@ -85,22 +84,18 @@ def observe_bus(bus: EventBus, telemetry: Telemetry | None, metrics: Metrics | N
     return observed
 
 
-def _stand_in(
-    inner: T,
-    telemetry: Telemetry | None,
-    metrics: Metrics | None,
-    timed_coroutine: Callable[[str], Any] | None,
-    timed_sync: tuple[str, ...],
-) -> T:
+def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *, store: bool) -> T:
+    """A stand-in for ``inner``: a store's coroutine methods timed (``store``), else a bus's ``publish``
+    in a span; every other public attribute forwarded."""
     namespace: dict[str, Any] = {"__slots__": ()}
     for name in dir(inner):
         if name.startswith("_"):
             continue
         value = getattr(inner, name)
-        if name in timed_sync:
-            namespace[name] = _publish if name == "publish" else _forward_method(name)
-        elif timed_coroutine is not None and inspect.iscoroutinefunction(value):
-            namespace[name] = timed_coroutine(name)
+        if store and inspect.iscoroutinefunction(value):
+            namespace[name] = _store_call(name)
+        elif not store and name == "publish":
+            namespace[name] = _publish
         elif inspect.ismethod(value):
             namespace[name] = _forward_method(name)
         else:

@@ -66,26 +66,21 @@ class Watch:
         and ids; then end the span, count it, and unbind its ids."""
         if self.logged and line:
             access.line(self.binding, self.operation, params, outcome, self.started, caller)
-        telemetry = self._telemetry
-        if telemetry is not None:
-            telemetry.detach(self._token)
-            tenant = getattr(params, "tenant", None)
-            if isinstance(tenant, str) and tenant and not self.tenant:  # known only once decoded (gRPC)
-                self._span.set_attribute("a2a.tenant", tenant)
+        telemetry, metrics = self._telemetry, self._metrics
+        if telemetry is not None or metrics is not None:
             task_id, state = access.ending(params, outcome)
-            telemetry.end_request(
-                self._span, access.skill_of(params), task_id, state, isinstance(outcome, A2AError)
-            )
-        metrics = self._metrics
-        if metrics is not None:
-            if self.streaming:
-                metrics.stream_closed()
-            metrics.request(
-                self.binding, self.operation.value, access.ending(params, outcome)[1], self.started
-            )
-            budget = budget_of(outcome)
-            if budget:
-                metrics.rejected(budget)
+            if telemetry is not None:
+                telemetry.detach(self._token)
+                tenant = getattr(params, "tenant", None)
+                if isinstance(tenant, str) and tenant and not self.tenant:  # known only once decoded (gRPC)
+                    self._span.set_attribute("a2a.tenant", tenant)
+                telemetry.end_request(
+                    self._span, access.skill_of(params), task_id, state, isinstance(outcome, A2AError)
+                )
+            if metrics is not None:
+                if self.streaming:
+                    metrics.stream_closed()
+                _count(metrics, self.binding, self.operation.value, state, outcome, self.started)
         if self._bound is not None:
             logs.unbind_request(self._bound)
 
@@ -117,7 +112,13 @@ def refused(
     if telemetry is not None:
         telemetry.refused(binding, name, headers, error.reason, started)
     if metrics is not None:
-        metrics.request(binding, name, error.reason, started)
-        budget = budget_of(error)
-        if budget:
-            metrics.rejected(budget)
+        _count(metrics, binding, name, error.reason, error, started)
+
+
+def _count(metrics: Metrics, binding: str, operation: str, state: str, outcome: Any, started: float) -> None:
+    """Count a request answered with ``outcome`` (``state``: its outcome label), and the budget that
+    refused it, if one did."""
+    metrics.request(binding, operation, state, started)
+    budget = budget_of(outcome)
+    if budget:
+        metrics.rejected(budget)

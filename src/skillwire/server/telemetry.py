@@ -64,10 +64,9 @@ class Telemetry:
 
     def request(self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "") -> Any:
         """Start the span of a request whose headers (lower-cased names) are ``carrier``."""
-        parent = self._propagate.extract(carrier) if not self._fields.isdisjoint(carrier) else None
         return self.tracer.start_span(
             f"A2A {operation}",
-            context=parent,
+            context=self._parent(carrier),
             kind=self._server,
             attributes={
                 "rpc.system": "a2a",
@@ -83,19 +82,23 @@ class Telemetry:
     ) -> None:
         """The span of a request refused before its body was read (``started``: its ``perf_counter()``)."""
         now = time.time_ns()
-        parent = self._propagate.extract(carrier) if not self._fields.isdisjoint(carrier) else None
         attributes = {"rpc.system": "a2a", "a2a.binding": binding, "a2a.outcome": reason}
         if operation:
             attributes["rpc.method"] = attributes["a2a.operation"] = operation
         span = self.tracer.start_span(
             f"A2A {operation}" if operation else "A2A request",
-            context=parent,
+            context=self._parent(carrier),
             kind=self._server,
             attributes=attributes,
             start_time=now - int((time.perf_counter() - started) * 1e9),
         )
         span.set_status(self._error, reason)
         span.end(end_time=now)
+
+    def _parent(self, carrier: Mapping[str, str]) -> Any:
+        """The remote parent in a request's headers; None (skipping the propagator) when it has none of the
+        propagator's headers."""
+        return None if self._fields.isdisjoint(carrier) else self._propagate.extract(carrier)
 
     def end_request(self, span: Any, skill: str, task_id: str, outcome: str, failed: bool) -> None:
         ending = {"a2a.outcome": outcome}
@@ -175,7 +178,7 @@ class Telemetry:
         return self.tracer.start_span(
             "A2A push",
             context=self._propagate.extract(parent),
-            kind=self._trace.SpanKind.CLIENT,
+            kind=self._client,
             attributes=attributes,
         )
 

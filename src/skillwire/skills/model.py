@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import re
@@ -274,12 +275,7 @@ class ModelRun:
         if self.deadline is None:
             return params
         left = max(self.deadline - asyncio.get_running_loop().time(), 0.001)
-        return GenerationParams(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            timeout_seconds=left,
-        )
+        return dataclasses.replace(params, timeout_seconds=left)
 
     def _failed(self, exc: ProviderError) -> SkillError:
         """A provider error as the task's failure: its caller-safe message; the provider's text is logged."""
