@@ -29,6 +29,7 @@ from skillwire.protocol.models import (
     TaskStatusUpdateEvent,
     agent_text,
 )
+from skillwire.server.bus import Behind
 from skillwire.server.bus_postgres import PostgresEventBus, parse_url, stream_hash
 from skillwire.server.context import CallContext
 from skillwire.server.runtime import TaskRuntime
@@ -253,7 +254,7 @@ async def test_a_replay_of_what_the_snapshot_holds_takes_no_room(make_bus: with_
     assert [v for v, _ in await take(late, 1)] == [12] and bus.subscriber_count(key) == 1
 
 
-async def test_a_replay_past_the_bound_and_newer_than_the_snapshot_drops_its_subscriber(
+async def test_a_replay_past_the_bound_and_newer_than_the_snapshot_leaves_its_subscriber_behind(
     make_bus: with_schema,
 ) -> None:
     bus = make_bus(max_events=4)
@@ -262,25 +263,29 @@ async def test_a_replay_past_the_bound_and_newer_than_the_snapshot_drops_its_sub
         bus.publish(key, n, status("overflow", n))
     await until(lambda: bus.written_events == 10)
     late = await replayed_with_a_probe(bus, key, 10)  # kept 8-11 of 1-11 within the bound
-    late.skip_through(5)  # 6 and 7 were shed, and the snapshot lacks them
-    with pytest.raises(StreamDroppedError, match="fell more than 4 events"):
-        await asyncio.wait_for(late.next(), WAIT)
-    assert bus.subscriber_count(key) == 0
+    late.skip_through(5)  # 6 and 7 were shed, and the snapshot lacks them: read them from the store
+    behind = await asyncio.wait_for(late.next(), WAIT)
+    assert isinstance(behind, Behind) and behind.after == 5
+    late.skip_through(7)
+    assert [v for v, _ in await take(late, 4)] == [8, 9, 10, 11]
+    assert bus.subscriber_count(key) == 1
 
 
 # -- bounds, fail, close ----------------------------------------------------------------------------------
 
 
-async def test_a_subscriber_that_falls_behind_is_dropped(make_bus: with_schema) -> None:
+async def test_a_subscriber_that_falls_behind_sheds_and_is_told_so(make_bus: with_schema) -> None:
     bus = make_bus(max_events=5)
     key = ("", "fast")
     slow, reader = bus.subscribe(key), bus.subscribe(key)
     for n in range(1, 11):
         bus.publish(key, n, status("fast", n))
         assert [v for v, _ in await take(reader, 1)] == [n]  # the reader keeps up; slow reads nothing
-    with pytest.raises(StreamDroppedError, match="fell more than 5 events"):
-        await asyncio.wait_for(slow.next(), WAIT)
-    assert bus.subscriber_count(key) == 1
+    behind = await asyncio.wait_for(slow.next(), WAIT)
+    assert isinstance(behind, Behind) and behind.after == 0  # 1-5 were shed: the store's log has them
+    slow.skip_through(5)
+    assert [v for v, _ in await take(slow, 5)] == [6, 7, 8, 9, 10]
+    assert bus.subscriber_count(key) == 2
 
 
 async def test_fail_ends_a_tasks_subscriptions_with_the_error(make_bus: with_schema) -> None:

@@ -587,7 +587,7 @@ async def test_version_missing_or_unsupported_is_refused(
     failure = await fails(srv.stub.GetTask(pb.GetTaskRequest(id="x"), metadata=metadata))
     assert failure.code == grpc.StatusCode.FAILED_PRECONDITION
     assert failure.reason == "VERSION_NOT_SUPPORTED"
-    assert failure.metadata == {"requestedVersion": requested, "supportedVersions": "1.0"}
+    assert failure.metadata == {"requestedVersion": requested, "supportedVersions": "1.0, 1.1"}
     stream = await stream_fails(srv.stub.SendStreamingMessage(send_request(), metadata=metadata))
     assert stream.reason == "VERSION_NOT_SUPPORTED"
     assert srv.spy.calls == []

@@ -36,6 +36,7 @@ from skillwire import (
 )
 from skillwire.protocol.models import GetTaskRequest
 from skillwire.security import APIKey, Security
+from skillwire.wire.generations import GENERATIONS_URI
 from skillwire.wire.sse import SSEDecoder
 
 TIMEOUT = 10.0
@@ -130,6 +131,8 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
         {"url": srv.url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": srv.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
+    generations = card["capabilities"].pop("extensions")  # the runtime keeps A2A 1.1 generations
+    assert [e["uri"] for e in generations] == [GENERATIONS_URI]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": False}
     # a skill's input is text or a data part, its result a text or a data artifact
     assert card["defaultInputModes"] == card["defaultOutputModes"] == ["text/plain", "application/json"]
@@ -173,7 +176,7 @@ async def test_version_negotiation(serve: Any, client: httpx.AsyncClient) -> Non
     assert v03["error"]["code"] == -32001 and v03["error"]["data"]["reason"] == "TASK_NOT_FOUND"
     wrong = (await client.post(srv.rpc_url, json=body, headers={"A2A-Version": "99.0"})).json()
     error = assert_rpc_error(wrong, -32009)
-    assert "1.0, 0.3" in error["message"] and error["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"
+    assert "1.0, 1.1, 0.3" in error["message"] and error["data"][0]["reason"] == "VERSION_NOT_SUPPORTED"
     for accepted in ("1.0", "1.0.7"):
         ok = (await client.post(srv.rpc_url, json=body, headers={"A2A-Version": accepted})).json()
         assert_rpc_error(ok, -32001)  # the version passed; the task does not exist
@@ -504,7 +507,7 @@ async def test_idle_streams_get_keepalive_comments(serve: Any, client: httpx.Asy
             if not opened and raw.count(b": keep-alive\n\n") >= 2:
                 executor.gate.open()  # two idle intervals went by with a comment each; now finish
                 opened = True
-    assert opened and raw.startswith(b"data: ")
+    assert opened and raw.startswith(b"id: 1\ndata: ")  # the event id is the task's generation
     events = [json.loads(d) for d in SSEDecoder().feed(raw)]
     assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 

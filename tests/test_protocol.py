@@ -184,7 +184,7 @@ def test_absent_means_0_3(header: str | None) -> None:
         negotiate_version(header, ("1.0",))  # gRPC serves 1.0 only
 
 
-@pytest.mark.parametrize("header", ["0.2", "1.1", "2.0", "1", "v1.0", "1.0.0.0", "x", "\u00b9.0"])
+@pytest.mark.parametrize("header", ["0.2", "1.2", "2.0", "1", "v1.0", "1.0.0.0", "x", "\u00b9.0"])
 def test_refused_versions(header: str | None) -> None:
     with pytest.raises(VersionNotSupportedError) as info:
         negotiate_version(header)

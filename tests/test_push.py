@@ -393,7 +393,8 @@ def test_a_config_set_while_the_task_runs_gets_the_events_after_it(serve: Any, h
     assert call(server, "SendMessage", {"message": follow})["result"]["task"]["id"] == task["id"]
     received = hook.wait_until(lambda got: got and kinds(got)[-1] == "TASK_STATE_COMPLETED")
     states = kinds(received)
-    assert states[0] == "task" and states[-1] == "TASK_STATE_COMPLETED", states
+    # the answer's turn: the task works on it, then completes
+    assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED", states
     assert "TASK_STATE_INPUT_REQUIRED" not in states  # that event came before the config
     assert {task_of(r) for r in received} == {task["id"]}
 

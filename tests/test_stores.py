@@ -219,13 +219,18 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
 
 
 def _schema_2() -> str:
-    """The schema-2 layout: schema 3 without its push tables."""
+    """The schema-2 layout: today's without its push tables (schema 3) and its event log (schema 5)."""
     from skillwire.stores.sqlite import _SCHEMA
 
     statements = [s for s in _SCHEMA.split(";") if s.strip()]
-    kept = [s for s in statements if "push_configs" not in s and "deliveries" not in s]
-    assert len(statements) - len(kept) == 4  # two tables, two indexes
-    return ";".join(kept) + ";"
+    kept = [s for s in statements if not any(t in s for t in ("push_configs", "deliveries", "events ("))]
+    assert len(statements) - len(kept) == 5  # three tables, two indexes
+    schema = ";".join(kept) + ";"
+    log_columns = (
+        "    log         BLOB    NOT NULL DEFAULT x'',\n    log_bytes   INTEGER NOT NULL DEFAULT 0,\n"
+    )
+    assert log_columns in schema
+    return schema.replace(log_columns, "")
 
 
 def _tables(path: Path) -> set[str]:

@@ -62,6 +62,7 @@ from skillwire.errors import (
     InvalidParamsError,
     JSONParseError,
     MethodNotFoundError,
+    TaskGenerationMismatchError,
     TaskNotFoundError,
     VersionNotSupportedError,
 )
@@ -859,7 +860,8 @@ def test_every_representable_v10_task_round_trips(message: Message, state: TaskS
 
 @pytest.mark.parametrize("cls", list(ERRORS_BY_CODE.values()), ids=lambda c: c.__name__)
 def test_error_codes(cls: type[A2AError]) -> None:
-    expected = -32600 if cls in (ExtensionSupportRequiredError, VersionNotSupportedError) else cls.code
+    v10_only = (ExtensionSupportRequiredError, VersionNotSupportedError, TaskGenerationMismatchError)
+    expected = -32600 if cls in v10_only else cls.code
     error = cls()
     assert v03.error_code(error) == expected
     response = json.dumps(

@@ -10,6 +10,7 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- MethodNotFoundError                  -32601  404  UNIMPLEMENTED       METHOD_NOT_FOUND
     +-- InvalidParamsError                   -32602  400  INVALID_ARGUMENT    INVALID_PARAMS
     |   +-- WebhookRefusedError              -32602  400  INVALID_ARGUMENT    INVALID_PARAMS
+    |   +-- IdempotencyKeyReusedError        -32602  422  INVALID_ARGUMENT    IDEMPOTENCY_KEY_REUSED
     +-- InternalError                        -32603  500  INTERNAL            INTERNAL_ERROR
     |   +-- ServerBusyError                  -32603  503  UNAVAILABLE         SERVER_BUSY
     |       +-- StreamDroppedError           -32603  503  UNAVAILABLE         STREAM_DROPPED
@@ -25,6 +26,7 @@ its JSON-RPC code, HTTP status, gRPC status and ErrorInfo reason::
     +-- ExtendedAgentCardNotConfiguredError  -32007  400  FAILED_PRECONDITION EXTENDED_AGENT_CARD_NOT_CONFIGURED
     +-- ExtensionSupportRequiredError        -32008  400  FAILED_PRECONDITION EXTENSION_SUPPORT_REQUIRED
     +-- VersionNotSupportedError             -32009  400  FAILED_PRECONDITION VERSION_NOT_SUPPORTED
+    +-- TaskGenerationMismatchError          -32010  409  ABORTED             TASK_GENERATION_MISMATCH
     +-- UnauthenticatedError                 -32040  401  UNAUTHENTICATED     UNAUTHENTICATED
     +-- PermissionDeniedError                -32041  403  PERMISSION_DENIED   PERMISSION_DENIED
 
@@ -34,8 +36,11 @@ enough) never says whether what was asked for exists: the spec leaves their JSON
 implementation, so -32040 and -32041 are skillwire's, and both answer HTTP 401/403 on JSON-RPC too; ServerBusyError carries Retry-After; StreamDroppedError is
 a stream that fell behind its task; ResponseTooLargeError asks for less; WebhookRefusedError is a webhook
 URL the SSRF guard refuses (:mod:`skillwire.server.outbound`): a caller's bad parameter, so the same wire
-meaning as InvalidParamsError, with the reason in the message (also raised at delivery, to the server). The HTTP and gRPC columns follow the
-v1.0.1 table of the A2A specification. Bindings never keep a code table of their own: they read these class
+meaning as InvalidParamsError, with the reason in the message (also raised at delivery, to the server).
+IdempotencyKeyReusedError is an ``Idempotency-Key`` sent again with another request (HTTP 422, as the IETF
+idempotency-key draft asks). TaskGenerationMismatchError is A2A 1.1's answer to ``ifGenerationMatch`` (its
+code is the one the 1.1 draft gives). The HTTP and gRPC columns follow the v1.0.1 table of the A2A
+specification. Bindings never keep a code table of their own: they read these class
 attributes (tests/test_errors.py checks that the table above says what the classes say).
 
 The framework's own errors, which are not protocol errors, are the rest of the tree::
@@ -70,6 +75,7 @@ __all__ = [
     "ContentTypeNotSupportedError",
     "ExtendedAgentCardNotConfiguredError",
     "ExtensionSupportRequiredError",
+    "IdempotencyKeyReusedError",
     "InternalError",
     "InvalidAgentResponseError",
     "InvalidParamsError",
@@ -91,6 +97,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "StreamDroppedError",
+    "TaskGenerationMismatchError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnauthenticatedError",
@@ -312,6 +319,15 @@ class WebhookRefusedError(InvalidParamsError):
         super().__init__(f"{self.default_message}: {refusal}" if refusal else None, **kwargs)
 
 
+class IdempotencyKeyReusedError(InvalidParamsError):
+    """An ``Idempotency-Key`` already used, within its window, for another request by the same caller."""
+
+    http_status = 422
+    reason = "IDEMPOTENCY_KEY_REUSED"
+    default_message = "This Idempotency-Key was used for another request"
+    a2a_specific = True
+
+
 class InternalError(A2AError):
     code = -32603
     http_status = 500
@@ -474,6 +490,17 @@ class VersionNotSupportedError(A2AError):
     a2a_specific = True
 
 
+class TaskGenerationMismatchError(A2AError):
+    """A2A 1.1: a SendMessage whose ``ifGenerationMatch`` is not the task's generation (it moved on)."""
+
+    code = -32010
+    http_status = 409
+    grpc_status = "ABORTED"
+    reason = "TASK_GENERATION_MISMATCH"
+    default_message = "The task's generation does not match"
+    a2a_specific = True
+
+
 class UnauthenticatedError(A2AError):
     """No credentials, or credentials that do not verify: HTTP 401 with ``WWW-Authenticate``."""
 
@@ -526,6 +553,7 @@ ERRORS_BY_CODE: dict[int, type[A2AError]] = {
         ExtendedAgentCardNotConfiguredError,
         ExtensionSupportRequiredError,
         VersionNotSupportedError,
+        TaskGenerationMismatchError,
         UnauthenticatedError,
         PermissionDeniedError,
     )
@@ -534,6 +562,7 @@ ERRORS_BY_CODE: dict[int, type[A2AError]] = {
 #: Every protocol error class by ErrorInfo reason, the refinements of a code included (ServerBusyError and
 #: its kinds travel as -32603): a decoder takes the class a reason names when it refines the code's class.
 _REFINEMENTS: tuple[type[A2AError], ...] = (
+    IdempotencyKeyReusedError,
     ServerBusyError,
     ServiceUnavailableError,
     StreamDroppedError,

@@ -67,6 +67,10 @@ class Limits:
     max_history_messages: int = 10_000
     #: Encoded size of one task (history plus artifacts).
     max_task_bytes: int = 32 * MiB
+    #: Bytes of one task's event log a store keeps (a stream that fell behind catches up from it); past it
+    #: the oldest events are dropped, and a reader behind them gets the task's snapshot instead. An artifact
+    #: replaced again and again grows the log, not the task.
+    max_task_log_bytes: int = 32 * MiB
     #: Bytes of tasks in one ListTasks page; a page that would pass it ends early with a nextPageToken.
     max_page_bytes: int = 4 * MiB
     #: Messages of history in each ListTasks entry when the request gives no historyLength.

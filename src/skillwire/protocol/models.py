@@ -148,6 +148,9 @@ class Task(_Proto, kw_only=True):
     artifacts: list[Artifact] = []
     history: list[Message] = []
     metadata: Json | None = None
+    #: A2A 1.1: the task's generation, 1 when created, one more with every event (a status change or an
+    #: artifact update); 0 where it is not known. Sent only to clients that asked for generations.
+    generation: int = 0
 
 
 class TaskStatusUpdateEvent(_Event, frozen=True, kw_only=True):
@@ -155,6 +158,8 @@ class TaskStatusUpdateEvent(_Event, frozen=True, kw_only=True):
     context_id: str
     status: TaskStatus
     metadata: Json | None = None
+    #: A2A 1.1: the task's generation after this event.
+    generation: int = 0
 
 
 class TaskArtifactUpdateEvent(_Event, frozen=True, kw_only=True):
@@ -164,6 +169,8 @@ class TaskArtifactUpdateEvent(_Event, frozen=True, kw_only=True):
     append: bool = False
     last_chunk: bool = False
     metadata: Json | None = None
+    #: A2A 1.1: the task's generation after this event.
+    generation: int = 0
 
 
 class StreamResponse(_Event, frozen=True, kw_only=True):
@@ -207,6 +214,8 @@ class SendMessageConfiguration(_Proto, kw_only=True):
     task_push_notification_config: TaskPushNotificationConfig | None = None
     history_length: NonNegative | None = None
     return_immediately: bool = False
+    #: A2A 1.1: refuse the message (TaskGenerationMismatchError) unless the task is at this generation.
+    if_generation_match: NonNegative | None = None
 
 
 class SendMessageRequest(_Proto, kw_only=True):
@@ -220,6 +229,8 @@ class GetTaskRequest(_Proto, kw_only=True):
     tenant: str = ""
     id: Annotated[str, Meta(min_length=1)]
     history_length: NonNegative | None = None
+    #: A2A 1.1 long-poll: answer once the task's generation is greater than this (or at a time limit).
+    current_generation: NonNegative | None = None
 
 
 class ListTasksRequest(_Proto, kw_only=True):
@@ -251,6 +262,9 @@ class CancelTaskRequest(_Proto, kw_only=True):
 class SubscribeToTaskRequest(_Proto, kw_only=True):
     tenant: str = ""
     id: Annotated[str, Meta(min_length=1)]
+    #: The generations extension: resume after this generation (the last event the client saw) instead of
+    #: starting with the task's snapshot. HTTP clients may send ``Last-Event-ID`` instead.
+    after_generation: NonNegative | None = None
 
 
 class GetTaskPushNotificationConfigRequest(_Proto, kw_only=True):
@@ -354,6 +368,17 @@ class AgentCard(_Proto, kw_only=True):
     skills: list[AgentSkill]
     signatures: list[AgentCardSignature] = []
     icon_url: str | None = None
+
+
+def generation_of(event: StreamResponse) -> int:
+    """The task generation an event carries (0: a message reply, or an event without one)."""
+    if event.status_update is not None:
+        return event.status_update.generation
+    if event.artifact_update is not None:
+        return event.artifact_update.generation
+    if event.task is not None:
+        return event.task.generation
+    return 0
 
 
 def new_id() -> str:

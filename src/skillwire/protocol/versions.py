@@ -1,8 +1,8 @@
 """Protocol versions and the ``A2A-Version`` service parameter.
 
 Versions are ``Major.Minor``; a patch part is ignored. A missing or empty value means 0.3 (specification
-section 7.1). The HTTP bindings serve 1.0 and, through the v0.3 codec, 0.3; gRPC serves 1.0 only (the v0.3
-gRPC service had another package name).
+section 7.1). The HTTP bindings serve 1.0, 1.1 as drafted (1.0 with generations, docs/streaming.md) and,
+through the v0.3 codec, 0.3; gRPC serves 1.0 and 1.1 (the v0.3 gRPC service had another package name).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from skillwire.errors import VersionNotSupportedError
 
 __all__ = ["DEFAULT_VERSION_WHEN_ABSENT", "SUPPORTED_VERSIONS", "V1_ONLY", "negotiate_version"]
 
-SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "0.3")
-V1_ONLY: tuple[str, ...] = ("1.0",)
+SUPPORTED_VERSIONS: tuple[str, ...] = ("1.0", "1.1", "0.3")
+V1_ONLY: tuple[str, ...] = ("1.0", "1.1")
 DEFAULT_VERSION_WHEN_ABSENT = "0.3"
 
 

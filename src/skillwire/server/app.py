@@ -32,7 +32,7 @@ from skillwire.errors import (
     SkillwireError,
 )
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
+from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentInterface
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
@@ -53,6 +53,7 @@ from skillwire.server.telemetry import Telemetry
 from skillwire.stores.base import TaskStore
 from skillwire.wire import jsonrpc as jsonrpc_wire
 from skillwire.wire import v03
+from skillwire.wire.generations import GENERATIONS_URI
 from skillwire.wire.rest import encode_status
 
 if TYPE_CHECKING:
@@ -110,7 +111,7 @@ class A2AApplication:
         requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported);
         ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
         (:mod:`skillwire.server.metrics`; None: not counted, no endpoint)."""
-        self.card = card
+        self.card = card if runtime is None else _with_generations(card)
         self.console = ConsoleAssets.served() if console else None
         self.push = push
         self.webhook_policy = webhook_policy or WebhookPolicy()
@@ -158,7 +159,7 @@ class A2AApplication:
         #: :func:`~skillwire.server.serve.build_server` makes (an ASGI server of yours brings its own).
         self.tls = tls
         self._grpc: Any = None
-        self._declared = frozenset(e.uri for e in card.capabilities.extensions)
+        self._declared = frozenset(e.uri for e in self.card.capabilities.extensions)
         self._started = False  # start-up ran (and left something to shut down)
         self._serving = False  # start-up succeeded: requests go straight to the bindings
         self._stopped = False
@@ -488,3 +489,22 @@ def _below_root(scope: Scope) -> Scope:
 def _under(path: str, root: str) -> bool:
     """Whether ``path`` is ``root`` or below it."""
     return path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/", "?")
+
+
+_GENERATIONS = AgentExtension(
+    uri=GENERATIONS_URI,
+    description=(
+        "A2A 1.1 generations for 1.0 clients: every task and event carries its generation; SubscribeToTask"
+        " resumes after one (afterGeneration, or Last-Event-ID); GetTask long-polls on currentGeneration;"
+        " SendMessage honours ifGenerationMatch."
+    ),
+)
+
+
+def _with_generations(card: AgentCard) -> AgentCard:
+    """``card`` declaring the generations extension (the runtime keeps generations), unless it does."""
+    extensions = card.capabilities.extensions
+    if any(e.uri == GENERATIONS_URI for e in extensions):
+        return card
+    capabilities = msgspec.structs.replace(card.capabilities, extensions=[*extensions, _GENERATIONS])
+    return msgspec.structs.replace(card, capabilities=capabilities)

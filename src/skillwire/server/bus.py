@@ -1,22 +1,28 @@
 """The EventBus carries each task's events to every subscriber, in order.
 
 A subscriber registers *before* it reads the task's current snapshot; events are tagged with the task
-version they produced, so the subscriber drops what the snapshot already contains and misses nothing
-(replay from the store, then live). The runtime publishes an event only once the store has committed it.
-The in-process bus serves one server process; :mod:`skillwire.server.bus_redis` serves several that share
-a Redis, behind the same protocol (:func:`open_bus` picks one by URL).
+generation they produced (A2A 1.1: one more per event), so the subscriber drops what the snapshot already
+contains and misses nothing (replay from the store, then live). The runtime publishes an event only once the
+store has committed it, so the store's event log holds every event a bus carries.
 
-Each subscriber's queue is bounded (events, and approximate bytes of content). A subscriber that stops
-reading while its task keeps producing is dropped once it passes the bound: its stream ends with
-:class:`StreamDroppedError` and it can resubscribe (SubscribeToTask replays the task from the store).
+The in-process bus serves one server process; :mod:`skillwire.server.bus_redis` and
+:mod:`skillwire.server.bus_postgres` serve several that share a Redis or a PostgreSQL, behind the same
+protocol (:func:`open_bus` picks one by URL).
+
+**A reader that reads is never cut, and memory stays bounded.** Each subscriber's queue is bounded (events,
+and approximate bytes of content). A queue past its bound sheds its oldest events instead of growing: the
+subscriber has fallen behind (a burst of events committed at once, a slow reader), and its next read says so
+(:class:`Behind`, with the last generation it was handed). The reader then catches up from the store's event
+log (``TaskStore.events``) and tells the subscription how far it got (``skip_through``), which drops the
+queued events it now has; when what was shed is all covered, the queue is live again. The producer never
+waits for a subscriber. A reader that stopped reading altogether costs this bound and the stream's own write
+budget (``Limits.write_timeout``), which lets it go.
 
 A shared bus replays what a task's stream holds to a process's first subscription of it, which may be far
-more than the bound when the task is long. So a subscription knows its *floor*: the snapshot version its
-caller holds. Events at or below the floor are dropped as they arrive and never count toward the bound.
-``subscribe(key, after=VERSION)`` gives the floor when the caller knows it; ``subscribe(key, after=None)``
-leaves it open until ``sub.skip_through(version)``, once the caller has read the snapshot. While the floor
-is open, a queue past the bound sheds its oldest events instead of being dropped; when the floor is set,
-the subscription is dropped after all if a shed event was newer than the floor (it would be missing).
+more than the bound when the task is long. So a subscription knows its *floor*: the generation its caller
+holds. Events at or below the floor are dropped as they arrive and never count toward the bound.
+``subscribe(key, after=GENERATION)`` gives the floor when the caller knows it; ``subscribe(key, after=None)``
+leaves it open until ``sub.skip_through(generation)``, once the caller has read the snapshot.
 """
 
 from __future__ import annotations
@@ -31,27 +37,40 @@ from skillwire.errors import A2AError, SkillwireError, StreamDroppedError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Part, StreamResponse
 
-__all__ = ["EventBus", "InProcessEventBus", "Subscription", "open_bus"]
+__all__ = ["Behind", "EventBus", "InProcessEventBus", "Subscription", "open_bus"]
 
-#: (task version after the event, the event, its approximate size); an error ends the subscription by
+#: (task generation after the event, the event, its approximate size); an error ends the subscription by
 #: raising; ``None`` ends it.
 Item = tuple[int, StreamResponse, int] | A2AError | None
-#: Newer than any task version: where a reply (version 0, no task) stands against a floor.
-_NEWEST = 1 << 62
+
+
+class Behind:
+    """What ``Subscription.next`` answers when events past ``after`` (the last generation the subscriber
+    was handed) were shed: read them from the store's event log, then ``skip_through`` the last one read."""
+
+    __slots__ = ("after",)
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+
+    def __repr__(self) -> str:
+        return f"Behind(after={self.after})"
 
 
 class Subscription(Protocol):
-    async def next(self) -> tuple[int, StreamResponse] | None:
-        """The next event, or ``None`` once the bus closed; raises the error that ended the stream."""
+    async def next(self) -> tuple[int, StreamResponse] | Behind | None:
+        """The next event; :class:`Behind` when events were shed (catch up from the store); ``None`` once
+        the bus closed. Raises the error that ended the stream."""
         ...
 
-    def skip_through(self, version: int) -> None:
-        """Drop the events of ``version`` and older, queued or still to come: the caller holds a snapshot of
-        the task at that version (read after subscribing, so nothing newer is missed)::
+    def skip_through(self, generation: int) -> None:
+        """Drop the events of ``generation`` and older, queued or still to come: the caller holds them (a
+        snapshot of the task read after subscribing, so nothing newer is missed, or events it read from the
+        store's log)::
 
             sub = bus.subscribe(key, after=None)
             stored = await store.get(task_id, tenant=tenant)
-            sub.skip_through(stored.version)
+            sub.skip_through(stored.task.generation)
         """
         ...
 
@@ -64,11 +83,14 @@ class EventBus(Protocol):
     shared: bool
 
     def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> Subscription:
-        """A subscription to ``key``'s events newer than version ``after`` (``None``: not known yet, the
+        """A subscription to ``key``'s events newer than generation ``after`` (``None``: not known yet, the
         caller calls ``skip_through`` once it has read the task's snapshot)."""
         ...
 
-    def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None: ...
+    def publish(self, key: tuple[str, str], generation: int, event: StreamResponse) -> None:
+        """Send ``event``, which made the task's generation ``generation`` (0: a reply, no task), to the
+        task's subscribers; never waits."""
+        ...
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:
         """End every subscription of ``key`` with ``error`` (the task's state could not be stored)."""
@@ -93,49 +115,49 @@ class _QueueSubscription:
         self._bytes = 0
         self._waiter: asyncio.Future[None] | None = None
         self._ended = False
-        #: Events of this version and older are dropped; None until the caller knows it (skip_through).
+        #: Events of this generation and older are dropped; None until the caller knows it (skip_through).
         self._floor = floor
-        #: While the floor is open: the newest version shed to stay within the bound (-1: none; a reply,
-        #: version 0, is newer than any floor).
+        #: The newest generation shed to stay within the bound (-1: none; a reply, generation 0, is newer
+        #: than any floor). Past the floor, the subscriber is behind: see :class:`Behind`.
         self._shed = -1
 
-    def push(self, item: Item) -> bool:
-        """Queue ``item``; False if that passes the bound (the caller drops this subscriber)."""
+    def push(self, item: Item) -> None:
+        """Queue ``item``, shedding the oldest events past the bound."""
         if isinstance(item, tuple) and self._below_floor(item[0]):
-            return True
+            return
         self._items.append(item)
         if isinstance(item, tuple):
             self._bytes += item[2]
+            if not self._within_bound():
+                self._shed_oldest()
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
-        if self._floor is None:
-            self._shed_oldest()
-            return True
-        return self._within_bound()
 
-    def skip_through(self, version: int) -> None:
-        if self._floor is not None and version <= self._floor:
+    def skip_through(self, generation: int) -> None:
+        if self._floor is not None and generation <= self._floor:
             return
-        self._floor = version
-        items = [item for item in self._items if not (isinstance(item, tuple) and self._below_floor(item[0]))]
-        self._items = deque(items)
-        self._bytes = sum(item[2] for item in items if isinstance(item, tuple))
-        ending = bool(items) and not isinstance(items[-1], tuple)  # its end is queued already: kept
-        if self._shed > version and not ending:  # an event the snapshot lacks was shed
-            self._shed = -1
-            self._bus._drop_behind(self._key, self)
+        self._floor = generation
+        items = self._items
+        while items and isinstance(oldest := items[0], tuple) and self._below_floor(oldest[0]):
+            items.popleft()
+            self._bytes -= oldest[2]
 
-    async def next(self) -> tuple[int, StreamResponse] | None:
+    async def next(self) -> tuple[int, StreamResponse] | Behind | None:
         if self._floor is None:  # read before a snapshot: everything queued counts from now on
             self.skip_through(0)
+        floor = self._floor or 0
+        if self._shed > floor:
+            return Behind(floor)
         while not self._items:
             if self._ended:
                 return None
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
+            if self._shed > floor:
+                return Behind(floor)
         item = self._items.popleft()
         if item is None or isinstance(item, A2AError):
             self._ended = True
@@ -144,10 +166,13 @@ class _QueueSubscription:
                 raise item
             return None
         self._bytes -= item[2]
+        if item[0]:
+            self._floor = item[0]
         return item[0], item[1]
 
     def end(self, item: A2AError | None) -> None:
-        """Drop what is queued and end with ``item`` (the subscriber cannot keep up, or the bus closed)."""
+        """End with ``item`` after what is queued (``None``: the bus closed; an error: the task's state could
+        not be stored), or at once for StreamDroppedError (the bus lost its connection)."""
         if isinstance(item, StreamDroppedError):
             self._items.clear()
             self._bytes = 0
@@ -156,20 +181,22 @@ class _QueueSubscription:
     def close(self) -> None:
         self._bus._drop(self._key, self)
 
-    def _below_floor(self, version: int) -> bool:
-        return self._floor is not None and 0 < version <= self._floor
+    def _below_floor(self, generation: int) -> bool:
+        return self._floor is not None and 0 < generation <= self._floor
 
     def _within_bound(self) -> bool:
         return len(self._items) <= self._bus.max_events and self._bytes <= self._bus.max_bytes
 
     def _shed_oldest(self) -> None:
-        """Keep within the bound by dropping the oldest events: the snapshot still to be read may hold them."""
+        """Keep within the bound by dropping the oldest events: the store's log (or the snapshot still to be
+        read) holds them."""
         items = self._items
-        while not self._within_bound() and items and isinstance(oldest := items[0], tuple):
+        while not self._within_bound() and items and isinstance(oldest := items[0], tuple) and oldest[0]:
             items.popleft()
-            version, _, size = oldest
+            generation, _, size = oldest
             self._bytes -= size
-            self._shed = max(self._shed, version or _NEWEST)
+            self._shed = max(self._shed, generation)
+        self._bus.shed += 1
 
 
 class InProcessEventBus:
@@ -178,6 +205,8 @@ class InProcessEventBus:
     def __init__(self, *, max_events: int = 10_000, max_bytes: int = 8 * 1024 * 1024) -> None:
         self.max_events = max_events
         self.max_bytes = max_bytes
+        #: How many times a subscriber's queue shed events (its reader then caught up from the store).
+        self.shed = 0
         self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
 
     def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> _QueueSubscription:
@@ -185,14 +214,13 @@ class InProcessEventBus:
         self._subs.setdefault(key, set()).add(sub)
         return sub
 
-    def publish(self, key: tuple[str, str], version: int, event: StreamResponse) -> None:
+    def publish(self, key: tuple[str, str], generation: int, event: StreamResponse) -> None:
         subs = self._subs.get(key)
         if not subs:
             return
-        item = (version, event, _approx_size(event))
-        behind = [sub for sub in subs if not sub.push(item)]
-        for sub in behind:
-            self._drop_behind(key, sub)
+        item = (generation, event, _approx_size(event))
+        for sub in subs:
+            sub.push(item)
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:
         for sub in self._subs.pop(key, ()):
@@ -210,16 +238,6 @@ class InProcessEventBus:
     def subscriptions(self) -> int:
         """How many subscriptions this bus holds, over every task (the ``skillwire_subscribers`` gauge)."""
         return sum(len(subs) for subs in self._subs.values())
-
-    def _drop_behind(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
-        """End ``sub``, which fell past the bound, with StreamDroppedError."""
-        sub.end(
-            StreamDroppedError(
-                f"This stream fell more than {self.max_events} events or {self.max_bytes} bytes behind the"
-                f" task and was dropped; subscribe to task {key[1]} again to catch up"
-            )
-        )
-        self._drop(key, sub)
 
     def _drop(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
         subs = self._subs.get(key)

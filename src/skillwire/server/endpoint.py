@@ -27,7 +27,7 @@ import msgspec
 
 from skillwire.errors import A2AError, ContentTypeNotSupportedError, InternalError, InvalidRequestError
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import StreamResponse
+from skillwire.protocol.models import StreamResponse, generation_of
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.server import access
@@ -132,6 +132,8 @@ class Request(msgspec.Struct, frozen=True):
     route: Any
     body: bytes
     principal: Principal = ANONYMOUS
+    #: The extensions the request activated (some change how answers are encoded).
+    extensions: frozenset[str] = frozenset()
 
 
 class HttpEndpoint:
@@ -196,9 +198,10 @@ class HttpEndpoint:
             if route is None:
                 return False
             principal = ANONYMOUS if self.guard is None else await self._authenticate(route, scope, headers)
-            request = Request(scope, headers, route, await self._receive(route, receive, headers), principal)
+            body = await self._receive(route, receive, headers)
             activated = self._activate(requested_extensions(headers))
             echo = [(b"a2a-extensions", ",".join(sorted(activated)).encode())] if activated else None
+            request = Request(scope, headers, route, body, principal, activated)
             if len(request.body) > self.limits.offload_decode_bytes:  # off the loop: its cost grows with it
                 call = await asyncio.to_thread(self._decode, request)
             else:
@@ -352,7 +355,7 @@ class HttpEndpoint:
         echo: Headers | None,
     ) -> None:
         def frame(event: StreamResponse) -> bytes:
-            return encode_event(frames.event(event))
+            return encode_event(frames.event(event), event_id=generation_of(event))
 
         def frame_error(exc: Exception) -> bytes:
             return encode_event(frames.stream_error(_as_a2a(exc, "stream")))

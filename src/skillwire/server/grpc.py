@@ -100,7 +100,9 @@ from skillwire.server.metrics import Metrics
 from skillwire.server.observe import Watch
 from skillwire.server.telemetry import Telemetry
 from skillwire.wire.budget import check_shape
+from skillwire.wire.generations import codec_version, without_generations
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
+from skillwire.wire.protobuf_generations import put_generations, read_generations
 
 __all__ = ["GRPC_STATUSES_V1_0_0", "GrpcServer"]
 
@@ -128,10 +130,11 @@ def _violation(error: msgspec.ValidationError) -> tuple[str, str]:
 
 def to_struct(message: Any, type_: type[S]) -> S:
     """The request Struct for a protobuf request ``message``; InvalidParamsError if it does not decode.
-    Fields without presence at their default are absent, so a required one is missing."""
+    Fields without presence at their default are absent, so a required one is missing. The A2A 1.1 fields
+    a v1.0 message carries as unknown fields are read too (:mod:`skillwire.wire.protobuf_generations`)."""
     name = message.DESCRIPTOR.name
     try:
-        return message_to_struct(message, type_)
+        return read_generations(message, message_to_struct(message, type_))  # type: ignore[no-any-return]
     except msgspec.ValidationError as exc:
         field, reason = _violation(exc)
     except ConversionError as exc:  # a value ProtoJSON cannot hold, such as NaN in a Struct
@@ -139,9 +142,17 @@ def to_struct(message: Any, type_: type[S]) -> S:
     raise InvalidParamsError(f"Invalid {name}: {field}: {reason}", field_violations=[(field, reason)])
 
 
-def to_message(result: Any, message_type: Any) -> Any:
-    """The protobuf ``message_type`` for a result Struct (``None`` gives the empty message)."""
-    return struct_to_message(result, message_type)
+def to_message(result: Any, message_type: Any, generations: bool = False) -> Any:
+    """The protobuf ``message_type`` for a result Struct (``None`` gives the empty message), with the A2A
+    1.1 generation fields when the caller asked for them (A2A-Version 1.1, or the generations extension)."""
+    message = struct_to_message(without_generations(result), message_type)
+    if generations:
+        put_generations(result, message)
+    return message
+
+
+def wants_generations(call: CallContext) -> bool:
+    return codec_version(call.protocol_version, call.extensions) == "1.1"
 
 
 # -- errors -------------------------------------------------------------------------------------------------
@@ -334,7 +345,7 @@ class _Servicer:
                 if initial:
                     await context.send_initial_metadata(initial)
                 result = await self.dispatcher.call(operation, params, call)
-                answer = to_message(result, rpc.response)
+                answer = to_message(result, rpc.response, wants_generations(call))
                 encoded = encode_answer(answer, operation, self.limits.max_response_bytes)
             except Exception as exc:
                 result = error = _as_a2a(exc, operation.value)
@@ -354,6 +365,7 @@ class _Servicer:
             params, call, initial = await self._prepare(rpc, request, context)
             caller = call.principal.owner
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
+            generations = wants_generations(call)
         except Exception as exc:
             error = _as_a2a(exc, operation.value)
             watch.end(params, error, caller)
@@ -370,7 +382,7 @@ class _Servicer:
             # Sent on its own, so that a write that times out leaves only the status to send.
             await context.send_initial_metadata(initial)
             async for event in events:
-                await self._write(context, rpc, event)
+                await self._write(context, rpc, event, generations)
         except Exception as exc:
             failure = _as_a2a(exc, f"{operation.value} stream")
         finally:
@@ -383,10 +395,13 @@ class _Servicer:
             # call holds nothing else meanwhile.
             await _abort(context, failure, self.overrides)
 
-    async def _write(self, context: Any, rpc: Rpc, event: Any) -> None:
+    async def _write(self, context: Any, rpc: Rpc, event: Any, generations: bool) -> None:
         operation = rpc.spec.operation
         data = encode_answer(
-            to_message(event, rpc.response), operation, self.limits.max_response_bytes, event=True
+            to_message(event, rpc.response, generations),
+            operation,
+            self.limits.max_response_bytes,
+            event=True,
         )
         timeout = self.limits.write_timeout
         try:

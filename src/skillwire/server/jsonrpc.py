@@ -29,6 +29,7 @@ from skillwire.protocol.versions import negotiate_version
 from skillwire.server.asgi import SSE_HEADERS, Scope, error_headers
 from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request
 from skillwire.wire.codec import JsonRpcCodec, jsonrpc_codec
+from skillwire.wire.generations import codec_version
 from skillwire.wire.jsonrpc import JsonRpcFailure, RequestId, ResultFramer, parse_envelope
 from skillwire.wire.sse import encode_event
 
@@ -101,9 +102,10 @@ class JsonRpcEndpoint(HttpEndpoint):
             header = (query.get("A2A-Version") or query.get("a2a-version") or [None])[0]
         refusal: A2AError | None = None
         try:
-            codec = jsonrpc_codec(negotiate_version(header))
+            version = negotiate_version(header)
+            codec = jsonrpc_codec(codec_version(version, request.extensions))
         except A2AError as error:  # answered once the envelope is known to be valid, in the v1.0 shape
-            codec, refusal = _V10, error
+            codec, refusal, version = _V10, error, "1.0"
         try:
             envelope = parse_envelope(request.body, self.limits)
         except JsonRpcFailure as failure:
@@ -117,4 +119,4 @@ class JsonRpcEndpoint(HttpEndpoint):
             operation, params = codec.decode_call(envelope, self.limits)
         except A2AError as error:
             raise frames.error(error, False) from None
-        return Call(operation, params, codec.version, frames)
+        return Call(operation, params, version, frames)

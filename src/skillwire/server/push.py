@@ -61,6 +61,7 @@ from skillwire.stores.push import (
     decode_config_cursor,
 )
 from skillwire.stores.shared import SharedStore
+from skillwire.wire.generations import codec_version, without_generations
 
 if TYPE_CHECKING:
     import ssl
@@ -77,7 +78,7 @@ log = logging.getLogger("skillwire.push")
 #: Where the public keys of the deliveries' signatures are served.
 JWKS_PATH = "/.well-known/webhook-jwks.json"
 
-#: config id -> the shape its deliveries take (``"1.0"`` or ``"0.3"``)
+#: config id -> the shape its deliveries take (``"1.1"``, ``"1.0"`` or ``"0.3"``)
 Targets = dict[str, str]
 
 DEFAULT_PAGE_SIZE = 50
@@ -336,7 +337,8 @@ class PushService:
     ) -> tuple[TaskPushNotificationConfig, PushConfigRecord]:
         """``config`` (checked) as it is stored for the task, and its record (not stored yet)."""
         stored = msgspec.structs.replace(config, id=config.id or new_id(), task_id=task_id)
-        shape = "0.3" if call.protocol_version.startswith("0.") else "1.0"
+        # the protocol the config was set in: 0.3, 1.0, or 1.1 (1.0 with the generations extension)
+        shape = codec_version(call.protocol_version, call.extensions)
         issuer = call.base_url.rstrip("/") or self.issuer
         return stored, PushConfigRecord(tenant, task_id, stored.id, _encode(stored), shape, issuer)
 
@@ -464,7 +466,7 @@ def _body(event: StreamResponse, shape: str) -> bytes:
         from skillwire.wire.v03.server import encode_stream_event, is_final
 
         return encode_stream_event(event, final=is_final(event))
-    return _encode(event)
+    return _encode(event if shape == "1.1" else without_generations(event))
 
 
 _TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")

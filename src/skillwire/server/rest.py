@@ -31,6 +31,7 @@ from skillwire.server.asgi import Scope, error_headers
 from skillwire.server.endpoint import Answer, Call, HttpEndpoint, Request
 from skillwire.wire.budget import exceeded
 from skillwire.wire.codec import RestCodec, rest_codec
+from skillwire.wire.generations import codec_version
 
 __all__ = ["RestEndpoint"]
 
@@ -57,6 +58,8 @@ class _Frames:
 
 
 _FRAMES_10 = _Frames(_V10)  # stateless: one serves every v1.0 call
+_V11 = rest_codec("1.1")
+_FRAMES_11 = _Frames(_V11)
 
 
 class _Route(msgspec.Struct, frozen=True):
@@ -118,19 +121,19 @@ class RestEndpoint(HttpEndpoint):
 
     def decode(self, request: Request) -> Call | None:
         r: _Route = request.route
-        frames = r.frames
+        frames, codec = r.frames, r.codec
         try:
             version = negotiate_version(r.version_header)
-            if version != r.codec.version:
+            if version != codec.version and not (codec is _V10 and version == "1.1"):
                 raise VersionNotSupportedError(
                     "These paths speak A2A 1.0: send 'A2A-Version: 1.0' (a request without it means 0.3,"
                     " whose REST paths start with /v1/)",
-                    metadata={"requestedVersion": version, "supportedVersions": "1.0, 0.3"},
+                    metadata={"requestedVersion": version, "supportedVersions": "1.0, 1.1, 0.3"},
                 )
+            if codec is _V10 and codec_version(version, request.extensions) == "1.1":
+                codec, frames = _V11, _FRAMES_11  # 1.0's routes and requests, with the generations
             scope = request.scope
-            decoded = r.codec.decode_call(
-                r.route, r.method, scope["path"], r.query, request.body, self.limits
-            )
+            decoded = codec.decode_call(r.route, r.method, scope["path"], r.query, request.body, self.limits)
         except A2AError as error:
             raise frames.error(error, False) from None
         return None if decoded is None else Call(decoded[0], decoded[1], version, frames)

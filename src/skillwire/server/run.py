@@ -60,9 +60,11 @@ from skillwire.protocol.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
     agent_text,
+    generation_of,
 )
 from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server import logs
+from skillwire.server.bus import Behind
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
 from skillwire.stores.base import StoredTask, write_task
@@ -116,20 +118,22 @@ def snapshot(task: Task) -> Task:
 
 def status_event(task: Task) -> StreamResponse:
     return StreamResponse(
-        status_update=TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+        status_update=TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status, generation=task.generation
+        )
     )
 
 
 def with_status(task: Task, state: TaskState, message: Message | None) -> Task:
-    """``task`` moved to ``state``, with ``message`` as its status message, appended to its history: the one
-    place a status is applied (a run's events, a cancel or a failure of a task no run owns). The state table
-    must allow the move (InvalidAgentResponseError if not)."""
+    """``task`` moved to ``state``, with ``message`` as its status message, appended to its history, one
+    generation on: the one place a status is applied (a run's events, a cancel or a failure of a task no run
+    owns). The state table must allow the move (InvalidAgentResponseError if not)."""
     current = task.status.state
     if not can_transition(current, state):
         raise InvalidAgentResponseError(f"task {task.id} cannot move from {current.value} to {state.value}")
     status = TaskStatus(state=state, message=message, timestamp=now())
     history = [*task.history, message] if message is not None else task.history
-    return _replace(task, status=status, history=history)
+    return _replace(task, status=status, history=history, generation=task.generation + 1)
 
 
 def settles(state: TaskState) -> bool:
@@ -169,8 +173,11 @@ class TaskRun:
                 origin.task,
                 history=[*origin.task.history, message],
                 status=TaskStatus(state=TaskState.WORKING, timestamp=now()),
+                generation=origin.task.generation + 1,
             )
         self.committed = origin.version if origin is not None else 0
+        #: The generation of the task as the store holds it (0: nothing stored yet).
+        self.committed_generation = origin.task.generation if origin is not None else 0
         #: The version the task had when this run took it (0: a new task).
         self.origin_version = self.committed
         self.version = self.committed + (1 if origin is not None and not resumed else 0)
@@ -221,8 +228,9 @@ class TaskRun:
             task = self.task
             if task is None or self.version <= self.committed:
                 return
-            version = self.version
+            version, generation = self.version, task.generation
             limits = self.runtime.limits
+            events = [event for v, event in self._pending if v <= version]
             try:
                 write = write_task(
                     task,
@@ -231,6 +239,8 @@ class TaskRun:
                     tenant=self.tenant,
                     stored=self.stored,
                     replaced=[i for i, v in self._replaced.items() if v > self.committed],
+                    events=events,
+                    max_log_bytes=limits.max_task_log_bytes,
                 )
             except (TypeError, ValueError, msgspec.EncodeError) as exc:
                 log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
@@ -248,7 +258,6 @@ class TaskRun:
             targets = self.push
             if targets:
                 targets = dict(targets)  # as of this write: a config set meanwhile gets the next ones
-                events = [event for v, event in self._pending if v <= version]
                 service = self.runtime.push
                 if events and service is not None:
                     write = msgspec.structs.replace(write, deliveries=service.outgoing(events, targets))
@@ -261,7 +270,7 @@ class TaskRun:
             except Exception as exc:
                 log.error("could not store task %s: %s", self.task_id, exc)
                 raise await self._abort(store_failure(exc, limits), STORE_MESSAGE) from None
-            self.committed, self.stored = version, layout
+            self.committed, self.stored, self.committed_generation = version, layout, generation
             self.push_records.clear()
             self._publish_through(version)
             if write.deliveries and self.runtime.push is not None:
@@ -274,7 +283,7 @@ class TaskRun:
         for event_version, event in pending:
             if event_version > version:
                 break
-            bus.publish(self.key, event_version, event)
+            bus.publish(self.key, generation_of(event), event)
             count += 1
         del pending[:count]
 
@@ -348,7 +357,7 @@ class TaskRun:
             log.warning("task %s was taken over by another process; its run here stops", self.task_id)
         self.failure = error
         if stored is not None:
-            self.committed = stored.version
+            self.committed, self.committed_generation = stored.version, stored.task.generation
         if not self.settled.done():
             if result is not None:
                 self.settled.set_result(result)
@@ -362,9 +371,10 @@ class TaskRun:
         this run did not produce (a CancelTask served by another process) stops its work at once."""
         bus = self.runtime.bus
         if bus.shared and self._watcher is None:
-            sub = bus.subscribe(self.key, after=self.committed)
+            floor = self.committed_generation
+            sub = bus.subscribe(self.key, after=floor)
             self._watcher = asyncio.create_task(
-                self._watch(sub, self.committed), name=f"skillwire-watch-{self.task_id}"
+                self._watch(sub, floor), name=f"skillwire-watch-{self.task_id}"
             )
 
     async def _watch(self, sub: Any, floor: int) -> None:
@@ -373,27 +383,43 @@ class TaskRun:
                 item = await sub.next()
                 if item is None:
                     return
-                version, event = item
+                if isinstance(item, Behind):
+                    # events were shed (a burst): a terminal one among them is in the store, look there
+                    seen = await self._ended_elsewhere()
+                    if seen is None:
+                        return
+                    sub.skip_through(seen)
+                    continue
+                generation, event = item
                 update = event.status_update
-                if version <= floor or update is None or not update.status.state.is_terminal:
+                if generation <= floor or update is None or not update.status.state.is_terminal:
                     continue
                 task = self.task
                 if task is not None and task.status.state.is_terminal:
                     return  # this run's own end
-                async with self._commit_lock:  # after a commit of this run under way, if any
-                    if self.failure is not None:
-                        return
-                    try:
-                        stored = await self.runtime.store.get(self.task_id, tenant=self.tenant)
-                    except Exception:
-                        stored = None  # the next commit finds out
-                    if stored is not None and stored.version > self.committed:
-                        self._end_elsewhere(stored)
-                    return
+                await self._ended_elsewhere()
+                return
         except A2AError:
             return  # the bus failed: the next commit still finds out
         finally:
             sub.close()
+
+    async def _ended_elsewhere(self) -> int | None:
+        """None if the store holds a change of the task this run did not make (then the run ends here), else
+        the generation the store holds (what the watcher has now seen)."""
+        async with self._commit_lock:  # after a commit of this run under way, if any
+            if self.failure is not None:
+                return None
+            try:
+                stored = await self.runtime.store.get(self.task_id, tenant=self.tenant)
+            except Exception:
+                return self.committed_generation  # the next commit finds out
+            if stored is None:
+                return self.committed_generation
+            if stored.version > self.committed:
+                self._end_elsewhere(stored)
+                return None
+            return stored.task.generation
 
     async def _abort(self, error: A2AError, reason: str, *, content: bool = False) -> A2AError:
         await self.fail(error, reason, content=content)
@@ -421,7 +447,7 @@ class TaskRun:
             )
         repaired = await self.runtime.repair(self.key, reason, fresh)
         if repaired is not None:
-            self.committed = repaired[1]
+            self.committed, self.committed_generation = repaired[1], repaired[0].generation
             if not self.settled.done():
                 self.settled.set_result(repaired[0])
             return
@@ -438,6 +464,7 @@ class TaskRun:
             context_id=self.context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now()),
             history=[self.message],
+            generation=1,
         )
         self.task = task
         self.version = 1
@@ -510,6 +537,7 @@ class TaskRun:
             if task.status.state.is_terminal:
                 raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
             self.version += 1
+            task.generation += 1
             own = _replace(artifact, parts=list(artifact.parts))  # the event keeps the caller's object
             for i, existing in enumerate(task.artifacts):
                 if existing.artifact_id == artifact.artifact_id:
@@ -529,6 +557,7 @@ class TaskRun:
                         artifact=artifact,
                         append=append,
                         last_chunk=last_chunk,
+                        generation=task.generation,
                     )
                 )
             )
@@ -603,7 +632,6 @@ class TaskRun:
         async with self.lock:
             if self.task is not None and self.version > self.committed:
                 # a continued (or taken over) task: its new history is committed, and announced, first
-                self._emit(StreamResponse(task=snapshot(self.task)))
                 previous = self.previous
                 if previous is not None and previous.status.state is not self.task.status.state:
                     self._emit(status_event(self.task))  # a subscriber sees the task work on the message

@@ -13,6 +13,7 @@ length of a task's history, and the size of a ListTasks page.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import logging
@@ -31,6 +32,7 @@ from skillwire.errors import (
     ServerBusyError,
     StoreError,
     StoreUnavailableError,
+    StreamDroppedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnauthenticatedError,
@@ -58,11 +60,12 @@ from skillwire.protocol.models import (
     Task,
     TaskPushNotificationConfig,
     agent_text,
+    generation_of,
     new_id,
 )
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import Principal
-from skillwire.server.bus import EventBus, InProcessEventBus, Subscription
+from skillwire.server.bus import Behind, EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
@@ -79,7 +82,13 @@ from skillwire.server.run import (
     with_status,
 )
 from skillwire.server.telemetry import Telemetry
-from skillwire.stores.base import UNFINISHED_STATES, StoredTask, TaskQuery, TaskStore, write_task
+from skillwire.stores.base import (
+    UNFINISHED_STATES,
+    StoredTask,
+    TaskQuery,
+    TaskStore,
+    write_task,
+)
 from skillwire.stores.shared import SharedStore
 
 __all__ = ["EventStream", "TaskRuntime"]
@@ -97,6 +106,8 @@ DEFAULT_PAGE_SIZE = 50
 CANCEL_ATTEMPTS = 5
 #: Tasks read and failed per step of the recovery at start-up.
 RECOVERY_BATCH = 500
+#: Events a stream that fell behind reads from the store's event log per read.
+CATCH_UP_EVENTS = 256
 
 _replace = msgspec.structs.replace
 _encode = msgspec.json.Encoder().encode
@@ -110,10 +121,12 @@ class EventStream:
 
     A SendStreamingMessage stream ends at a terminal or interrupted state (the client's turn has come); a
     SubscribeToTask stream follows the task through interruptions and ends at a terminal state. The Task is
-    only ever the first event: when a subscribed task is resumed by a new message, the snapshot announcing
-    it is not repeated (the status updates that follow tell the subscriber what happens). A stream whose task
-    could not be stored, or that fell too far behind, ends by raising that error. Closing it (``aclose``)
-    releases its bus subscription even if it was never iterated.
+    only ever the first event, but for one case: a stream that fell behind its task (its bus queue shed
+    events: a burst committed at once, a slow reader) catches up from the store's event log, exactly, and
+    where the log does not hold what it missed it gets the task as stored instead, a Task event in the middle
+    of the stream that supersedes what was missed (its generation says how far it goes). A stream whose task
+    could not be stored ends by raising that error. Closing it (``aclose``) releases its bus subscription
+    even if it was never iterated.
     """
 
     def __init__(
@@ -123,15 +136,24 @@ class EventStream:
         *,
         end_on_interrupt: bool = True,
         floor: int = 0,
+        store: TaskStore | None = None,
+        key: Key = ("", ""),
+        resume: bool = False,
     ) -> None:
-        """``floor``: events of this version and older are dropped (a bus that replays a task's stream from
-        its start gives a stream of a continued task its earlier turns too)."""
+        """``first``: the snapshot the stream starts with, and its generation. ``floor``: events of this
+        generation and older are dropped (what the client has). ``store`` and ``key``: where the stream
+        catches up from when it falls behind. ``resume``: catch up from the log at once (a client resuming
+        after ``floor``)."""
         self._sub = sub
         self._first = first
         self._ends: Callable[[TaskState], bool] = settles if end_on_interrupt else _is_terminal
         self._seen = first[1] if first is not None else floor
-        self._started = False
+        self._started = resume
         self._done = False
+        self._store = store
+        self._key = key
+        self._backlog: collections.deque[StreamResponse] = collections.deque()
+        self._behind = resume
 
     def __aiter__(self) -> EventStream:
         return self
@@ -140,25 +162,72 @@ class EventStream:
         if self._first is not None:
             task, self._first = self._first[0], None
             self._started = True
-            return StreamResponse(task=task)
+            return await self._deliver(StreamResponse(task=task))
         while not self._done:
-            try:
-                item = await self._sub.next()
-            except A2AError:
-                await self.aclose()
-                raise
-            if item is None:
-                break
-            version, event = item
-            if (version and version <= self._seen) or (event.task is not None and self._started):
+            if self._backlog:
+                event = self._backlog.popleft()
+                generation = generation_of(event)
+            else:
+                if self._behind:
+                    self._behind = False
+                    snapshot = await self._catch_up()
+                    if snapshot is not None:
+                        return await self._deliver(snapshot)
+                    continue
+                try:
+                    item = await self._sub.next()
+                except A2AError:
+                    await self.aclose()
+                    raise
+                if item is None:
+                    break
+                if isinstance(item, Behind):
+                    self._behind = True
+                    continue
+                generation, event = item
+            if (generation and generation <= self._seen) or (event.task is not None and self._started):
                 continue
+            if generation:
+                self._seen = generation
             self._started = True
-            update = event.status_update
-            if event.message is not None or (update is not None and self._ends(update.status.state)):
-                await self.aclose()
-            return event
+            return await self._deliver(event)
         await self.aclose()
         raise StopAsyncIteration
+
+    async def _deliver(self, event: StreamResponse) -> StreamResponse:
+        """``event``, closing the stream first if it is the stream's last."""
+        update = event.status_update
+        state = update.status.state if update is not None else event.task.status.state if event.task else None
+        if event.message is not None or (state is not None and self._ends(state)):
+            await self.aclose()
+        return event
+
+    async def _catch_up(self) -> StreamResponse | None:
+        """Read what the stream missed from the store's event log into the backlog; None, or the task as
+        stored when the log does not hold it."""
+        store, (tenant, task_id) = self._store, self._key
+        if store is None:
+            raise await self._dropped("this stream fell behind its task")
+        try:
+            page = await store.events(task_id, tenant=tenant, after=self._seen, limit=CATCH_UP_EVENTS)
+            if page and generation_of(page[0]) == self._seen + 1:
+                self._backlog.extend(page)
+                self._sub.skip_through(generation_of(page[-1]))
+                return None
+            stored = await store.get(task_id, tenant=tenant)
+        except StoreError as exc:
+            log.error("a stream of task %s could not catch up from the store: %s", task_id, exc)
+            raise await self._dropped("the task store could not be read") from None
+        if stored is None or stored.task.generation <= self._seen:
+            raise await self._dropped("the task is not in the store")
+        self._seen = stored.task.generation
+        self._sub.skip_through(self._seen)
+        self._started = True
+        return StreamResponse(task=stored.task)
+
+    async def _dropped(self, why: str) -> StreamDroppedError:
+        await self.aclose()
+        return StreamDroppedError(f"{why}; subscribe to task {self._key[1]} again to catch up")
 
     async def aclose(self) -> None:
         if not self._done:
@@ -432,13 +501,15 @@ class TaskRuntime(BaseRequestHandler):
         task = stored.task
         ended = with_status(task, state, agent_text(text, context_id=task.context_id, task_id=task.id))
         version = stored.version + 1
-        write = write_task(ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout)
         event = status_event(ended)
+        write = write_task(
+            ended, version=version, base=stored.version, tenant=tenant, stored=stored.layout, events=[event]
+        )
         targets = await self.push.targets(tenant, task.id) if self.push is not None else None
         if targets:
             write = _replace(write, deliveries=self.push.outgoing([event], targets))  # type: ignore[union-attr]
         await self.store.commit(write)
-        self.bus.publish((tenant, task.id), version, event)
+        self.bus.publish((tenant, task.id), ended.generation, event)
         if targets:
             self.push.ready(tenant, task.id, targets, len(write.deliveries))  # type: ignore[union-attr]
         return ended, version
@@ -677,7 +748,7 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> EventStream:
         run = await self._begin(request, call)
-        floor = run.committed  # the version the task had before this message (0: a new task)
+        floor = run.committed_generation  # the generation before this message (0: a new task)
         sub = self.bus.subscribe(run.key, after=floor)
         run.observed = True
         try:
@@ -685,7 +756,12 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub, floor=floor)
+        first = None
+        if run.previous is not None and run.task is not None:
+            # a continued task: the stream starts with the task as this message's turn stored it (the run's
+            # work has not begun yet, so the live task is what the store holds)
+            first = (snapshot(run.task), run.committed_generation)
+        return EventStream(sub, first, floor=floor, store=self.store, key=run.key)
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
         tenant = _partition(request, call)
@@ -754,14 +830,24 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (_partition(request, call), request.id)
-        sub = self.bus.subscribe(key, after=None)  # before the read: what follows it is not missed
+        after = request.after_generation
+        sub = self.bus.subscribe(key, after=after)  # before the read: what follows it is not missed
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
             if stored is None:
                 raise TaskNotFoundError.for_task(request.id)
-            sub.skip_through(stored.version)  # a replay of what the snapshot holds takes no room
+            generation = stored.task.generation
+            if after is None:
+                sub.skip_through(generation)  # a replay of what the snapshot holds takes no room
+            elif after > generation:
+                raise InvalidParamsError(
+                    f"Task {request.id} is at generation {generation}: it has no generation {after} to resume"
+                    " after",
+                    field_violations=[("params.afterGeneration", f"at most {generation}")],
+                    metadata={"taskId": request.id, "currentGeneration": generation},
+                )
             state = stored.task.status.state
-            if state.is_terminal:
+            if state.is_terminal and (after is None or after >= generation):
                 raise UnsupportedOperationError(
                     f"Task {request.id} is {state.value}: there is nothing left to subscribe to",
                     metadata={"taskId": request.id, "state": state.value},
@@ -769,7 +855,12 @@ class TaskRuntime(BaseRequestHandler):
         except BaseException:
             sub.close()
             raise
-        return EventStream(sub, (stored.task, stored.version), end_on_interrupt=False)
+        if after is not None:
+            return EventStream(
+                sub, floor=after, end_on_interrupt=False, store=self.store, key=key, resume=after < generation
+            )
+        first = (stored.task, stored.task.generation)
+        return EventStream(sub, first, end_on_interrupt=False, store=self.store, key=key)
 
     # -- push notification configs --------------------------------------------------------------------
 

@@ -13,6 +13,14 @@ changes. A write the store cannot make durable (disk full, I/O error, read-only 
 its timeout) raises :class:`~skillwire.errors.StoreError`, and nothing of it is stored. Callers show a state
 to anyone only after ``commit`` returned (docs/durability.md).
 
+Every task keeps its *event log*: the events it produced (its creation, each status change, each artifact
+update), each tagged with the task's generation after it (A2A 1.1: 1 at creation, one more per event). A
+write carries the events it covers, in rows of at most :data:`LOG_ROW_EVENTS` events
+(:class:`LogRow`), stored in the same transaction as the task; ``events(task_id, after=N)`` reads them back
+from generation N+1 on. A stream that fell behind, or a client that resumes from the last generation it saw,
+is caught up from here exactly. A log may not hold a task's first events (a task stored before logs
+existed): a reader that finds its next generation missing gets the task's snapshot instead.
+
 ``list_tasks`` pages newest first by status timestamp with an opaque cursor, within a byte budget.
 ``unfinished`` pages through the SUBMITTED and WORKING tasks, which recovery at start-up reads in batches:
 such a task was left by a process that stopped, and is either resumed (work delegated elsewhere can be
@@ -24,7 +32,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
 
@@ -32,13 +40,16 @@ import msgspec
 
 from skillwire.errors import InvalidParamsError, SkillwireError
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import Artifact, Message, Part, Task
+from skillwire.protocol.models import Artifact, Message, Part, StreamResponse, Task, generation_of
 from skillwire.protocol.states import TaskState
 from skillwire.stores.push import Outgoing, PushConfigRecord
 
 __all__ = [
+    "LOG_ROW_BYTES",
+    "LOG_ROW_EVENTS",
     "ArtifactPiece",
     "Layout",
+    "LogRow",
     "StoredTask",
     "TaskPage",
     "TaskQuery",
@@ -87,6 +98,98 @@ class ArtifactPiece(msgspec.Struct, frozen=True):
 
 _encode = msgspec.json.Encoder().encode
 
+#: Events in one row of a task's event log at most, and their encoded size (unless one event is larger), so
+#: that a reader catching up decodes a bounded page.
+LOG_ROW_EVENTS = 256
+LOG_ROW_BYTES = 1024 * 1024
+
+
+class LogRow(msgspec.Struct, frozen=True, gc=False):
+    """Consecutive events of a task's log, generations ``first`` to ``last``: ``body`` is their JSON array."""
+
+    first: int
+    last: int
+    body: bytes
+
+
+def log_rows(events: Sequence[StreamResponse], max_bytes: int | None = None) -> tuple[LogRow, ...]:
+    """The log rows of ``events`` (in order, each with its generation): LOG_ROW_EVENTS events at most per
+    row, and no more than LOG_ROW_BYTES of them (but one, however large). With ``max_bytes`` (the store's
+    budget for one task's log), only the newest events that fit in it are encoded at all: the store would
+    drop the others, and a burst of large events costs no more memory than the budget."""
+    encoded = _encoded(events, max_bytes)
+    rows: list[LogRow] = []
+    chunk: list[bytes] = []
+    size = first = last = 0
+    for event, body in encoded:
+        if chunk and (len(chunk) >= LOG_ROW_EVENTS or size + len(body) > LOG_ROW_BYTES):
+            rows.append(LogRow(first, last, b"[" + b",".join(chunk) + b"]"))
+            chunk, size = [], 0
+        if not chunk:
+            first = generation_of(event)
+        chunk.append(body)
+        size += len(body)
+        last = generation_of(event)
+    if chunk:
+        rows.append(LogRow(first, last, b"[" + b",".join(chunk) + b"]"))
+    return tuple(rows)
+
+
+def log_keeps(sizes: Sequence[int], max_bytes: int) -> int:
+    """How many of a log's newest rows to keep, given its rows' sizes oldest first, once it passed
+    ``max_bytes``: as many as fit in three quarters of it (so a trim is not needed again at once), and the
+    newest one however large."""
+    budget, kept = max_bytes * 3 // 4, 0
+    for size in reversed(sizes):
+        if kept and budget < size:
+            break
+        budget -= size
+        kept += 1
+    return kept
+
+
+def trim_log(rows: list[LogRow], max_bytes: int) -> list[LogRow]:
+    """The newest of ``rows`` (oldest first) that a log of at most ``max_bytes`` keeps (see log_keeps)."""
+    kept = log_keeps([len(r.body) for r in rows], max_bytes)
+    return rows[len(rows) - kept :]
+
+
+def _encoded(events: Sequence[StreamResponse], max_bytes: int | None) -> list[tuple[StreamResponse, bytes]]:
+    """``events`` with their encodings, oldest first: all of them, or the newest that fit in ``max_bytes``
+    (and the newest one, however large)."""
+    if max_bytes is None:
+        return [(event, _encode(event)) for event in events]
+    out: list[tuple[StreamResponse, bytes]] = []
+    spent = 0
+    for event in reversed(events):
+        body = _encode(event)
+        if out and spent + len(body) > max_bytes:
+            break
+        spent += len(body)
+        out.append((event, body))
+    out.reverse()
+    return out
+
+
+_decode_log = msgspec.json.Decoder(list[StreamResponse]).decode
+
+
+def read_log(bodies: Iterable[bytes], after: int, limit: int) -> list[StreamResponse]:
+    """The events after generation ``after`` in these log rows (oldest first): ``limit`` at most, and no
+    more rows than LOG_ROW_BYTES of them once one has been read (so a page stays small)."""
+    out: list[StreamResponse] = []
+    spent = 0
+    for body in bodies:
+        if out and spent + len(body) > LOG_ROW_BYTES:
+            break
+        spent += len(body)
+        for event in _decode_log(body):
+            if generation_of(event) > after:
+                out.append(event)
+                if len(out) >= limit:
+                    return out
+    return out
+
 
 class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     """One atomic change to a task, already encoded: build it with :func:`write_task`."""
@@ -118,6 +221,8 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     #: Push configs set with this write (a config given inline in the SendMessage that creates the task),
     #: stored in the same transaction, before its deliveries.
     configs: tuple[PushConfigRecord, ...] = ()
+    #: The events this write covers, for the task's event log (generations in order, none skipped).
+    log: tuple[LogRow, ...] = ()
 
 
 def write_task(
@@ -128,10 +233,14 @@ def write_task(
     tenant: str = "",
     stored: Layout | None = None,
     replaced: Collection[int] = (),
+    events: Sequence[StreamResponse] = (),
+    max_log_bytes: int | None = None,
 ) -> TaskWrite:
     """The write that turns what is stored (``stored``, at version ``base``) into ``task`` at ``version``.
 
     ``replaced`` names the artifacts (by index) that were replaced whole since then rather than appended to.
+    ``events`` are the events the write covers, for the task's event log (the newest that fit in
+    ``max_log_bytes``, the store's budget for it, when given).
     Without ``stored`` the whole task is written. Raises ``TypeError``/``msgspec.EncodeError`` if the task
     holds a value that is not JSON: nothing reaches the store then.
     """
@@ -178,6 +287,7 @@ def write_task(
         artifacts=tuple(pieces),
         layout=layout,
         rewrite=rewrite,
+        log=log_rows(events, max_log_bytes) if events else (),
     )
 
 
@@ -282,6 +392,13 @@ class TaskStore(Protocol):
         batch (``""`` after the last)."""
         ...
 
+    async def events(
+        self, task_id: str, *, tenant: str = "", after: int = 0, limit: int = LOG_ROW_EVENTS
+    ) -> list[StreamResponse] | None:
+        """The task's logged events after generation ``after``, oldest first: ``limit`` at most, and fewer
+        when they are large (see :func:`read_log`). None: no such task."""
+        ...
+
 
 # -- helpers shared by the implementations ---------------------------------------------------------------
 
@@ -352,10 +469,12 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
 
     ``postgresql://`` (or ``postgres://``) URLs open :class:`~skillwire.stores.postgres.PostgresTaskStore`,
     shared by several processes (``?schema=NAME``, ``?pool=N``, ``?timeout=SECONDS``: docs/postgres.md)."""
+    limits = limits or Limits()
+    log_bytes = limits.max_task_log_bytes
     if url == "memory://" or url == "memory":
         from skillwire.stores.memory import MemoryTaskStore
 
-        return MemoryTaskStore(max_finished=(limits or Limits()).memory_store_finished_tasks)
+        return MemoryTaskStore(max_finished=limits.memory_store_finished_tasks, max_log_bytes=log_bytes)
     if url.startswith("sqlite://"):
         from skillwire.stores.sqlite import SQLiteTaskStore
 
@@ -371,11 +490,11 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
                 timeout = float(value)
             except ValueError:
                 raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
-        return SQLiteTaskStore(path, timeout=timeout)
+        return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=log_bytes)
     if url.startswith(("postgresql://", "postgres://")):
         from skillwire.stores.postgres import PostgresTaskStore  # without asyncpg it says how to install it
 
-        return PostgresTaskStore(url)
+        return PostgresTaskStore(url, max_log_bytes=log_bytes)
     raise SkillwireError(
         f"Unknown store URL {url!r}: use memory://, sqlite:///PATH or postgresql://HOST/DATABASE"
     )

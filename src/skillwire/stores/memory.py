@@ -17,10 +17,12 @@ from collections.abc import Sequence
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError
-from skillwire.protocol.models import Task
+from skillwire.protocol.models import StreamResponse, Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
+    LOG_ROW_EVENTS,
     UNFINISHED_STATES,
+    LogRow,
     StoredTask,
     TaskPage,
     TaskQuery,
@@ -32,6 +34,8 @@ from skillwire.stores.base import (
     history_start,
     instant_us,
     layout_of,
+    read_log,
+    trim_log,
 )
 from skillwire.stores.push import Delivery, Lane, MemoryPushState, PushConfigRecord
 
@@ -52,6 +56,10 @@ class _Row(msgspec.Struct, gc=False):
     artifacts: tuple[tuple[tuple[int, bytes], ...] | list[tuple[int, bytes]], ...] = ()
     #: Insertion order, the tie-breaker between tasks updated in the same microsecond.
     seq: int = 0
+    #: The task's event log, oldest row first (a tuple while short, a list once long, as ``artifacts``),
+    #: and the bytes of its rows.
+    log: tuple[LogRow, ...] | list[LogRow] = ()
+    log_bytes: int = 0
 
     def chunks(self) -> list[list[bytes]]:
         return [[body for _, body in pieces] for pieces in self.artifacts]
@@ -60,8 +68,9 @@ class _Row(msgspec.Struct, gc=False):
 class MemoryTaskStore:
     url = "memory://"
 
-    def __init__(self, *, max_finished: int = 10_000) -> None:
+    def __init__(self, *, max_finished: int = 10_000, max_log_bytes: int = 32 * 1024 * 1024) -> None:
         self.max_finished = max_finished
+        self.max_log_bytes = max_log_bytes
         self._rows: dict[_Key, _Row] = {}
         self._finished: OrderedDict[_Key, None] = OrderedDict()
         self._seq = 0
@@ -90,6 +99,8 @@ class MemoryTaskStore:
             row.version, row.context_id, row.head = write.version, write.context_id, write.head
             row.state, row.updated_us = write.state, write.updated_us
         _apply_pieces(row, write)
+        if write.log:
+            _append_log(row, write.log, self.max_log_bytes)
         for record in write.configs:
             self._push.put(record, max_per_task=2**31)
         if write.deliveries:
@@ -150,6 +161,25 @@ class MemoryTaskStore:
         token = encode_cursor(last[0], str(last[1]), total) if more and last is not None else ""
         return TaskPage(tasks, total, token)
 
+    async def events(
+        self, task_id: str, *, tenant: str = "", after: int = 0, limit: int = LOG_ROW_EVENTS
+    ) -> list[StreamResponse] | None:
+        row = self._rows.get((tenant, task_id))
+        if row is None:
+            return None
+        log = row.log
+        if not log:
+            return []
+        lo, hi = 0, len(log)
+        while lo < hi:  # the first row that holds a generation past ``after``
+            mid = (lo + hi) // 2
+            if log[mid].last <= after:
+                lo = mid + 1
+            else:
+                hi = mid
+        bodies = (log[i].body for i in range(lo, len(log)))  # read_log stops at ``limit``
+        return read_log(bodies, after, limit)
+
     async def unfinished(
         self, cursor: str = "", limit: int = 500
     ) -> tuple[list[tuple[str, StoredTask]], str]:
@@ -206,6 +236,20 @@ class MemoryTaskStore:
 
 
 _FEW_PIECES = 16
+
+
+def _append_log(row: _Row, rows: tuple[LogRow, ...], max_bytes: int) -> None:
+    log = row.log
+    if isinstance(log, list):
+        log.extend(rows)
+    elif len(log) + len(rows) > _FEW_PIECES:
+        row.log = [*log, *rows]
+    else:
+        row.log = (*log, *rows)
+    row.log_bytes += sum(len(r.body) for r in rows)
+    if row.log_bytes > max_bytes:
+        kept = trim_log(list(row.log), max_bytes)
+        row.log, row.log_bytes = kept, sum(len(r.body) for r in kept)
 
 
 def _apply_pieces(row: _Row, write: TaskWrite) -> None:

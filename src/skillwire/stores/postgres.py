@@ -48,8 +48,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError, SkillwireError, StoreError, StoreUnavailableError
-from skillwire.protocol.models import Task
+from skillwire.protocol.models import StreamResponse, Task
 from skillwire.stores.base import (
+    LOG_ROW_EVENTS,
     Layout,
     StoredTask,
     TaskPage,
@@ -60,6 +61,7 @@ from skillwire.stores.base import (
     decode_cursor,
     encode_cursor,
     instant_us,
+    read_log,
 )
 from skillwire.stores.postgres_sql import (
     DELIVERY,
@@ -291,8 +293,16 @@ class PostgresTaskStore:
 
     or, from a URL, ``open_store("postgresql://...")``, which is what ``skillwire serve --store`` does."""
 
-    def __init__(self, url: str, *, owner: str | None = None, max_failed_deliveries: int = 10_000) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        owner: str | None = None,
+        max_failed_deliveries: int = 10_000,
+        max_log_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
         _require_driver()
+        self.max_log_bytes = max_log_bytes
         self.url = url
         self._options = _parse_url(url)
         self.owner = owner if owner is not None else uuid.uuid4().hex
@@ -392,6 +402,7 @@ class PostgresTaskStore:
             [p.offset for p in write.artifacts],
             [p.body for p in write.artifacts],
             write.artifact_count,
+            sum(len(r.body) for r in write.log),
         ]
         if write.configs:
             c = write.configs
@@ -406,10 +417,15 @@ class PostgresTaskStore:
         if write.deliveries:
             d = write.deliveries
             args += [[_b(o.config_id) for o in d], [o.body for o in d], [_b(o.trace) for o in d]]
-        sql = self._sql.commit(new, bool(write.configs), bool(write.deliveries))
+        if write.log:
+            rows = write.log
+            args += [[r.first for r in rows], [r.last for r in rows], [r.body for r in rows]]
+        sql = self._sql.commit(new, bool(write.configs), bool(write.deliveries), bool(write.log))
         async with self._conn() as conn:
-            seq = await conn.fetchval(sql, *args)
-        if seq is None:
+            row = await conn.fetchrow(sql, *args)
+            if row is not None and row["log_bytes"] > self.max_log_bytes:  # the oldest events go
+                await conn.execute(self._sql.trim_log, row["seq"], self.max_log_bytes * 3 // 4)
+        if row is None:
             if new:
                 raise ConcurrentUpdateError(f"task {write.task_id} already exists")
             raise ConcurrentUpdateError(
@@ -422,6 +438,14 @@ class PostgresTaskStore:
         async with self._conn() as conn:
             row = await conn.fetchrow(self._sql.get, _b(tenant), _b(task_id), _view(history_length))
         return None if row is None else _read(row, history_length, True)[0]
+
+    async def events(
+        self, task_id: str, *, tenant: str = "", after: int = 0, limit: int = LOG_ROW_EVENTS
+    ) -> list[StreamResponse] | None:
+        # rows hold one event or more: ``limit`` rows hold at least ``limit`` events (or LOG_ROW_BYTES)
+        async with self._conn() as conn:
+            row = await conn.fetchrow(self._sql.events, _b(tenant), _b(task_id), after, limit)
+        return None if row is None else read_log(row["bodies"], after, limit)
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["tenant = $1"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from skillwire.errors import StoreError
-from skillwire.stores.base import UNFINISHED_STATES
+from skillwire.stores.base import LOG_ROW_BYTES, UNFINISHED_STATES
 
 __all__ = [
     "DELIVERY",
@@ -98,6 +98,17 @@ CREATE TABLE {{s}}.skillwire_secrets (
     """
 ALTER TABLE {s}.skillwire_deliveries ADD COLUMN trace BYTEA NOT NULL DEFAULT '';
 """,
+    # 3: each task's event log (skillwire.stores.base), a row per LogRow, and its size
+    """
+ALTER TABLE {s}.skillwire_tasks ADD COLUMN log_bytes BIGINT NOT NULL DEFAULT 0;
+CREATE TABLE {s}.skillwire_event_log (
+    task  BIGINT NOT NULL REFERENCES {s}.skillwire_tasks (seq) ON DELETE CASCADE,
+    first BIGINT NOT NULL,
+    last  BIGINT NOT NULL,
+    body  BYTEA  NOT NULL,
+    PRIMARY KEY (task, first)
+);
+""",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The first key of the advisory lock migrations take (the second is the schema's hash).
@@ -176,36 +187,55 @@ class Statements:
             f"UPDATE {self.deliveries} d SET owner = $1 WHERE NOT failed AND owner <> $1"
             f" AND NOT EXISTS ({live.format('d')})"
         )
-        self._commits: dict[tuple[bool, bool, bool], str] = {}
+        # the log rows after generation $3: $4 at most, and no more than LOG_ROW_BYTES past the first
+        self.events = (
+            f"SELECT t.seq, ARRAY(SELECT x.body FROM (SELECT e.first, e.body,"
+            " SUM(length(e.body)) OVER (ORDER BY e.first) - length(e.body) AS before"
+            f" FROM (SELECT * FROM {s}.skillwire_event_log WHERE task = t.seq AND last > $3 ORDER BY first"
+            f" LIMIT $4) e) x WHERE x.before < {LOG_ROW_BYTES} ORDER BY x.first) AS bodies"
+            f" FROM {self.tasks} t WHERE t.tenant = $1 AND t.id = $2"
+        )
+        # past the log budget: the oldest rows go, the newest that fit in $2 (and the newest one) stay
+        self.trim_log = (
+            f"WITH r AS (SELECT first, SUM(length(body)) OVER (ORDER BY first DESC) AS newer,"
+            f" MAX(first) OVER () AS newest FROM {s}.skillwire_event_log WHERE task = $1),"
+            f" d AS (DELETE FROM {s}.skillwire_event_log e USING r WHERE e.task = $1 AND e.first = r.first"
+            " AND r.newer > $2 AND r.first < r.newest RETURNING length(e.body) AS size)"
+            f" UPDATE {self.tasks} SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM d)"
+            " WHERE seq = $1"
+        )
+        self._commits: dict[tuple[bool, bool, bool, bool], str] = {}
 
-    def commit(self, new: bool, configs: bool, deliveries: bool) -> str:
-        key = (new, configs, deliveries)
+    def commit(self, new: bool, configs: bool, deliveries: bool, log: bool = False) -> str:
+        key = (new, configs, deliveries, log)
         sql = self._commits.get(key)
         if sql is None:
             sql = self._commits[key] = self._commit(*key)
         return sql
 
-    def _commit(self, new: bool, configs: bool, deliveries: bool) -> str:
+    def _commit(self, new: bool, configs: bool, deliveries: bool, log: bool) -> str:
         """One statement per write: the task row (conditional on the version), its pieces, its configs and
         deliveries, each piece statement drawing on the row the first one returned (none: nothing happens).
 
         Parameters: $1 tenant, $2 id, $3 context, $4 state, $5 updated_us, $6 version, $7 head, $8 message
         count, $9 size, $10 layout, $11 owner, $12 base, $13 first message, $14 message bodies, $15 artifact
         indexes, $16 piece offsets, $17 piece bodies, $18 artifact count; then, when there are configs, six
-        arrays (tenants, task ids, ids, bodies, shapes, issuers), and when there are deliveries, three (config
-        ids, bodies, trace contexts)."""
+        arrays (tenants, task ids, ids, bodies, shapes, issuers) after $19, the bytes of the log rows written,
+        when there are deliveries, three (config
+        ids, bodies, trace contexts), and when there are events, three (the log rows' first and last
+        generations, and bodies)."""
         s = self.s
         if new:
             row = (
                 f"INSERT INTO {self.tasks} (tenant, id, context_id, state, updated_us, version, head, messages,"
-                " size, layout, owner) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
-                " ON CONFLICT (tenant, id) DO NOTHING RETURNING seq"
+                " size, layout, owner, log_bytes) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $19)"
+                " ON CONFLICT (tenant, id) DO NOTHING RETURNING seq, log_bytes"
             )
         else:
             row = (
                 f"UPDATE {self.tasks} SET context_id = $3, state = $4, updated_us = $5, version = $6, head = $7,"
-                " messages = $8, size = $9, layout = $10, owner = $11"
-                " WHERE tenant = $1 AND id = $2 AND version = $12 RETURNING seq"
+                " messages = $8, size = $9, layout = $10, owner = $11, log_bytes = log_bytes + $19"
+                " WHERE tenant = $1 AND id = $2 AND version = $12 RETURNING seq, log_bytes"
             )
         parts = [
             f"t AS ({row})",
@@ -226,7 +256,7 @@ class Statements:
                 " OR EXISTS (SELECT 1 FROM unnest($15::int[], $16::int[]) AS p(idx, start)"
                 " WHERE p.idx = x.idx AND x.start > p.start)))",
             ]
-        n = 19
+        n = 20
         if configs:
             parts.append(
                 f"c AS (INSERT INTO {self.configs} (tenant, task_id, id, body, shape, issuer)"
@@ -247,9 +277,17 @@ class Statements:
                 f" FROM t, unnest(${n}::bytea[], ${n + 1}::bytea[], ${n + 2}::bytea[])"
                 " WITH ORDINALITY AS u(config_id, body, trace, i) ORDER BY u.i)"
             )
+            n += 3
+        if log:
+            parts.append(
+                f"e AS (INSERT INTO {s}.skillwire_event_log (task, first, last, body)"
+                f" SELECT t.seq, u.first, u.last, u.body FROM t,"
+                f" unnest(${n}::bigint[], ${n + 1}::bigint[], ${n + 2}::bytea[]) AS u(first, last, body)"
+                " ON CONFLICT (task, first) DO UPDATE SET last = EXCLUDED.last, body = EXCLUDED.body)"
+            )
         # a new task's statement names $12 and $18 too, so that every parameter has a type
         tail = " WHERE $12::bigint = 0 AND $18::int >= 0" if new else ""
-        return "WITH " + ", ".join(parts) + " SELECT seq FROM t" + tail
+        return "WITH " + ", ".join(parts) + " SELECT seq, log_bytes FROM t" + tail
 
 
 DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us, trace"

@@ -1,12 +1,16 @@
 """The default TaskStore: one SQLite file in WAL mode, written with group commit, owned by one process.
 
-Layout (schema 4): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
+Layout (schema 5): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
 columns the listings filter on; ``messages`` holds one row per history message and ``artifacts`` one row per
 artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
-adds. ``push_configs`` and ``deliveries`` hold push notifications' configs and outbox
-(:mod:`skillwire.stores.push`); a delivery row is inserted in the transaction of the task write it belongs
-to, with the trace context of its event (``trace``). Schema 1 files (one blob per task), schema 2 files (no
-push tables) and schema 3 files (deliveries without ``trace``) are migrated when opened.
+adds. The task's event log (:mod:`skillwire.stores.base`) starts in the ``tasks`` row (``log``: the first
+row of the first write's events, so that creating a task stays one statement) and goes on in ``events``,
+one row per :class:`~skillwire.stores.base.LogRow`; ``log_bytes`` counts it, and past ``max_log_bytes`` its
+oldest rows are deleted in the write that passed it. ``push_configs`` and ``deliveries`` hold push
+notifications' configs and outbox (:mod:`skillwire.stores.push`); a delivery row is inserted in the
+transaction of the task write it belongs to, with the trace context of its event (``trace``). Schema 1 files
+(one blob per task), schema 2 files (no push tables), schema 3 files (deliveries without ``trace``) and
+schema 4 files (no event log) are migrated when opened.
 
 Writes go to one writer thread with group commit, checkpoints to another (:mod:`skillwire.stores.sqlite_writer`).
 
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -41,8 +46,9 @@ from typing import IO, Any, TypeVar
 import msgspec
 
 from skillwire.errors import StoreError
-from skillwire.protocol.models import Artifact, Message, Part, Task
+from skillwire.protocol.models import Artifact, Message, Part, StreamResponse, Task
 from skillwire.stores.base import (
+    LOG_ROW_EVENTS,
     UNFINISHED_STATES,
     Layout,
     StoredTask,
@@ -54,6 +60,7 @@ from skillwire.stores.base import (
     encode_cursor,
     history_start,
     instant_us,
+    read_log,
     write_task,
 )
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
@@ -70,7 +77,7 @@ log = logging.getLogger("skillwire.sqlite")
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq         INTEGER PRIMARY KEY,
@@ -86,6 +93,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     history     BLOB    NOT NULL,
     artifacts   BLOB    NOT NULL,
     layout      BLOB    NOT NULL,
+    log         BLOB    NOT NULL DEFAULT x'',
+    log_bytes   INTEGER NOT NULL DEFAULT 0,
     UNIQUE (tenant, id)
 );
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_us, seq);
@@ -105,6 +114,13 @@ CREATE TABLE IF NOT EXISTS artifacts (
     start  INTEGER NOT NULL,
     body   BLOB    NOT NULL,
     PRIMARY KEY (task, idx, start)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    task  INTEGER NOT NULL,
+    first INTEGER NOT NULL,
+    last  INTEGER NOT NULL,
+    body  BLOB    NOT NULL,
+    PRIMARY KEY (task, first)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS push_configs (
     tenant  TEXT NOT NULL,
@@ -274,8 +290,10 @@ class SQLiteTaskStore:
         timeout: float = 5.0,
         readers: int = 2,
         max_failed_deliveries: int = 10_000,
+        max_log_bytes: int = 32 * 1024 * 1024,
     ) -> None:
         self.max_failed_deliveries = max_failed_deliveries
+        self.max_log_bytes = max_log_bytes
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
         self.timeout = timeout
@@ -318,7 +336,7 @@ class SQLiteTaskStore:
         conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see Checkpointer)
         self._pool = ThreadPoolExecutor(self._readers, thread_name_prefix="skillwire-sqlite-reader")
         checkpointer.start()
-        writer = GroupWriter(conn, asyncio.get_running_loop(), checkpointer)
+        writer = GroupWriter(conn, asyncio.get_running_loop(), checkpointer, lambda: self.max_log_bytes)
         writer.start()
         self._writer = writer
         self._checkpointer = checkpointer
@@ -401,6 +419,23 @@ class SQLiteTaskStore:
         cursor = decode_cursor(query.page_token) if query.page_token else None
         seq_after = cursor_int(cursor[1]) if cursor is not None else 0
         return await self._read(lambda conn: _list_page(conn, query, clause, args, cursor, seq_after))
+
+    async def events(
+        self, task_id: str, *, tenant: str = "", after: int = 0, limit: int = LOG_ROW_EVENTS
+    ) -> list[StreamResponse] | None:
+        def read(conn: sqlite3.Connection) -> list[StreamResponse] | None:
+            found = conn.execute("SELECT seq, log FROM tasks WHERE tenant = ? AND id = ?", (tenant, task_id))
+            row = found.fetchone()
+            if row is None:
+                return None
+            seq, inline = row
+            rows = conn.execute(
+                "SELECT body FROM events WHERE task = ? AND last > ? ORDER BY first", (seq, after)
+            )
+            bodies = itertools.chain([inline] if inline else [], (body for (body,) in rows))
+            return read_log(bodies, after, limit)
+
+        return await self._read(read)
 
     async def unfinished(
         self, cursor: str = "", limit: int = 500
@@ -652,6 +687,10 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
                 conn.execute(statement)
         if current == 3:  # its deliveries table predates the trace column (older files got both just above)
             conn.execute("ALTER TABLE deliveries ADD COLUMN trace TEXT NOT NULL DEFAULT ''")
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(tasks)")}
+        if "log" not in columns:  # a tasks table older than the event log (schema 2 to 4)
+            conn.execute("ALTER TABLE tasks ADD COLUMN log BLOB NOT NULL DEFAULT x''")
+            conn.execute("ALTER TABLE tasks ADD COLUMN log_bytes INTEGER NOT NULL DEFAULT 0")
         if current == 1:
             _copy_v1(conn)
             conn.execute("DROP TABLE tasks_v1")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError, StoreError
-from skillwire.stores.base import TaskWrite
+from skillwire.stores.base import LogRow, TaskWrite, log_keeps
 
 __all__ = ["CHECKPOINT_INTERVAL", "WAL_LIMIT_PAGES", "Checkpointer", "GroupWriter", "apply_write", "connect"]
 
@@ -29,18 +29,19 @@ log = logging.getLogger("skillwire.sqlite")
 
 _INSERT = """
 INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size, history, artifacts,
-    layout)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING
+    layout, log, log_bytes)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING RETURNING seq
 """
+_LOG = "INSERT OR REPLACE INTO events (task, first, last, body) VALUES (?, ?, ?, ?)"
 _UPDATE = """
 UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
-    layout = ?
-WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
+    layout = ?, log_bytes = log_bytes + ?
+WHERE tenant = ? AND id = ? AND version = ? RETURNING seq, log_bytes
 """
 _REWRITE = """
 UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
-    layout = ?, history = ?, artifacts = ?
-WHERE tenant = ? AND id = ? AND version = ? RETURNING seq
+    layout = ?, log_bytes = log_bytes + ?, history = ?, artifacts = ?
+WHERE tenant = ? AND id = ? AND version = ? RETURNING seq, log_bytes
 """
 
 _encode_layout = msgspec.json.Encoder().encode
@@ -152,9 +153,12 @@ class GroupWriter(threading.Thread):
         conn: sqlite3.Connection,
         loop: asyncio.AbstractEventLoop,
         checkpointer: Checkpointer,
+        max_log_bytes: Callable[[], int] = lambda: 32 * 1024 * 1024,
     ) -> None:
+        """``max_log_bytes``: the store's budget for one task's event log, read at each batch."""
         super().__init__(name="skillwire-sqlite-writer", daemon=True)
         self._conn = conn
+        self.max_log_bytes = max_log_bytes
         self._loop = loop
         self._checkpointer = checkpointer
         self._cond = threading.Condition()
@@ -202,10 +206,11 @@ class GroupWriter(threading.Thread):
         items = [q.write for q in batch]
         try:
             writes = [w for w in items if isinstance(w, TaskWrite)]
-            if len(writes) == len(items) and _all_new(writes):
+            limit = self.max_log_bytes()
+            if len(writes) == len(items) and _all_new(writes) and all(_log_size(w) <= limit for w in writes):
                 return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
-            outcomes = [apply_write(conn, w) if isinstance(w, TaskWrite) else w(conn) for w in items]
+            outcomes = [apply_write(conn, w, limit) if isinstance(w, TaskWrite) else w(conn) for w in items]
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -216,7 +221,7 @@ class GroupWriter(threading.Thread):
         return outcomes
 
 
-#: Rows of one multi-row INSERT (12 parameters each, under SQLite's limit of 32,766).
+#: Rows of one multi-row INSERT (14 parameters each, under SQLite's limit of 32,766).
 _MAX_INSERT_ROWS = 1000
 _insert_sql: dict[int, str] = {}
 
@@ -241,23 +246,29 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
         chunk = writes[first : first + _MAX_INSERT_ROWS]
         sql = _insert_sql.get(len(chunk))
         if sql is None:
-            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
             sql = _insert_sql[len(chunk)] = (
                 "INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, messages, size,"
-                f" history, artifacts, layout) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
-                " RETURNING tenant, id"
+                f" history, artifacts, layout, log, log_bytes) VALUES {values} ON CONFLICT (tenant, id) DO NOTHING"
+                " RETURNING tenant, id, seq"
             )
         params: list[object] = []
         for w in chunk:
             params.extend(_insert_params(w))
-        if not any(w.deliveries or w.configs for w in chunk):
+        if not any(w.deliveries or w.configs or len(w.log) > 1 for w in chunk):
             outcomes.extend(_conflicts(chunk, conn.execute(sql, params).fetchall()))
             continue
-        # With push configs or deliveries, the tasks and those are one transaction.
+        # With push configs, deliveries or more log rows than the row holds, the tasks and those are one
+        # transaction.
         conn.execute("BEGIN IMMEDIATE")
         try:
-            found = _conflicts(chunk, conn.execute(sql, params).fetchall())
-            _enqueue(conn, [w for w, outcome in zip(chunk, found, strict=True) if outcome is None])
+            inserted = conn.execute(sql, params).fetchall()
+            found = _conflicts(chunk, inserted)
+            seqs = {(tenant, task_id): seq for tenant, task_id, seq in inserted}
+            stored = [w for w, outcome in zip(chunk, found, strict=True) if outcome is None]
+            _enqueue(conn, stored)
+            for w in stored:
+                _log(conn, seqs[w.tenant, w.task_id], w.log[1:])
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -290,12 +301,43 @@ def _enqueue(conn: sqlite3.Connection, writes: list[TaskWrite]) -> None:
         conn.executemany(_ENQUEUE, rows)
 
 
-def _conflicts(writes: list[TaskWrite], inserted: list[tuple[str, str]]) -> list[Outcome]:
-    """Each write's outcome, given the ``(tenant, id)`` rows the insert returned: one it did not insert found
-    its task already there."""
+def _log(conn: sqlite3.Connection, seq: int, rows: tuple[LogRow, ...]) -> None:
+    """Add these rows to the event log of the task whose row is ``seq``."""
+    if rows:
+        conn.executemany(_LOG, [(seq, r.first, r.last, r.body) for r in rows])
+
+
+def _log_size(w: TaskWrite) -> int:
+    return sum(len(r.body) for r in w.log)
+
+
+def _trim_log(conn: sqlite3.Connection, seq: int, max_bytes: int) -> None:
+    """Delete the oldest rows of the task's event log (the inline one first) until it keeps within
+    ``max_bytes`` again (see :func:`~skillwire.stores.base.log_keeps`)."""
+    inline = conn.execute("SELECT length(log) FROM tasks WHERE seq = ?", (seq,)).fetchone()[0]
+    rows = conn.execute(
+        "SELECT first, length(body) FROM events WHERE task = ? ORDER BY first", (seq,)
+    ).fetchall()
+    sizes = ([inline] if inline else []) + [size for _, size in rows]
+    drop = len(sizes) - log_keeps(sizes, max_bytes)
+    if inline and drop:
+        conn.execute("UPDATE tasks SET log = x'' WHERE seq = ?", (seq,))
+        drop -= 1
+    if drop:
+        conn.execute("DELETE FROM events WHERE task = ? AND first <= ?", (seq, rows[drop - 1][0]))
+    conn.execute(
+        "UPDATE tasks SET log_bytes = length(log) + (SELECT COALESCE(SUM(length(body)), 0) FROM events"
+        " WHERE task = ?1) WHERE seq = ?1",
+        (seq,),
+    )
+
+
+def _conflicts(writes: list[TaskWrite], inserted: list[tuple[str, str, int]]) -> list[Outcome]:
+    """Each write's outcome, given the ``(tenant, id, seq)`` rows the insert returned: one it did not insert
+    found its task already there."""
     if len(inserted) == len(writes):
         return [None] * len(writes)
-    mine = set(inserted)
+    mine = {(tenant, task_id) for tenant, task_id, _ in inserted}
     return [
         None if (w.tenant, w.task_id) in mine else ConcurrentUpdateError(f"task {w.task_id} already exists")
         for w in writes
@@ -316,10 +358,12 @@ def _insert_params(w: TaskWrite) -> tuple[object, ...]:
         layout.size,
         *_inline(w),
         _encode_layout(layout),
+        w.log[0].body if w.log else b"",
+        _log_size(w),
     )
 
 
-def apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
+def apply_write(conn: sqlite3.Connection, w: TaskWrite, max_log_bytes: int = 32 * 1024 * 1024) -> Outcome:
     """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned.
 
     A new task is one row: its history and artifacts go inline, in the ``tasks`` row (the common task is
@@ -330,21 +374,30 @@ def apply_write(conn: sqlite3.Connection, w: TaskWrite) -> Outcome:
     head = (w.context_id, w.state.value, w.updated_us, w.version, w.head, layout.messages, layout.size)
     whole = w.base == 0 or w.rewrite
     if w.base == 0:
-        cur = conn.execute(_INSERT, _insert_params(w))
-        if cur.rowcount == 0:
+        inserted = conn.execute(_INSERT, _insert_params(w)).fetchone()
+        if inserted is None:
             return ConcurrentUpdateError(f"task {w.task_id} already exists")
         _enqueue(conn, [w])
+        _log(conn, inserted[0], w.log[1:])
+        if _log_size(w) > max_log_bytes:
+            _trim_log(conn, inserted[0], max_log_bytes)
         return None
+    logged = _log_size(w)
     if w.rewrite:
         found = conn.execute(
-            _REWRITE, (*head, _encode_layout(layout), *_inline(w), w.tenant, w.task_id, w.base)
+            _REWRITE, (*head, _encode_layout(layout), logged, *_inline(w), w.tenant, w.task_id, w.base)
         ).fetchone()
     else:
-        found = conn.execute(_UPDATE, (*head, _encode_layout(layout), w.tenant, w.task_id, w.base)).fetchone()
+        found = conn.execute(
+            _UPDATE, (*head, _encode_layout(layout), logged, w.tenant, w.task_id, w.base)
+        ).fetchone()
     if found is None:
         return ConcurrentUpdateError(f"task {w.task_id} is not at version {w.base}: it changed meanwhile")
-    seq = found[0]
+    seq, log_bytes = found
     _enqueue(conn, [w])
+    _log(conn, seq, w.log)
+    if log_bytes > max_log_bytes:
+        _trim_log(conn, seq, max_log_bytes)
     if whole:
         conn.execute("DELETE FROM messages WHERE task = ?", (seq,))
         conn.execute("DELETE FROM artifacts WHERE task = ?", (seq,))

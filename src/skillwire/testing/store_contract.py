@@ -25,9 +25,28 @@ import msgspec
 import pytest
 
 from skillwire.errors import ConcurrentUpdateError, InvalidParamsError
-from skillwire.protocol.models import Artifact, Message, Part, Role, Task, TaskStatus
+from skillwire.protocol.models import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+    generation_of,
+)
 from skillwire.protocol.states import TaskState
-from skillwire.stores.base import StoredTask, TaskQuery, TaskStore, TaskWrite, write_task
+from skillwire.stores.base import (
+    LOG_ROW_BYTES,
+    LOG_ROW_EVENTS,
+    StoredTask,
+    TaskQuery,
+    TaskStore,
+    TaskWrite,
+    write_task,
+)
 from skillwire.stores.push import Delivery, Lane, Outgoing, PushConfigRecord, PushStore
 
 __all__ = ["PushStoreContract", "TaskStoreContract", "make_task", "save"]
@@ -70,13 +89,60 @@ async def save(store: TaskStore, task: Task, *, version: int = 1, base: int = 0,
 
 
 async def grow(
-    store: TaskStore, stored: StoredTask, task: Task, *, replaced: tuple[int, ...] = ()
+    store: TaskStore,
+    stored: StoredTask,
+    task: Task,
+    *,
+    replaced: tuple[int, ...] = (),
+    events: list[StreamResponse] | None = None,
 ) -> StoredTask:
-    """Write only what ``task`` adds to ``stored``; return what the store then holds."""
+    """Write only what ``task`` adds to ``stored`` (and ``events`` to its log); return what the store then
+    holds."""
     version = stored.version + 1
-    write = write_task(task, version=version, base=stored.version, stored=stored.layout, replaced=replaced)
+    write = write_task(
+        task,
+        version=version,
+        base=stored.version,
+        stored=stored.layout,
+        replaced=replaced,
+        events=events or (),
+    )
     await store.commit(write)
     return StoredTask(task, version, write.layout)
+
+
+def log_events(task: Task, first: int, last: int, *, text: str = "") -> list[StreamResponse]:
+    """Events of ``task`` with generations ``first`` to ``last``: artifact chunks, a status update every
+    third."""
+    out = []
+    for generation in range(first, last + 1):
+        if generation % 3 == 0:
+            status = TaskStatus(
+                state=TaskState.WORKING, message=message(task.id, task.context_id, f"s{generation}")
+            )
+            update = TaskStatusUpdateEvent(
+                task_id=task.id, context_id=task.context_id, status=status, generation=generation
+            )
+            out.append(StreamResponse(status_update=update))
+        else:
+            chunk = Artifact(artifact_id="a1", parts=[Part(text=text or f"c{generation}")])
+            artifact = TaskArtifactUpdateEvent(
+                task_id=task.id,
+                context_id=task.context_id,
+                artifact=chunk,
+                append=True,
+                generation=generation,
+            )
+            out.append(StreamResponse(artifact_update=artifact))
+    return out
+
+
+async def generations(
+    store: TaskStore, task_id: str, *, after: int = 0, limit: int = LOG_ROW_EVENTS
+) -> list[int]:
+    events = await store.events(task_id, after=after, limit=limit)
+    assert events is not None
+    return [generation_of(e) for e in events]
 
 
 class TaskStoreContract:
@@ -215,6 +281,87 @@ class TaskStoreContract:
         assert await store.get(task.id, tenant="a") is not None
         page = await store.list_tasks(TaskQuery(tenant="b"))
         assert page.tasks == [] and page.total_size == 0
+
+    # -- the event log ------------------------------------------------------------------------------------
+
+    async def test_event_log_gives_each_writes_events_back_in_order(self, store: TaskStore) -> None:
+        task = make_task()
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, 3)))
+        stored = await store.get(task.id)
+        assert stored is not None
+        task.history.append(message(task.id, task.context_id, "more"))
+        stored = await grow(store, stored, task, events=log_events(task, 4, 5))
+        await grow(store, stored, task, events=log_events(task, 6, 6))
+        assert await generations(store, task.id) == [1, 2, 3, 4, 5, 6]
+        assert await generations(store, task.id, after=3) == [4, 5, 6]
+        assert await generations(store, task.id, after=4, limit=1) == [5]
+        assert await generations(store, task.id, after=6) == []
+        events = await store.events(task.id)
+        assert events is not None and events[0] == log_events(task, 1, 1)[0]
+        assert await store.events("missing") is None
+        assert await store.events(task.id, tenant="other") is None
+
+    async def test_event_log_of_a_long_stream_reads_in_bounded_pages(self, store: TaskStore) -> None:
+        """A write of many events (a burst committed at once) is stored in rows of LOG_ROW_EVENTS at most:
+        a reader gets it back a page at a time, whole and in order."""
+        task = make_task()
+        count = 3 * LOG_ROW_EVENTS + 7
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, count)))
+        seen: list[int] = []
+        while len(seen) < count:
+            page = await generations(store, task.id, after=seen[-1] if seen else 0, limit=LOG_ROW_EVENTS)
+            assert 0 < len(page) <= LOG_ROW_EVENTS
+            seen.extend(page)
+        assert seen == list(range(1, count + 1))
+
+    async def test_event_log_pages_stop_at_a_byte_budget(self, store: TaskStore) -> None:
+        task = make_task()
+        big = "x" * (LOG_ROW_BYTES // 4)
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, 12, text=big)))
+        page = await generations(store, task.id, limit=1000)
+        assert 1 <= len(page) <= 8  # about LOG_ROW_BYTES of rows past the first, not all twelve
+        rest = await generations(store, task.id, after=page[-1], limit=1000)
+        assert rest[0] == page[-1] + 1
+
+    async def test_event_log_of_a_refused_write_is_not_kept(self, store: TaskStore) -> None:
+        task = make_task()
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, 1)))
+        stale = write_task(task, version=3, base=2, events=log_events(task, 2, 2, text="stale"))
+        with pytest.raises(ConcurrentUpdateError):
+            await store.commit(stale)
+        assert await generations(store, task.id) == [1]
+
+    async def test_event_log_goes_on_over_a_whole_task_write(self, store: TaskStore) -> None:
+        task = make_task()
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, 2)))
+        await store.commit(write_task(task, version=2, base=1, events=log_events(task, 3, 3)))
+        assert await generations(store, task.id) == [1, 2, 3]
+
+    async def test_event_log_past_its_budget_keeps_its_newest_events(self, store: TaskStore) -> None:
+        """A task whose log passes the store's ``max_log_bytes`` (an artifact replaced again and again) keeps
+        its newest events, at most the budget; the oldest are gone, so a reader behind them would get the
+        task's snapshot instead."""
+        budget = getattr(store, "max_log_bytes", None)
+        if budget is None:
+            pytest.skip("this store keeps no log budget of its own")
+        store.max_log_bytes = 64 * 1024  # type: ignore[attr-defined]
+        try:
+            task = make_task()
+            await store.commit(write_task(task, version=1, events=log_events(task, 1, 1, text="x" * 1000)))
+            stored = await store.get(task.id)
+            assert stored is not None
+            for generation in range(2, 301):  # 300 KB of events, one write each
+                stored = await grow(
+                    store, stored, task, events=log_events(task, generation, generation, text="x" * 1000)
+                )
+            events = await store.events(task.id, limit=1000)
+            assert events is not None
+            kept = [generation_of(e) for e in events]
+            assert kept[-1] == 300 and kept == list(range(kept[0], 301))
+            assert kept[0] > 200  # the oldest are gone
+            assert sum(len(msgspec.json.encode(e)) for e in events) <= 64 * 1024  # within the budget
+        finally:
+            store.max_log_bytes = budget  # type: ignore[attr-defined]
 
     # -- listing ------------------------------------------------------------------------------------------
 

@@ -131,7 +131,11 @@ class RestCodec(Protocol):
 
 
 #: protocol version -> the module holding its codecs (``JSONRPC`` and ``REST``).
-_CODECS: dict[str, str] = {"1.0": "skillwire.wire.codec_v10", "0.3": "skillwire.wire.v03.codec"}
+_CODECS: dict[str, str] = {
+    "1.1": "skillwire.wire.codec_v11",
+    "1.0": "skillwire.wire.codec_v10",
+    "0.3": "skillwire.wire.v03.codec",
+}
 
 
 _loaded: dict[str, Any] = {}

@@ -21,6 +21,7 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.wire import jsonrpc, rest
 from skillwire.wire.errors import error_from_jsonrpc, error_from_status
+from skillwire.wire.generations import without_generations
 
 __all__ = ["JSONRPC", "REST", "JsonRpc10", "Rest10"]
 
@@ -40,6 +41,11 @@ def _response(operation: Operation, raw: bytes) -> Any:
     return decoder.decode(raw)
 
 
+def _encode_v10(value: Any) -> bytes:
+    """A v1.0 answer: without the 1.1 generation fields (:mod:`skillwire.wire.generations`)."""
+    return _encoder.encode(without_generations(value))
+
+
 class JsonRpc10:
     version = "1.0"
     stream_errors_as_events = False
@@ -49,10 +55,9 @@ class JsonRpc10:
         return spec.operation, params
 
     def encode_result(self, operation: Operation, result: Any) -> bytes:
-        return _encoder.encode(result)
+        return _encode_v10(result)
 
-    #: msgspec's encoder itself: an event is the StreamResponse message as it is (one call per event)
-    encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
+    encode_event: Callable[[StreamResponse], bytes] = staticmethod(_encode_v10)
 
     def encode_error(self, request_id: jsonrpc.RequestId, error: A2AError) -> bytes:
         return jsonrpc.encode_error(request_id, error)
@@ -102,10 +107,9 @@ class Rest10:
         return route.operation, rest.parse_call(route, query, body, limits)
 
     def encode_result(self, operation: Operation, result: Any) -> bytes:
-        return b"{}" if result is None else _encoder.encode(result)
+        return b"{}" if result is None else _encode_v10(result)
 
-    #: msgspec's encoder itself: an event is the StreamResponse message as it is (one call per event)
-    encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
+    encode_event: Callable[[StreamResponse], bytes] = staticmethod(_encode_v10)
 
     def encode_error(self, error: A2AError, status: int | None = None) -> bytes:
         return rest.encode_status(error, status)

@@ -10,8 +10,12 @@ __all__ = ["KEEPALIVE", "SSEDecoder", "encode_event"]
 KEEPALIVE = b": keep-alive\n\n"
 
 
-def encode_event(data: bytes, event: str | None = None) -> bytes:
-    """One ``data:`` event. ``data`` is compact JSON (no newlines), so one data line suffices."""
+def encode_event(data: bytes, event: str | None = None, event_id: int = 0) -> bytes:
+    """One ``data:`` event, with an ``id:`` line when ``event_id`` is given (a task generation, which a
+    client sends back as ``Last-Event-ID`` to resume after it). ``data`` is compact JSON (no newlines), so
+    one data line suffices."""
+    if event_id:
+        return b"id: %d\n" % event_id + encode_event(data, event)
     if b"\n" in data or b"\r" in data:
         lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
         body = b"".join(b"data: " + line + b"\n" for line in lines)
