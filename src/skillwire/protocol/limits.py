@@ -83,6 +83,11 @@ class Limits:
     stream_buffer_bytes: int = 8 * MiB
     #: Seconds one write to a stream may wait for the client to read before the stream is dropped.
     write_timeout: float = 30.0
+    #: Seconds a GetTask with ``currentGeneration`` (a long-poll) waits for the task to move on before it
+    #: answers with the task as it is.
+    long_poll_timeout: float = 30.0
+    #: Long-polls waiting at once in one process; beyond it a new one gets 503 with Retry-After.
+    max_long_polls: int = 1000
 
     # -- work ---------------------------------------------------------------------------------------------
     #: Tasks running at once in one process; beyond it a new task gets 503 with Retry-After.

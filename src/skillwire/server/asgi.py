@@ -31,6 +31,7 @@ __all__ = [
     "read_body",
     "send_bytes",
     "stream_sse",
+    "until_disconnected",
 ]
 
 log = logging.getLogger("skillwire.stream")
@@ -250,7 +251,7 @@ async def stream_sse(
     """
     headers = SSE_HEADERS + extra_headers if extra_headers else SSE_HEADERS
     deadline = _WriteDeadline(write_timeout)
-    watcher = asyncio.ensure_future(_disconnected(receive))
+    watcher = asyncio.ensure_future(until_disconnected(receive))
     pump: _Pump | None = None
     gone = False
     try:
@@ -285,7 +286,8 @@ async def _close(send: Send, events: AsyncIterator[Any], pump: _Pump | None, gon
             await send(_END)
 
 
-async def _disconnected(receive: Receive) -> None:
+async def until_disconnected(receive: Receive) -> None:
+    """Return once the client disconnects (what a request that reads no more body receives next)."""
     while (await receive())["type"] != "http.disconnect":
         pass
 

@@ -18,9 +18,10 @@ Every early answer is an :class:`Answer` raised by a step, so a step never sends
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 import msgspec
@@ -41,6 +42,7 @@ from skillwire.server.asgi import (
     read_body,
     send_bytes,
     stream_sse,
+    until_disconnected,
 )
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
@@ -309,8 +311,15 @@ class HttpEndpoint:
         try:
             try:
                 context = self.context(call, request, activated)
-                result = await self.dispatcher.call(call.operation, call.params, context)
+                if _is_long_poll(call):
+                    result = await _unless_gone(
+                        self.dispatcher.call(call.operation, call.params, context), receive
+                    )
+                else:
+                    result = await self.dispatcher.call(call.operation, call.params, context)
                 first = await _first(result) if streaming else None
+            except ClientGone:
+                return  # a long-poll whose client went away: nobody to answer
             except Exception as exc:
                 outcome = _as_a2a(exc, call.operation.value)
                 await call.frames.error(outcome, streaming).send(send, echo)
@@ -371,6 +380,27 @@ class HttpEndpoint:
             first=None if first is None else frame(first),
             extra_headers=echo,
         )
+
+
+def _is_long_poll(call: Call) -> bool:
+    return call.operation is Operation.GET_TASK and call.params.current_generation is not None
+
+
+async def _unless_gone(work: Coroutine[Any, Any, Any], receive: Receive) -> Any:
+    """``work``'s result, or ClientGone (``work`` cancelled) if the client disconnects first: a long-poll
+    holds nothing for a client that left."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(until_disconnected(receive))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        raise ClientGone()
+    return task.result()
 
 
 async def _first(stream: AsyncIterator[StreamResponse]) -> StreamResponse | None:

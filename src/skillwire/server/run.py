@@ -45,6 +45,7 @@ from skillwire.errors import (
     InvalidAgentResponseError,
     ServiceUnavailableError,
     StoreUnavailableError,
+    TaskGenerationMismatchError,
     TaskNotCancelableError,
     UnsupportedOperationError,
 )
@@ -73,7 +74,15 @@ from skillwire.stores.push import PushConfigRecord
 if TYPE_CHECKING:
     from skillwire.server.runtime import TaskRuntime
 
-__all__ = ["TaskRun", "snapshot", "status_event", "store_failure", "view", "with_status"]
+__all__ = [
+    "TaskRun",
+    "generation_mismatch",
+    "snapshot",
+    "status_event",
+    "store_failure",
+    "view",
+    "with_status",
+]
 
 log = logging.getLogger("skillwire.runtime")
 
@@ -93,6 +102,14 @@ def store_failure(exc: Exception, limits: Limits, failed: str = STORE_FAILED) ->
     if isinstance(exc, StoreUnavailableError):
         return ServiceUnavailableError(STORE_UNAVAILABLE, retry_after=limits.retry_after)
     return InternalError(failed)
+
+
+def generation_mismatch(task: Task, expected: int) -> TaskGenerationMismatchError:
+    """The answer to a SendMessage whose ``ifGenerationMatch`` is not the task's generation."""
+    return TaskGenerationMismatchError(
+        f"Task generation mismatch: expected {expected} but current generation is {task.generation}",
+        metadata={"taskId": task.id, "expectedGeneration": expected, "currentGeneration": task.generation},
+    )
 
 
 def now() -> datetime:
@@ -328,9 +345,13 @@ class TaskRun:
         error: A2AError
         result: Task | None = None
         ended = stored is not None and stored.task.status.state.is_terminal
+        config = self.request.configuration
+        expected = config.if_generation_match if config is not None else None
         if self.committed == self.origin_version:
             # this run had not written anything: another process took the message turn (or the task) first
-            if stored is not None and ended:
+            if stored is not None and expected is not None and expected != stored.task.generation:
+                error = generation_mismatch(stored.task, expected)
+            elif stored is not None and ended:
                 state = stored.task.status.state.value
                 error = UnsupportedOperationError(
                     f"Task {self.task_id} is {state}: a terminal task accepts no more messages. Start a new"

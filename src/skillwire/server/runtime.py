@@ -74,6 +74,7 @@ from skillwire.server.push import PushService
 from skillwire.server.run import (
     CANCELED_MESSAGE,
     TaskRun,
+    generation_mismatch,
     settles,
     snapshot,
     status_event,
@@ -281,6 +282,8 @@ class TaskRuntime(BaseRequestHandler):
         self._leaser: asyncio.Task[None] | None = None
         #: Set after each round of the lease keeper (renewal, then takeover of what dead processes left).
         self.swept = asyncio.Event()
+        #: GetTask long-polls waiting now (``Limits.max_long_polls``).
+        self._polls = 0
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -595,6 +598,10 @@ class TaskRuntime(BaseRequestHandler):
             raise TaskNotFoundError.for_task(message.task_id)
         self._refuse_busy(key)
         task = stored.task
+        config = request.configuration
+        expected = config.if_generation_match if config is not None else None
+        if expected is not None and expected != task.generation:
+            raise generation_mismatch(task, expected)
         state = task.status.state
         if state.is_terminal:
             raise UnsupportedOperationError(
@@ -765,12 +772,41 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_get_task(self, request: GetTaskRequest, call: CallContext) -> Task:
         tenant = _partition(request, call)
+        if request.current_generation is not None:
+            return await self._long_poll(request, (tenant, request.id), request.current_generation)
+        return await self._get(request, tenant)
+
+    async def _get(self, request: GetTaskRequest, tenant: str) -> Task:
         stored = await self._read(
             self.store.get(request.id, tenant=tenant, history_length=request.history_length)
         )
         if stored is None:
             raise TaskNotFoundError.for_task(request.id)
         return stored.task
+
+    async def _long_poll(self, request: GetTaskRequest, key: Key, current: int) -> Task:
+        """The task once its generation is past ``current`` (at once if it already is), or as it is after
+        ``long_poll_timeout`` seconds; a new waiter past ``max_long_polls`` is refused as busy."""
+        limits = self.limits
+        if self._polls >= limits.max_long_polls:
+            raise ServerBusyError(
+                f"This server holds {self._polls} long-polls, its limit: try again shortly",
+                retry_after=limits.retry_after,
+                metadata={"budget": "max_long_polls", "limit": limits.max_long_polls},
+            )
+        self._polls += 1
+        sub = self.bus.subscribe(key, after=current)  # before the read: a change after it wakes the wait
+        try:
+            task = await self._get(request, key[0])
+            if task.generation > current or task.status.state.is_terminal:
+                return task
+            with contextlib.suppress(TimeoutError, A2AError):  # a bus that failed: answer what is stored
+                async with asyncio.timeout(limits.long_poll_timeout):
+                    await sub.next()  # an event past ``current``, or word that some were shed
+            return await self._get(request, key[0])
+        finally:
+            self._polls -= 1
+            sub.close()
 
     async def on_list_tasks(self, request: ListTasksRequest, call: CallContext) -> ListTasksResponse:
         page_size = request.page_size or DEFAULT_PAGE_SIZE
@@ -831,6 +867,8 @@ class TaskRuntime(BaseRequestHandler):
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (_partition(request, call), request.id)
         after = request.after_generation
+        if after is None:
+            after = _cursor(call.headers.get("last-event-id"))
         sub = self.bus.subscribe(key, after=after)  # before the read: what follows it is not missed
         try:
             stored = await self._read(self.store.get(request.id, tenant=key[0]))
@@ -931,6 +969,21 @@ def _partition(request: Any, call: CallContext) -> str:
     """Where the tasks a call may reach are kept: its tenant and, when the agent has security, its
     principal (see :func:`skillwire.server.context.partition`)."""
     return partition(request.tenant or call.tenant, call.principal)
+
+
+def _cursor(value: str | None) -> int | None:
+    """A resume cursor sent as ``Last-Event-ID`` (an SSE event id, on HTTP; gRPC metadata of that name): a
+    generation, or None when there is none."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 18:
+        raise InvalidParamsError(
+            f"Last-Event-ID {value[:40]!r} is not an event id of this server: send back the id of the last"
+            " event received (a task generation)",
+            field_violations=[("Last-Event-ID", "a non-negative integer")],
+        )
+    return int(value)
 
 
 def _owner_context(key: str) -> CallContext:
