@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import threading
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -35,6 +36,7 @@ from skillwire.client.client import select_interface
 from skillwire.client.retry import parse_retry_after
 from skillwire.errors import TaskNotFoundError
 from skillwire.protocol import models as m
+from skillwire.wire.generations import GENERATIONS_URI
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 WAIT = 10.0
@@ -111,18 +113,22 @@ def slow_agent(gate: threading.Event) -> Agent:
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-async def test_wait_polls_until_the_task_ends(serve: Any, gate: threading.Event, binding: str) -> None:
+async def test_wait_polls_an_agent_without_generations_until_the_task_ends(
+    serve: Any, gate: threading.Event, binding: str
+) -> None:
     srv = serve(slow_agent(gate).asgi(store="memory://"))
     async with await Client.connect(srv.url, bindings=(binding,), timeout=WAIT) as client:
+        client.generations = False  # as with an agent that does not keep them
         polls = 0
         original = client.get_task
 
-        async def counting_get_task(id: str, history_length: int | None = None) -> m.Task:
+        async def counting_get_task(id: str, history_length: int | None = None, **kw: Any) -> m.Task:
             nonlocal polls
             polls += 1
+            assert kw.get("current_generation") is None
             if polls == 3:
                 gate.set()  # let the task finish once the client has polled a few times
-            return await original(id, history_length)
+            return await original(id, history_length, **kw)
 
         client.get_task = counting_get_task  # type: ignore[method-assign]
         config = m.SendMessageConfiguration(return_immediately=True)
@@ -130,6 +136,43 @@ async def test_wait_polls_until_the_task_ends(serve: Any, gate: threading.Event,
         assert isinstance(task, m.Task) and task.status.state is not TaskState.COMPLETED
         done = await client.wait(task.id, timeout=WAIT, interval=0.01, max_interval=0.05)
         assert done.status.state is TaskState.COMPLETED and polls >= 3
+
+
+def held_until(condition: Any) -> None:
+    """Wait (in a thread: ``condition`` reads the server's state) until ``condition()`` holds."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_wait_long_polls_an_agent_with_generations_one_request_per_change(
+    serve: Any, gate: threading.Event, binding: str
+) -> None:
+    app = slow_agent(gate).asgi(store="memory://")
+    srv = serve(app)
+    async with await Client.connect(srv.url, bindings=(binding,), timeout=WAIT) as client:
+        assert client.generations
+        asked: list[int | None] = []
+        original = client.get_task
+
+        async def counting_get_task(id: str, history_length: int | None = None, **kw: Any) -> m.Task:
+            asked.append(kw.get("current_generation"))
+            return await original(id, history_length, **kw)
+
+        client.get_task = counting_get_task  # type: ignore[method-assign]
+        task = await client.send("go", configuration=m.SendMessageConfiguration(return_immediately=True))
+        assert isinstance(task, m.Task)
+        waiting = asyncio.ensure_future(client.wait(task.id, timeout=WAIT))
+        runtime = app.runtime
+        assert runtime is not None
+        # the long-poll is held by the agent while nothing happens: let the task finish then
+        await asyncio.to_thread(held_until, lambda: runtime._polls > 0)
+        gate.set()
+        done = await waiting
+    assert done.status.state is TaskState.COMPLETED
+    assert asked[0] is None and all(g is not None for g in asked[1:]) and len(asked) <= 3
 
 
 async def test_wait_times_out(serve: Any, gate: threading.Event) -> None:
@@ -393,7 +436,8 @@ async def test_requested_extensions_are_sent_and_activated(serve: Any, binding: 
         srv.url, bindings=(binding,), extensions=[uri, "https://example.com/unknown"], timeout=WAIT
     ) as client:
         await client.send("hi")
-    assert seen == [frozenset({uri})]
+    # the unknown one is not activated; the generations extension the agent's card declares is asked too
+    assert seen == [frozenset({uri, GENERATIONS_URI})]
 
 
 def test_interfaces_are_chosen_by_version_then_binding() -> None:

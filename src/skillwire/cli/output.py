@@ -26,6 +26,7 @@ from skillwire.cli import terminal
 from skillwire.cli.files import save_file
 from skillwire.protocol import models as m
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
+from skillwire.wire.generations import without_generations
 
 __all__ = ["Screen", "json_line", "json_text", "one_line", "parts_text", "say", "say_error", "say_traceback"]
 
@@ -67,8 +68,9 @@ def json_text(encoded: str) -> str:
 
 
 def json_line(obj: Any) -> None:
-    """Print ``obj`` as ProtoJSON on one line of stdout (see :func:`json_text`)."""
-    sys.stdout.write(json_text(msgspec.json.encode(obj).decode()) + "\n")
+    """Print ``obj`` as v1.0 ProtoJSON on one line of stdout (see :func:`json_text`): without the A2A 1.1
+    generation fields the client reads, so that what scripts get does not depend on the agent."""
+    sys.stdout.write(json_text(msgspec.json.encode(without_generations(obj)).decode()) + "\n")
     sys.stdout.flush()
 
 

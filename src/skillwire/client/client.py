@@ -15,6 +15,12 @@ Operations that are safe to repeat (reads, cancel, subscribe, push-config get/li
 retried on connection failures and HTTP 429/503 as the :class:`RetryPolicy` says; SendMessage and
 CreateTaskPushNotificationConfig are never retried by the client. A stream whose connection breaks is
 resumed through SubscribeToTask without repeating events (:mod:`skillwire.client.progress`).
+
+With an agent whose card declares the generations extension (A2A 1.1 generations for 1.0 clients, as
+skillwire's agents do), the client activates it: tasks and events carry their generation
+(``task.generation``), a stream resumes after the last generation it yielded and gets exactly what it
+missed, duplicates are dropped, a gap is closed by resuming from the cursor, and :meth:`Client.wait`
+long-polls (GetTask with ``currentGeneration``) instead of polling.
 """
 
 from __future__ import annotations
@@ -48,10 +54,11 @@ from skillwire.client.origins import OriginPolicy
 from skillwire.client.progress import StreamProgress
 from skillwire.client.retry import RetryPolicy, parse_retry_after
 from skillwire.client.transport import A2A_VERSION, JsonRpcTransport, RestTransport, Transport
-from skillwire.errors import A2AError, UnsupportedOperationError
+from skillwire.errors import A2AError, StreamDroppedError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
+from skillwire.wire.generations import GENERATIONS_URI
 
 __all__ = [
     "CARD_PATH",
@@ -291,6 +298,8 @@ class Client:
         self._http = http
         self._owns_http = owns_http
         self._card_source = card_source
+        #: Whether the agent keeps A2A 1.1 generations and this client asked for them (see the module).
+        self.generations = False
 
     @classmethod
     async def connect(
@@ -347,6 +356,7 @@ class Client:
         sent = dict(headers or {})
         if extensions:
             sent["A2A-Extensions"] = ", ".join(extensions)
+        requested = list(extensions)
         policy = OriginPolicy.for_connect(
             base_url, allowed_origins, credentials=credentials, headers=sent, http=http
         )
@@ -360,6 +370,9 @@ class Client:
             card = await retry.call(source.fetch)
             interface = select_interface(card, bindings, versions)
             policy.check(interface, url)
+            generations = _keeps_generations(card, interface)
+            if generations and GENERATIONS_URI not in requested:
+                sent["A2A-Extensions"] = ", ".join([*requested, GENERATIONS_URI])
             follow = policy.follow_redirects
             transport = await _transport(
                 interface, card, client_http, timeout, sent, provider, follow, grpc_credentials
@@ -368,7 +381,7 @@ class Client:
             if owns:
                 await client_http.aclose()
             raise
-        return cls(
+        client = cls(
             transport,
             card=card,
             interface=interface,
@@ -377,6 +390,8 @@ class Client:
             owns_http=owns,
             card_source=source,
         )
+        client.generations = generations
+        return client
 
     # -- lifetime ----------------------------------------------------------------------------------------
 
@@ -510,8 +525,14 @@ class Client:
 
     # -- tasks -------------------------------------------------------------------------------------------
 
-    async def get_task(self, id: str, history_length: int | None = None) -> m.Task:
-        request = m.GetTaskRequest(tenant=self._tenant, id=id, history_length=history_length)
+    async def get_task(
+        self, id: str, history_length: int | None = None, *, current_generation: int | None = None
+    ) -> m.Task:
+        """The task. With ``current_generation`` (an agent that keeps generations), a long-poll: the agent
+        answers once the task's generation is past it, or at its own time limit with the task as it is."""
+        request = m.GetTaskRequest(
+            tenant=self._tenant, id=id, history_length=history_length, current_generation=current_generation
+        )
         task: m.Task = await self._idempotent(_O.GET_TASK, request)
         return task
 
@@ -567,23 +588,32 @@ class Client:
         stop_on_interrupt: bool = True,
         history_length: int | None = None,
     ) -> m.Task:
-        """Poll GetTask until the task is terminal, or interrupted (waiting for input or auth) unless
-        ``stop_on_interrupt=False``; for agents without streaming. The wait between polls starts at
-        ``interval`` and grows by ``backoff`` up to ``max_interval``, each one jittered down by at most
-        half so that many clients do not poll in step. ``timeout`` bounds the whole wait (TimeoutError)::
+        """Wait until the task is terminal, or interrupted (waiting for input or auth) unless
+        ``stop_on_interrupt=False``; for agents without streaming. ``timeout`` bounds the whole wait
+        (TimeoutError)::
 
             task = await client.send(message, configuration=m.SendMessageConfiguration(return_immediately=True))
             task = await client.wait(task.id, timeout=60)
+
+        With an agent that keeps generations it long-polls: each GetTask asks for the task once its
+        generation is past the last one seen, and the agent holds it until then (or its own time limit, 30 s
+        for skillwire): one request per change, none while nothing happens. Otherwise it polls, the wait
+        between polls starting at ``interval`` and growing by ``backoff`` up to ``max_interval``, each one
+        jittered down by at most half so that many clients do not poll in step.
         """
         if interval <= 0 or max_interval < interval or backoff < 1:
             raise ValueError("need 0 < interval <= max_interval and backoff >= 1")
         delay = interval
+        seen: int | None = None
         async with asyncio.timeout(timeout):
             while True:
-                task = await self.get_task(task_id, history_length=history_length)
+                task = await self.get_task(task_id, history_length=history_length, current_generation=seen)
                 state = task.status.state
                 if state in TERMINAL_STATES or (stop_on_interrupt and state in INTERRUPTED_STATES):
                     return task
+                if self.generations and task.generation:
+                    seen = task.generation  # the agent holds the next GetTask until the task moves on
+                    continue
                 await asyncio.sleep(delay / 2 + random.uniform(0.0, delay / 2))
                 delay = min(delay * backoff, max_interval)
 
@@ -699,29 +729,51 @@ class Client:
         SubscribeToTask once the task is known (or, when ``reopen``, by calling ``opener`` again)."""
         source = opener()
         attempt = 0
+        if not resume:
+            progress.detect_gaps = False
         while True:
+            wait = 0.0
             try:
                 async for event in source:
-                    if progress.observe(event):
+                    if progress.supersedes(event):  # the agent's log did not hold what this stream missed
+                        assert event.task is not None
+                        for missed in progress.caught_up(event.task):
+                            yield missed
+                    elif progress.observe(event):
                         attempt = 0
                         yield event
+                    elif progress.gap:
+                        break  # some events never came: resume after the last one seen
                     if progress.finished:
                         return
-                return
-            except (AgentConnectionError, HTTPStatusError) as exc:
+                else:
+                    return
+            except (AgentConnectionError, HTTPStatusError, StreamDroppedError) as exc:
                 can_resume = progress.started and progress.task_id is not None
-                wait = self.retry.wait_for(exc, attempt) if resume and (can_resume or reopen) else None
-                if wait is None:
+                delay = self._retry_wait(exc, attempt) if resume and (can_resume or reopen) else None
+                if delay is None:
                     raise
+                wait = delay
             finally:
                 await _aclose(source)
+            progress.gap = False
             attempt += 1
             await asyncio.sleep(wait)
             source = self._resumed(progress) if progress.started else opener()
 
+    def _retry_wait(self, error: Exception, attempt: int) -> float | None:
+        if isinstance(error, StreamDroppedError):  # the agent let the stream go: subscribe again
+            return self.retry.delay(attempt, error.retry_after)
+        return self.retry.wait_for(error, attempt)
+
     async def _resumed(self, progress: StreamProgress) -> AsyncIterator[m.StreamResponse]:
-        """SubscribeToTask for a stream already under way: its snapshot becomes the missed events only."""
+        """SubscribeToTask for a stream already under way: after the last generation seen, where the agent
+        keeps them (exactly what was missed follows); else its snapshot becomes the missed events only."""
         assert progress.task_id is not None
+        if self.generations and progress.generation:
+            async for event in self._resumed_after(progress):
+                yield event
+            return
         request = m.SubscribeToTaskRequest(tenant=self._tenant, id=progress.task_id)
         stream = self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)
         try:
@@ -745,6 +797,32 @@ class Client:
                 yield missed
         finally:
             await _aclose(stream)
+
+    async def _resumed_after(self, progress: StreamProgress) -> AsyncIterator[m.StreamResponse]:
+        assert progress.task_id is not None
+        request = m.SubscribeToTaskRequest(
+            tenant=self._tenant, id=progress.task_id, after_generation=progress.generation
+        )
+        stream = self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)
+        try:
+            async for event in stream:
+                yield event
+        except UnsupportedOperationError:
+            # the task ended with the last event seen (nothing left to subscribe to): read its final state
+            task = await self.get_task(progress.task_id)
+            if task.status.state not in TERMINAL_STATES:
+                raise
+            for missed in progress.caught_up(task):
+                yield missed
+        finally:
+            await _aclose(stream)
+
+
+def _keeps_generations(card: m.AgentCard, interface: m.AgentInterface) -> bool:
+    """Whether the agent declares the generations extension, on a 1.0 interface (the one it serves on)."""
+    if _major_minor(interface.protocol_version) != "1.0":
+        return False
+    return any(e.uri == GENERATIONS_URI for e in card.capabilities.extensions)
 
 
 async def _aclose(stream: AsyncIterator[Any]) -> None:

@@ -98,6 +98,7 @@ from skillwire.errors import (
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation, spec_of
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
+from skillwire.wire.protobuf_generations import put_generations, read_generations
 
 __all__ = ["GrpcTransport", "error_from_rpc", "grpc_target"]
 
@@ -147,18 +148,44 @@ def _rpc(operation: Operation) -> Rpc:
 
 
 def _to_struct(message: Any, type_: type[msgspec.Struct]) -> Any:
+    """The answer Struct of ``message``, with the A2A 1.1 generations it carries (unknown fields of a v1.0
+    message: :mod:`skillwire.wire.protobuf_generations`)."""
     try:
-        return message_to_struct(message, type_, with_defaults=True)
+        return read_generations(message, message_to_struct(message, type_, with_defaults=True))
     except (ValueError, msgspec.DecodeError) as exc:  # ConversionError is a ValueError
         raise InvalidResponseError(f"not a valid {type_.__name__}: {exc}") from None
 
 
 def _to_message(request: msgspec.Struct, message_type: Any) -> Any:
+    """The request message of ``request``; its 1.1 fields (``currentGeneration``, ``ifGenerationMatch``)
+    as the 1.1 field numbers, which a v1.0 server skips."""
     try:
-        return struct_to_message(request, message_type)
+        message = struct_to_message(_plain(request), message_type)
     except ConversionError as exc:
         name = message_type.DESCRIPTOR.full_name
         raise InvalidParamsError(f"the request is not a valid {name}: {exc}") from None
+    put_generations(request, message)
+    return message
+
+
+def _plain(request: msgspec.Struct) -> msgspec.Struct:
+    """``request`` without the fields v1.0's messages lack (sent otherwise: see _to_message, _cursor)."""
+    replace = msgspec.structs.replace
+    if isinstance(request, m.GetTaskRequest) and request.current_generation is not None:
+        return replace(request, current_generation=None)
+    if isinstance(request, m.SubscribeToTaskRequest) and request.after_generation is not None:
+        return replace(request, after_generation=None)
+    configuration = request.configuration if isinstance(request, m.SendMessageRequest) else None
+    if configuration is not None and configuration.if_generation_match is not None:
+        return replace(request, configuration=replace(configuration, if_generation_match=None))
+    return request
+
+
+def _cursor(request: msgspec.Struct) -> tuple[tuple[str, str], ...]:
+    """A SubscribeToTask's resume cursor, as the ``last-event-id`` metadata the server reads."""
+    if isinstance(request, m.SubscribeToTaskRequest) and request.after_generation is not None:
+        return (("last-event-id", str(request.after_generation)),)
+    return ()
 
 
 # -- errors -----------------------------------------------------------------------------------------------
@@ -259,7 +286,8 @@ class GrpcTransport:
         if not spec.streaming or spec.response_type is None:
             raise ValueError(f"{spec.method} does not stream: use send()")
         message = _to_message(request, _rpc(operation).request)
-        call = getattr(self._open(), spec.method)(message, metadata=_traced(self.metadata))
+        metadata = _traced((*self.metadata, *_cursor(request)))
+        call = getattr(self._open(), spec.method)(message, metadata=metadata)
         try:
             async for reply in call:
                 yield _to_struct(reply, spec.response_type)

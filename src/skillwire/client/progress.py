@@ -1,9 +1,16 @@
 """What a consumer has seen of a task's stream, so that a resumed stream repeats nothing.
 
-A stream that breaks is resumed with SubscribeToTask, whose first event is a Task snapshot. The snapshot is
-not shown again: :meth:`StreamProgress.missed` turns the difference between it and what was seen into the
-update events the consumer missed (new artifacts or artifact parts, then the status if it changed). Live
-events that follow are passed on, except a status update identical to the last one seen.
+With an agent that keeps A2A 1.1 generations, every event carries one, one more per event: the progress
+keeps the last one seen (``generation``), a stream is resumed after it (SubscribeToTask with the cursor) and
+gets exactly what followed, an event at or below it is a duplicate and dropped, and an event past the next
+one is a gap (``gap``), which the client closes by resuming from the cursor.
+
+Without generations (another agent), a stream that breaks is resumed with SubscribeToTask, whose first event
+is a Task snapshot. The snapshot is not shown again: :meth:`StreamProgress.missed` turns the difference
+between it and what was seen into the update events the consumer missed (new artifacts or artifact parts,
+then the status if it changed). Live events that follow are passed on, except a status update identical to
+the last one seen. A snapshot in the middle of a stream (the agent's log no longer held what the stream
+missed) is turned into update events the same way.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from skillwire.protocol.models import (
     TaskArtifactUpdateEvent,
     TaskStatus,
     TaskStatusUpdateEvent,
+    generation_of,
 )
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
 
@@ -39,6 +47,12 @@ class StreamProgress:
         #: stream of a message that answers that task, so it does not end the stream; an update does.
         self._updated = False
         self._parts: dict[str, int] = {}
+        #: The last generation seen (0: none, or an agent without generations).
+        self.generation = 0
+        #: Set when an event skipped generations: the consumer missed some (resume from ``generation``).
+        self.gap = False
+        #: Whether an event past the next generation is a gap (else it is taken as it comes).
+        self.detect_gaps = True
 
     @property
     def finished(self) -> bool:
@@ -53,8 +67,24 @@ class StreamProgress:
         self._status = _status_key(status)
         self.state = status.state
 
+    def supersedes(self, event: StreamResponse) -> bool:
+        """Whether ``event`` is a Task snapshot in the middle of a stream, past what was seen: the updates
+        :meth:`missed` makes of it stand for the events it replaces."""
+        task = event.task
+        return task is not None and self.started and task.generation > self.generation > 0
+
     def observe(self, event: StreamResponse) -> bool:
-        """Record ``event``; False when it repeats what the consumer already has."""
+        """Record ``event``; False when it repeats what the consumer already has, or comes after a gap
+        (``gap`` is then set, and nothing else recorded)."""
+        generation = generation_of(event)
+        if generation and self.generation:
+            if generation <= self.generation:
+                return False
+            if self.detect_gaps and generation > self.generation + 1 and event.task is None:
+                self.gap = True
+                return False
+        if generation:
+            self.generation = generation
         if event.task is not None:
             task = event.task
             self.started = True
@@ -104,4 +134,14 @@ class StreamProgress:
                 task_id=snapshot.id, context_id=snapshot.context_id, status=snapshot.status
             )
             out.append(StreamResponse(status_update=status))
+        return out
+
+    def caught_up(self, snapshot: Task) -> list[StreamResponse]:
+        """The update events that bring the consumer to ``snapshot``, recorded as seen, and ``snapshot``'s
+        generation as the last one seen."""
+        out = self.missed(snapshot)
+        for event in out:
+            self.observe(event)
+        self.generation = max(self.generation, snapshot.generation)
+        self.gap = False
         return out

@@ -317,7 +317,7 @@ class HttpEndpoint:
                     )
                 else:
                     result = await self.dispatcher.call(call.operation, call.params, context)
-                first = await _first(result) if streaming else None
+                first = await _first(result) if streaming and getattr(result, "opens_at_once", True) else None
             except ClientGone:
                 return  # a long-poll whose client went away: nobody to answer
             except Exception as exc:

@@ -155,6 +155,10 @@ class EventStream:
         self._key = key
         self._backlog: collections.deque[StreamResponse] = collections.deque()
         self._behind = resume
+        #: Whether the first event is at hand (a snapshot, a replay, a task being created): a binding waits
+        #: for it before it answers, so that an error up front is a plain error. A client that resumes
+        #: with nothing missed waits for the task's next event, which may be a long way off.
+        self.opens_at_once = first is not None or resume or floor == 0
 
     def __aiter__(self) -> EventStream:
         return self
