@@ -281,15 +281,23 @@ async def test_idempotent_calls_retry_503_with_retry_after(serve: Any, binding: 
 
 
 @pytest.mark.parametrize("binding", BINDINGS)
-async def test_send_message_is_not_retried_and_retries_are_bounded(serve: Any, binding: str) -> None:
+async def test_send_message_is_retried_only_with_idempotency_keys_and_retries_are_bounded(
+    serve: Any, binding: str
+) -> None:
     flaky = Flaky(example_agent("tck").asgi(store="memory://"))
     srv = serve(flaky)
     policy = RetryPolicy(retries=1, base=0.0, cap=0.01)
     async with await Client.connect(srv.url, bindings=(binding,), retries=policy) as client:
+        assert client.idempotency_keys  # a skillwire agent declares them: a send is retried with its key
         flaky.armed, flaky.requests = 5, 0
         with pytest.raises(HTTPStatusError) as caught:
             await client.send(msg("tck-complete-task"))
         assert caught.value.status_code == 503 and caught.value.retry_after == 0.0
+        assert flaky.requests == 2  # one try and one retry
+        client.idempotency_keys = False  # as with an agent that does not honour keys: never retried
+        flaky.requests = 0
+        with pytest.raises(HTTPStatusError):
+            await client.send(msg("tck-complete-task"))
         assert flaky.requests == 1
         flaky.requests = 0
         with pytest.raises(HTTPStatusError):
@@ -430,13 +438,21 @@ async def test_dropped_stream_resumes_live_until_canceled(serve: Any, binding: s
     assert sum(e.task is not None for e in events) == 1
 
 
-async def test_stream_dropped_before_the_task_is_known_is_not_resent(serve: Any) -> None:
+async def test_stream_dropped_before_the_task_is_known_is_resent_only_with_idempotency_keys(
+    serve: Any,
+) -> None:
     cutter = CutStream(example_agent("tck").asgi(store="memory://"), after=0)
     srv = serve(cutter)
     async with await Client.connect(srv.url, retries=FAST) as client:
+        client.idempotency_keys = False  # as with an agent that does not honour keys
         with pytest.raises(AgentConnectionError):
             await collect(client.stream(msg("tck-complete-task")))
-    assert len(cutter.streams) == 1  # SendStreamingMessage is not idempotent: no second attempt
+        assert len(cutter.streams) == 1  # not idempotent there: no second attempt
+        cutter.cuts_left = 1
+        client.idempotency_keys = True  # a skillwire agent: sent again with its key, the same task follows
+        events = await collect(client.stream(msg("tck-complete-task")))
+    assert len(cutter.streams) == 3
+    assert events[0].task is not None and state_of(events[-1]) is TaskState.COMPLETED
 
 
 class ScriptedTransport:

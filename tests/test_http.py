@@ -36,7 +36,7 @@ from skillwire import (
 )
 from skillwire.protocol.models import GetTaskRequest
 from skillwire.security import APIKey, Security
-from skillwire.wire.generations import GENERATIONS_URI
+from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.sse import SSEDecoder
 
 TIMEOUT = 10.0
@@ -132,7 +132,7 @@ async def test_card_is_served_with_caching_headers(serve: Any, client: httpx.Asy
         {"url": srv.url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
     ]
     generations = card["capabilities"].pop("extensions")  # the runtime keeps A2A 1.1 generations
-    assert [e["uri"] for e in generations] == [GENERATIONS_URI]
+    assert [e["uri"] for e in generations] == [GENERATIONS_URI, IDEMPOTENCY_URI]
     assert card["capabilities"] == {"streaming": True, "pushNotifications": True, "extendedAgentCard": False}
     # a skill's input is text or a data part, its result a text or a data artifact
     assert card["defaultInputModes"] == card["defaultOutputModes"] == ["text/plain", "application/json"]

@@ -390,7 +390,7 @@ async def test_a_postgres_schema_at_version_1_is_migrated_and_keeps_its_deliveri
             assert (
                 await conn.fetchval(f"SELECT MAX(version) FROM {s}.skillwire_schema")
                 == postgres_sql.SCHEMA_VERSION
-                == 3
+                == 4
             )
             assert await read_failed_postgres(url) == [failed]
         finally:

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import A2A_V1, RunningServer, assert_proto, assert_rpc_error, example_agent, rpc, user_message
 from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
-from skillwire.wire.generations import GENERATIONS_URI
+from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.sse import SSEDecoder
 
 TIMEOUT = 10.0
@@ -187,7 +187,12 @@ async def test_extensions_are_activated_echoed_and_required(serve: Any, client: 
     )
     srv = serve(agent.asgi(store="memory://"))
     card = (await client.get(srv.url + "/.well-known/agent-card.json")).json()
-    assert [e["uri"] for e in card["capabilities"]["extensions"]] == [EXT, REQUIRED, GENERATIONS_URI]
+    assert [e["uri"] for e in card["capabilities"]["extensions"]] == [
+        EXT,
+        REQUIRED,
+        GENERATIONS_URI,
+        IDEMPOTENCY_URI,
+    ]
 
     without = await client.post(srv.url + "/message:send", json=send_body("a"))
     assert_status(without, 400, "EXTENSION_SUPPORT_REQUIRED")

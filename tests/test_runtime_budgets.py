@@ -303,7 +303,15 @@ async def test_a_schema_1_sqlite_file_is_migrated_when_opened(tmp_path: Path) ->
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        assert tables == {"tasks", "messages", "artifacts", "events", "push_configs", "deliveries"}
+        assert tables == {
+            "tasks",
+            "messages",
+            "artifacts",
+            "events",
+            "idempotency",
+            "push_configs",
+            "deliveries",
+        }
 
 
 # -- subscribers -----------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from skillwire.stores.base import write_task
 from skillwire.stores.push import MemoryPushState, Outgoing
 from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import (
+    IdempotencyStoreContract,
     PushStoreContract,
     TaskStoreContract,
     _head,
@@ -31,7 +32,7 @@ from skillwire.testing.store_contract import (
 )
 
 
-class TestMemoryStore(TaskStoreContract, PushStoreContract):
+class TestMemoryStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
     @pytest.fixture
     async def store(self) -> AsyncIterator[TaskStore]:
         s = MemoryTaskStore()
@@ -40,7 +41,7 @@ class TestMemoryStore(TaskStoreContract, PushStoreContract):
         await s.close()
 
 
-class TestSQLiteStore(TaskStoreContract, PushStoreContract):
+class TestSQLiteStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
         s = SQLiteTaskStore(tmp_path / "tasks.db")
@@ -223,8 +224,9 @@ def _schema_2() -> str:
     from skillwire.stores.sqlite import _SCHEMA
 
     statements = [s for s in _SCHEMA.split(";") if s.strip()]
-    kept = [s for s in statements if not any(t in s for t in ("push_configs", "deliveries", "events ("))]
-    assert len(statements) - len(kept) == 5  # three tables, two indexes
+    later = ("push_configs", "deliveries", "events (", "idempotency")
+    kept = [s for s in statements if not any(t in s for t in later)]
+    assert len(statements) - len(kept) == 7  # four tables, three indexes
     schema = ";".join(kept) + ";"
     log_columns = (
         "    log         BLOB    NOT NULL DEFAULT x'',\n    log_bytes   INTEGER NOT NULL DEFAULT 0,\n"

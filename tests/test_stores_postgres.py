@@ -21,6 +21,7 @@ from skillwire.stores.postgres import SCHEMA_VERSION, PostgresTaskStore, upgrade
 from skillwire.stores.push import PushConfigRecord, PushStore
 from skillwire.stores.shared import SharedStore
 from skillwire.testing.store_contract import (
+    IdempotencyStoreContract,
     PushStoreContract,
     TaskStoreContract,
     drain,
@@ -37,7 +38,7 @@ async def pg_url() -> AsyncIterator[str]:
         yield url
 
 
-class TestPostgresStore(TaskStoreContract, PushStoreContract):
+class TestPostgresStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
     @pytest.fixture
     async def store(self, pg_url: str) -> AsyncIterator[PostgresTaskStore]:
         s = PostgresTaskStore(pg_url)

@@ -48,6 +48,7 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     SkillwireError
     +-- A2AError                  the protocol errors above
     +-- ConcurrentUpdateError     a store refused a stale write
+    |   +-- KeyClaimedError       ... or one whose Idempotency-Key another request claimed first
     +-- StoreError                a store could not commit or read (disk full, I/O error, locked, read-only)
     |   +-- StoreUnavailableError  its database cannot be reached for now (an outage, not the request)
     +-- ManifestError             a SKILL.md that is not valid (key path, line, reason)
@@ -81,6 +82,7 @@ __all__ = [
     "InvalidParamsError",
     "InvalidRequestError",
     "JSONParseError",
+    "KeyClaimedError",
     "ManifestError",
     "MethodNotFoundError",
     "PermissionDeniedError",
@@ -120,6 +122,11 @@ class SkillwireError(Exception):
 
 class ConcurrentUpdateError(SkillwireError):
     """A store refused a write because the stored version of the task is not the one it was made from."""
+
+
+class KeyClaimedError(ConcurrentUpdateError):
+    """A store refused a write whose idempotency claim's key is claimed already (another request with the
+    same ``Idempotency-Key`` was first); nothing of the write is stored."""
 
 
 class StoreError(SkillwireError):

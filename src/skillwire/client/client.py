@@ -12,9 +12,12 @@ errors are the :mod:`skillwire.errors` classes. A task that ends FAILED, REJECTE
 not an exception, unless ``raise_on_failure=True`` asks for :class:`TaskFailedError`.
 
 Operations that are safe to repeat (reads, cancel, subscribe, push-config get/list/delete, the card) are
-retried on connection failures and HTTP 429/503 as the :class:`RetryPolicy` says; SendMessage and
-CreateTaskPushNotificationConfig are never retried by the client. A stream whose connection breaks is
-resumed through SubscribeToTask without repeating events (:mod:`skillwire.client.progress`).
+retried on connection failures and HTTP 429/503 as the :class:`RetryPolicy` says. Every SendMessage,
+SendStreamingMessage and push-config create or delete carries an ``Idempotency-Key`` of its own, the same on
+each of its retries; they are retried only with an agent whose card declares the idempotency-keys extension
+(the agent then does the work once, and answers a retry with the first call's result): with any other agent
+they are never retried. A stream whose connection breaks is resumed through SubscribeToTask without
+repeating events (:mod:`skillwire.client.progress`), and with idempotency keys even before its first event.
 
 With an agent whose card declares the generations extension (A2A 1.1 generations for 1.0 clients, as
 skillwire's agents do), the client activates it: tasks and events carry their generation
@@ -53,12 +56,18 @@ from skillwire.client.errors import (
 from skillwire.client.origins import OriginPolicy
 from skillwire.client.progress import StreamProgress
 from skillwire.client.retry import RetryPolicy, parse_retry_after
-from skillwire.client.transport import A2A_VERSION, JsonRpcTransport, RestTransport, Transport
+from skillwire.client.transport import (
+    A2A_VERSION,
+    IDEMPOTENCY_KEY,
+    JsonRpcTransport,
+    RestTransport,
+    Transport,
+)
 from skillwire.errors import A2AError, StreamDroppedError, UnsupportedOperationError
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TaskState
-from skillwire.wire.generations import GENERATIONS_URI
+from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 
 __all__ = [
     "CARD_PATH",
@@ -300,6 +309,8 @@ class Client:
         self._card_source = card_source
         #: Whether the agent keeps A2A 1.1 generations and this client asked for them (see the module).
         self.generations = False
+        #: Whether the agent honours idempotency keys: messages and push-config calls are then retried.
+        self.idempotency_keys = False
 
     @classmethod
     async def connect(
@@ -391,6 +402,7 @@ class Client:
             card_source=source,
         )
         client.generations = generations
+        client.idempotency_keys = any(e.uri == IDEMPOTENCY_URI for e in card.capabilities.extensions)
         return client
 
     # -- lifetime ----------------------------------------------------------------------------------------
@@ -488,7 +500,7 @@ class Client:
         """
         content = _Content(skill, data, parts, files)
         request = self._send_request(message, context_id, task_id, configuration, metadata, content)
-        response: m.SendMessageResponse = await self.transport.send(_O.SEND_MESSAGE, request)
+        response: m.SendMessageResponse = await self._keyed(_O.SEND_MESSAGE, request)
         result = response.task if response.task is not None else response.message
         if result is None:
             raise InvalidResponseError("SendMessage returned neither a task nor a message")
@@ -519,8 +531,11 @@ class Client:
         content = _Content(skill, data, parts, files)
         request = self._send_request(message, context_id, task_id, configuration, metadata, content)
         progress = StreamProgress(end_on_interrupt=True)
-        opener = lambda: self.transport.stream(_O.SEND_STREAMING_MESSAGE, request)  # noqa: E731
-        async for event in self._resumable(opener, progress, resume=resume, reopen=False):
+        key = str(uuid.uuid4())
+        opener = lambda: _with_key(key, self.transport.stream(_O.SEND_STREAMING_MESSAGE, request))  # noqa: E731
+        # with idempotency keys a stream that broke before its first event is opened again: the same request
+        reopen = self.idempotency_keys
+        async for event in self._resumable(opener, progress, resume=resume, reopen=reopen):
             yield event
 
     # -- tasks -------------------------------------------------------------------------------------------
@@ -689,7 +704,7 @@ class Client:
         config = m.TaskPushNotificationConfig(
             tenant=self._tenant, id=id, task_id=task_id, url=url, token=token, authentication=authentication
         )
-        created: m.TaskPushNotificationConfig = await self.transport.send(_O.CREATE_PUSH_CONFIG, config)
+        created: m.TaskPushNotificationConfig = await self._keyed(_O.CREATE_PUSH_CONFIG, config)
         return created
 
     async def get_push_config(self, task_id: str, id: str) -> m.TaskPushNotificationConfig:
@@ -710,12 +725,23 @@ class Client:
 
     async def delete_push_config(self, task_id: str, id: str) -> None:
         request = m.DeleteTaskPushNotificationConfigRequest(tenant=self._tenant, task_id=task_id, id=id)
-        await self._idempotent(_O.DELETE_PUSH_CONFIG, request)
+        await self._keyed(_O.DELETE_PUSH_CONFIG, request)
 
     # -- plumbing ----------------------------------------------------------------------------------------
 
     async def _idempotent(self, operation: Operation, request: msgspec.Struct) -> Any:
         return await self.retry.call(lambda: self.transport.send(operation, request))
+
+    async def _keyed(self, operation: Operation, request: msgspec.Struct) -> Any:
+        """``operation`` with an Idempotency-Key of its own, the same on each retry; retried only when the agent
+        honours keys (a delete is retried anyway: deleting twice is harmless)."""
+        token = IDEMPOTENCY_KEY.set(str(uuid.uuid4()))
+        try:
+            if self.idempotency_keys or operation is _O.DELETE_PUSH_CONFIG:
+                return await self._idempotent(operation, request)
+            return await self.transport.send(operation, request)
+        finally:
+            IDEMPOTENCY_KEY.reset(token)
 
     async def _resumable(
         self,
@@ -823,6 +849,23 @@ def _keeps_generations(card: m.AgentCard, interface: m.AgentInterface) -> bool:
     if _major_minor(interface.protocol_version) != "1.0":
         return False
     return any(e.uri == GENERATIONS_URI for e in card.capabilities.extensions)
+
+
+async def _with_key(key: str, stream: AsyncIterator[m.StreamResponse]) -> AsyncIterator[m.StreamResponse]:
+    """``stream``, read with ``key`` as the Idempotency-Key of the call (set only while it is read from, so
+    that the consumer's own calls between two events do not carry it)."""
+    try:
+        while True:
+            token = IDEMPOTENCY_KEY.set(key)
+            try:
+                event = await anext(stream)
+            except StopAsyncIteration:
+                return
+            finally:
+                IDEMPOTENCY_KEY.reset(token)
+            yield event
+    finally:
+        await _aclose(stream)
 
 
 async def _aclose(stream: AsyncIterator[Any]) -> None:

@@ -74,7 +74,7 @@ from typing import Any
 
 import msgspec
 
-from skillwire.client.transport import trace_context
+from skillwire.client.transport import call_headers
 
 # First: without the grpc extra, this ImportError says what to install.
 from skillwire.wire.grpc_service import RPCS, Rpc, StatusDetails, read_status
@@ -313,6 +313,6 @@ class GrpcTransport:
 
 
 def _traced(metadata: tuple[tuple[str, str | bytes], ...]) -> tuple[tuple[str, str | bytes], ...]:
-    """``metadata`` with the current trace context, as the HTTP transports send it."""
-    context = trace_context()
+    """``metadata`` with the current trace context and idempotency key, as the HTTP transports send them."""
+    context = call_headers()
     return (*metadata, *((k.lower(), v) for k, v in context.items())) if context else metadata

@@ -24,6 +24,7 @@ carries that ``A2A-Version``. Retrying and resuming are the Client's business, n
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import itertools
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -44,10 +45,12 @@ from skillwire.wire.sse import SSEDecoder
 
 __all__ = [
     "A2A_VERSION",
+    "IDEMPOTENCY_KEY",
     "RESPONSE_TYPES",
     "JsonRpcTransport",
     "RestTransport",
     "Transport",
+    "call_headers",
 ]
 
 A2A_VERSION = "1.0"
@@ -299,6 +302,20 @@ def trace_context() -> dict[str, str]:
     return carrier
 
 
-def _traced(headers: dict[str, str]) -> dict[str, str]:
+#: The ``Idempotency-Key`` of the call under way: the Client sets it around a call and its retries, and every
+#: transport sends it (:func:`call_headers`), so that a retry is recognised as the same request.
+IDEMPOTENCY_KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("idempotency_key", default=None)
+
+
+def call_headers() -> dict[str, str]:
+    """The headers of the call under way beside the transport's own: the trace context, the idempotency key."""
     context = trace_context()
+    key = IDEMPOTENCY_KEY.get()
+    if key is not None:
+        context = {**context, "Idempotency-Key": key}
+    return context
+
+
+def _traced(headers: dict[str, str]) -> dict[str, str]:
+    context = call_headers()
     return {**headers, **context} if context else headers

@@ -88,6 +88,9 @@ class Limits:
     long_poll_timeout: float = 30.0
     #: Long-polls waiting at once in one process; beyond it a new one gets 503 with Retry-After.
     max_long_polls: int = 1000
+    #: Seconds an ``Idempotency-Key`` is remembered: a request sent again within it gets the first one's
+    #: result and is not run again (docs/streaming.md).
+    idempotency_window: float = 86_400.0
 
     # -- work ---------------------------------------------------------------------------------------------
     #: Tasks running at once in one process; beyond it a new task gets 503 with Retry-After.

@@ -53,7 +53,7 @@ from skillwire.server.telemetry import Telemetry
 from skillwire.stores.base import TaskStore
 from skillwire.wire import jsonrpc as jsonrpc_wire
 from skillwire.wire import v03
-from skillwire.wire.generations import GENERATIONS_URI
+from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.rest import encode_status
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class A2AApplication:
         requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported);
         ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
         (:mod:`skillwire.server.metrics`; None: not counted, no endpoint)."""
-        self.card = card if runtime is None else _with_generations(card)
+        self.card = card if runtime is None else _with_runtime_extensions(card, runtime)
         self.console = ConsoleAssets.served() if console else None
         self.push = push
         self.webhook_policy = webhook_policy or WebhookPolicy()
@@ -501,10 +501,27 @@ _GENERATIONS = AgentExtension(
 )
 
 
-def _with_generations(card: AgentCard) -> AgentCard:
-    """``card`` declaring the generations extension (the runtime keeps generations), unless it does."""
+_IDEMPOTENCY = AgentExtension(
+    uri=IDEMPOTENCY_URI,
+    description=(
+        "An Idempotency-Key header (gRPC metadata) on SendMessage, SendStreamingMessage and the push-config"
+        " calls makes a retry return the first call's result; the work is done once. Keys are kept per caller"
+        " for the window in params (seconds)."
+    ),
+)
+
+
+def _with_runtime_extensions(card: AgentCard, runtime: TaskRuntime) -> AgentCard:
+    """``card`` declaring what the runtime offers: generations, and idempotency keys with a store that keeps
+    their claims (unless the card declares them already)."""
     extensions = card.capabilities.extensions
-    if any(e.uri == GENERATIONS_URI for e in extensions):
+    declared = {e.uri for e in extensions}
+    added = [] if GENERATIONS_URI in declared else [_GENERATIONS]
+    if runtime.keys is not None and IDEMPOTENCY_URI not in declared:
+        added.append(
+            msgspec.structs.replace(_IDEMPOTENCY, params={"window": runtime.limits.idempotency_window})
+        )
+    if not added:
         return card
-    capabilities = msgspec.structs.replace(card.capabilities, extensions=[*extensions, _GENERATIONS])
+    capabilities = msgspec.structs.replace(card.capabilities, extensions=[*extensions, *added])
     return msgspec.structs.replace(card, capabilities=capabilities)

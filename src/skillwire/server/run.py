@@ -43,6 +43,7 @@ from skillwire.errors import (
     ConcurrentUpdateError,
     InternalError,
     InvalidAgentResponseError,
+    KeyClaimedError,
     ServiceUnavailableError,
     StoreUnavailableError,
     TaskGenerationMismatchError,
@@ -69,9 +70,11 @@ from skillwire.server.bus import Behind
 from skillwire.server.context import CallContext
 from skillwire.server.executor import RequestContext, TaskEvents, Work
 from skillwire.stores.base import StoredTask, write_task
+from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import PushConfigRecord
 
 if TYPE_CHECKING:
+    from skillwire.server.idempotency import Keyed
     from skillwire.server.runtime import TaskRuntime
 
 __all__ = [
@@ -231,6 +234,10 @@ class TaskRun:
         self.push_records: list[PushConfigRecord] = []
         #: On a bus other processes share: follows this task's events for an end made elsewhere.
         self._watcher: asyncio.Task[None] | None = None
+        #: The idempotency claim of the request, made with the next commit (the first, before any work).
+        self.claim: Claim | None = None
+        #: The key of a claimed request that makes a new task: a direct reply is kept with its claim.
+        self.replying_to: Keyed | None = None
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -280,8 +287,13 @@ class TaskRun:
                     write = msgspec.structs.replace(write, deliveries=service.outgoing(events, targets))
             if self.push_records:
                 write = msgspec.structs.replace(write, configs=tuple(self.push_records))
+            if self.claim is not None:
+                claim = msgspec.structs.replace(self.claim, task_id=self.task_id, generation=generation)
+                write = msgspec.structs.replace(write, claim=claim)
             try:
                 await self.runtime.store.commit(write)
+            except KeyClaimedError:
+                raise  # another request with the key was first: this run is dropped, nothing was stored
             except ConcurrentUpdateError:
                 raise await self._lost() from None
             except Exception as exc:
@@ -289,6 +301,7 @@ class TaskRun:
                 raise await self._abort(store_failure(exc, limits), STORE_MESSAGE) from None
             self.committed, self.stored, self.committed_generation = version, layout, generation
             self.push_records.clear()
+            self.claim = None
             self._publish_through(version)
             if write.deliveries and self.runtime.push is not None:
                 self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))
@@ -524,6 +537,10 @@ class TaskRun:
             except (TypeError, ValueError, msgspec.EncodeError):
                 raise InvalidAgentResponseError(NOT_JSON_MESSAGE) from None
             self.replied = True
+            keys = self.runtime.keys
+            if self.replying_to is not None and keys is not None:  # a retry of the request gets it too
+                keyed = self.replying_to
+                await keys.store.settle(keyed.scope, keyed.key, msgspec.json.encode(message))
             self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
             if not self.settled.done():
                 self.settled.set_result(message)

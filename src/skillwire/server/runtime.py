@@ -17,7 +17,9 @@ import collections
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -27,7 +29,9 @@ from skillwire.errors import (
     ConcurrentUpdateError,
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
+    InternalError,
     InvalidParamsError,
+    KeyClaimedError,
     PushNotificationNotSupportedError,
     ServerBusyError,
     StoreError,
@@ -59,16 +63,19 @@ from skillwire.protocol.models import (
     SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
+    TaskStatus,
     agent_text,
     generation_of,
     new_id,
 )
+from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import Principal
 from skillwire.server.bus import Behind, EventBus, InProcessEventBus, Subscription
 from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.executor import Executor, RequestContext, Work
 from skillwire.server.handler import BaseRequestHandler
+from skillwire.server.idempotency import Keyed, Keys, config_id
 from skillwire.server.metrics import Metrics
 from skillwire.server.push import PushService
 from skillwire.server.run import (
@@ -90,6 +97,7 @@ from skillwire.stores.base import (
     TaskStore,
     write_task,
 )
+from skillwire.stores.idempotency import Claim, IdempotencyStore
 from skillwire.stores.shared import SharedStore
 
 __all__ = ["EventStream", "TaskRuntime"]
@@ -109,6 +117,12 @@ CANCEL_ATTEMPTS = 5
 RECOVERY_BATCH = 500
 #: Events a stream that fell behind reads from the store's event log per read.
 CATCH_UP_EVENTS = 256
+#: Seconds between two looks at a claimed request whose first call has stored nothing yet.
+CLAIM_POLL = 1.0
+UNSTORED_MESSAGE = (
+    "The server process working on this request stopped before it stored anything; the request was not run"
+    " again."
+)
 
 _replace = msgspec.structs.replace
 _encode = msgspec.json.Encoder().encode
@@ -288,6 +302,10 @@ class TaskRuntime(BaseRequestHandler):
         self.swept = asyncio.Event()
         #: GetTask long-polls waiting now (``Limits.max_long_polls``).
         self._polls = 0
+        #: Idempotency keys, with a store that keeps their claims (every store skillwire ships).
+        self.keys = Keys(store, limits.idempotency_window) if isinstance(store, IdempotencyStore) else None
+        #: This runtime's id, on the claims it makes (the store's owner id when processes share it).
+        self.instance = self.shared.owner if self.shared is not None else uuid.uuid4().hex
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -566,7 +584,8 @@ class TaskRuntime(BaseRequestHandler):
 
     # -- starting runs -----------------------------------------------------------------------------------
 
-    async def _begin(self, request: SendMessageRequest, call: CallContext) -> TaskRun:
+    async def _begin(self, request: SendMessageRequest, call: CallContext, task_id: str = "") -> TaskRun:
+        """A run for ``request`` (a new task's id is ``task_id`` when given)."""
         if self._closing:
             raise UnsupportedOperationError("The server is shutting down")
         message = request.message
@@ -586,7 +605,7 @@ class TaskRuntime(BaseRequestHandler):
         if inline is not None:
             self._push_service().check(inline, "params.configuration.taskPushNotificationConfig")
         if not message.task_id:
-            task_id = new_id()
+            task_id = task_id or new_id()
             context_id = message.context_id or new_id()
             return self._new_run(
                 request, call, _replace(message, task_id=task_id, context_id=context_id), tenant
@@ -680,9 +699,10 @@ class TaskRuntime(BaseRequestHandler):
         if key in self._runs:
             raise _busy(key)
 
-    async def _admit_and_start(self, run: TaskRun, *, eager: bool) -> None:
-        """The executor's ``admit`` check, before anything is written; then start the run with the work
-        ``admit`` returned, or else the executor's ``execute``."""
+    async def _admit_and_start(self, run: TaskRun, *, eager: bool, claim: Claim | None = None) -> None:
+        """The executor's ``admit`` check, before anything is written; then ``claim`` made, when given
+        (KeyClaimedError if another request has its key); then start the run with the work ``admit``
+        returned, or else the executor's ``execute``."""
         context = run.request_context()
         executor = self.executor
         try:
@@ -703,6 +723,9 @@ class TaskRuntime(BaseRequestHandler):
                     run.push[stored.id] = shape
             if self.telemetry is not None or self.metrics is not None:
                 run.skill_id = executor.skill_id(context)
+            claimed = claim is not None and self.keys is not None
+            if claimed and await self._read(self.keys.store.claim(claim)) is not None:  # type: ignore[union-attr,arg-type]
+                raise KeyClaimedError("the request's idempotency key is claimed already")
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)
@@ -738,11 +761,166 @@ class TaskRuntime(BaseRequestHandler):
 
     # -- operations ------------------------------------------------------------------------------------
 
+    # -- idempotency keys (skillwire.server.idempotency) -------------------------------------------------
+
+    def _keyed(self, operation: Operation, request: Any, call: CallContext) -> Keyed | None:
+        """The key a call came with (None: none, or a store that keeps no claims)."""
+        if self.keys is None:
+            return None
+        return self.keys.keyed(operation, request, _partition(request, call), call.headers)
+
+    async def _recall(self, keyed: Keyed | None) -> Claim | None:
+        return None if keyed is None or self.keys is None else await self._read(self.keys.recall(keyed))
+
+    async def _start(
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        keyed: Keyed | None,
+        *,
+        eager: bool,
+        stream: bool,
+    ) -> tuple[TaskRun, Subscription | None]:
+        """Begin and start a run (subscribed first, for a stream). With a key, the request is claimed before
+        any work: a message that continues a task in the write that stores its turn, one that makes a new
+        task on its own, naming the task's id; KeyClaimedError means another request with the key was first."""
+        if keyed is None or self.keys is None:
+            return await self._started(await self._begin(request, call), eager=eager, stream=stream)
+        async with self.keys.claiming(keyed):
+            if request.message.task_id:
+                run = await self._begin(request, call)
+                run.claim = self.keys.claim(keyed)
+                return await self._started(run, eager=eager, stream=stream)
+            task_id = new_id()
+            run = await self._begin(request, call, task_id=task_id)
+            run.replying_to = keyed
+            claim = self.keys.claim(keyed, task_id=task_id, owner=self.instance)
+            return await self._started(run, eager=eager, stream=stream, claim=claim)
+
+    async def _started(
+        self, run: TaskRun, *, eager: bool, stream: bool, claim: Claim | None = None
+    ) -> tuple[TaskRun, Subscription | None]:
+        sub = None
+        if stream:
+            sub = self.bus.subscribe(run.key, after=run.committed_generation)
+            run.observed = True
+        try:
+            await self._admit_and_start(run, eager=eager, claim=claim)
+        except BaseException:
+            if sub is not None:
+                sub.close()
+            raise
+        return run, sub
+
+    async def _settled_after(self, key: Key, generation: int) -> Task:
+        """The task once it settles (terminal, or waiting for the client) past ``generation``: what a call
+        made again with its key waits for, as the first call did."""
+        while True:
+            sub = self.bus.subscribe(key, after=None)  # before the read: a change after it wakes the wait
+            try:
+                stored = await self._read(self.store.get(key[1], tenant=key[0]))
+                if stored is None:
+                    raise TaskNotFoundError.for_task(key[1])
+                task = stored.task
+                if settles(task.status.state) and task.generation > generation:
+                    return task
+                sub.skip_through(task.generation)
+                if await sub.next() is None:  # the bus closed: the server is stopping
+                    return task
+            finally:
+                sub.close()
+
+    async def _answered(self, claim: Claim, request: SendMessageRequest) -> Task | Message:
+        """What the first request with ``claim``'s key made: its task as stored, or its direct reply. While
+        neither is stored and the process that made the claim is at work, this waits; if that process is gone,
+        the request's task is stored as failed (its work is not done again)."""
+        key = (claim.scope, claim.task_id)
+        while True:
+            sub = self.bus.subscribe(key, after=None)  # a reply, or the task's first event, wakes the wait
+            try:
+                stored = await self._read(self.store.get(key[1], tenant=key[0]))
+                if stored is not None:
+                    return stored.task
+                again = await self._recall_claim(claim)
+                if again is not None and again.result:
+                    return _decode_message(again.result)
+                if not await self._alive(claim):
+                    failed = await self._fail_unstored(claim, request)
+                    if failed is not None:
+                        return failed
+                    continue  # stored meanwhile
+                with contextlib.suppress(TimeoutError, A2AError):
+                    async with asyncio.timeout(CLAIM_POLL):  # a process that dies says nothing: look again
+                        await sub.next()
+            finally:
+                sub.close()
+
+    async def _recall_claim(self, claim: Claim) -> Claim | None:
+        assert self.keys is not None
+        return await self._read(self.keys.store.recall(claim.scope, claim.key, time.time_ns() // 1_000))
+
+    async def _alive(self, claim: Claim) -> bool:
+        """Whether the process that made ``claim`` may still store its task or reply."""
+        if claim.owner == self.instance:
+            return (claim.scope, claim.task_id) in self._runs
+        if self.shared is not None and claim.owner:
+            return await self._read(self.shared.alive(claim.owner))
+        return False  # made by an earlier process of this store, which stopped
+
+    async def _fail_unstored(self, claim: Claim, request: SendMessageRequest) -> Task | None:
+        """Store the task of a claimed request whose process stopped before it stored anything, as failed:
+        the work may have begun there, so it is not begun again. None if it got stored meanwhile."""
+        message = _replace(
+            request.message, task_id=claim.task_id, context_id=request.message.context_id or new_id()
+        )
+        task = Task(
+            id=claim.task_id,
+            context_id=message.context_id,
+            status=TaskStatus(state=TaskState.SUBMITTED),
+            history=[message],
+        )
+        failed = with_status(
+            task, TaskState.FAILED, agent_text(UNSTORED_MESSAGE, context_id=task.context_id, task_id=task.id)
+        )
+        try:
+            await self.store.commit(
+                write_task(failed, version=1, tenant=claim.scope, events=[StreamResponse(task=failed)])
+            )
+        except ConcurrentUpdateError:
+            return None
+        except StoreError as exc:
+            raise store_failure(exc, self.limits) from None
+        return failed
+
+    async def _send_again(self, claim: Claim, request: SendMessageRequest) -> SendMessageResponse:
+        """The answer to a message sent again with its key: what its first call made or continued."""
+        answered = await self._answered(claim, request)
+        if isinstance(answered, Message):
+            return SendMessageResponse(message=answered)
+        config = request.configuration
+        if not (config is not None and config.return_immediately):
+            answered = await self._settled_after((claim.scope, claim.task_id), claim.generation)
+        return SendMessageResponse(task=view(answered, config.history_length if config is not None else None))
+
+    async def _claimed(self, keyed: Keyed | None) -> Claim:
+        claim = await self._recall(keyed)
+        if claim is None:  # pragma: no cover - a KeyClaimedError names a live claim
+            raise InternalError("The request's Idempotency-Key is claimed, but its claim cannot be read")
+        return claim
+
+    # -- operations (continued) ---------------------------------------------------------------------------
+
     async def on_send_message(self, request: SendMessageRequest, call: CallContext) -> SendMessageResponse:
-        run = await self._begin(request, call)
+        keyed = self._keyed(Operation.SEND_MESSAGE, request, call)
+        claim = await self._recall(keyed)
+        if claim is not None:
+            return await self._send_again(claim, request)
         config = request.configuration
         immediate = config is not None and config.return_immediately
-        await self._admit_and_start(run, eager=immediate)
+        try:
+            run, _ = await self._start(request, call, keyed, eager=immediate, stream=False)
+        except KeyClaimedError:
+            return await self._send_again(await self._claimed(keyed), request)
         history_length = config.history_length if config is not None else None
         if immediate:
             assert run.task is not None
@@ -757,16 +935,19 @@ class TaskRuntime(BaseRequestHandler):
             return SendMessageResponse(task=view(result, history_length))
         return SendMessageResponse(message=result)
 
-    async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> EventStream:
-        run = await self._begin(request, call)
-        floor = run.committed_generation  # the generation before this message (0: a new task)
-        sub = self.bus.subscribe(run.key, after=floor)
-        run.observed = True
+    async def on_send_streaming_message(
+        self, request: SendMessageRequest, call: CallContext
+    ) -> AsyncIterator[StreamResponse]:
+        keyed = self._keyed(Operation.SEND_MESSAGE, request, call)
+        claim = await self._recall(keyed)
+        if claim is not None:
+            return await self._stream_again(claim, request, call)
         try:
-            await self._admit_and_start(run, eager=False)
-        except BaseException:
-            sub.close()
-            raise
+            run, sub = await self._start(request, call, keyed, eager=False, stream=True)
+        except KeyClaimedError:
+            return await self._stream_again(await self._claimed(keyed), request, call)
+        assert sub is not None
+        floor = run.previous.generation if run.previous is not None else 0  # before this message
         first = None
         if run.previous is not None and run.task is not None:
             # a continued task: the stream starts with the task as this message's turn stored it (the run's
@@ -868,41 +1049,62 @@ class TaskRuntime(BaseRequestHandler):
             metadata={"taskId": request.id},
         )
 
+    async def _stream_again(
+        self, claim: Claim, request: SendMessageRequest, call: CallContext
+    ) -> EventStream | AsyncIterator[StreamResponse]:
+        """The stream of a message sent again with its key: its task from where the client is (after its
+        ``Last-Event-ID``), or from the task as it is now, until the task settles; or the first call's reply."""
+        answered = await self._answered(claim, request)
+        if isinstance(answered, Message):
+            return _one(StreamResponse(message=answered))
+        key = (claim.scope, claim.task_id)
+        return await self._follow(key, _cursor(call.headers.get("last-event-id")), end_on_interrupt=True)
+
     async def on_subscribe_to_task(self, request: SubscribeToTaskRequest, call: CallContext) -> EventStream:
         key = (_partition(request, call), request.id)
         after = request.after_generation
         if after is None:
             after = _cursor(call.headers.get("last-event-id"))
+        return await self._follow(key, after, end_on_interrupt=False)
+
+    async def _follow(self, key: Key, after: int | None, *, end_on_interrupt: bool) -> EventStream:
+        """A stream of the task ``key``: its snapshot then what follows, or (``after``) what followed that
+        generation; a task that ended with nothing left to send is refused."""
+        task_id = key[1]
         sub = self.bus.subscribe(key, after=after)  # before the read: what follows it is not missed
         try:
-            stored = await self._read(self.store.get(request.id, tenant=key[0]))
+            stored = await self._read(self.store.get(task_id, tenant=key[0]))
             if stored is None:
-                raise TaskNotFoundError.for_task(request.id)
+                raise TaskNotFoundError.for_task(task_id)
             generation = stored.task.generation
             if after is None:
                 sub.skip_through(generation)  # a replay of what the snapshot holds takes no room
             elif after > generation:
                 raise InvalidParamsError(
-                    f"Task {request.id} is at generation {generation}: it has no generation {after} to resume"
-                    " after",
+                    f"Task {task_id} is at generation {generation}: it has no generation {after} to resume after",
                     field_violations=[("params.afterGeneration", f"at most {generation}")],
-                    metadata={"taskId": request.id, "currentGeneration": generation},
+                    metadata={"taskId": task_id, "currentGeneration": generation},
                 )
             state = stored.task.status.state
-            if state.is_terminal and (after is None or after >= generation):
+            if state.is_terminal and (after is None or after >= generation) and not end_on_interrupt:
                 raise UnsupportedOperationError(
-                    f"Task {request.id} is {state.value}: there is nothing left to subscribe to",
-                    metadata={"taskId": request.id, "state": state.value},
+                    f"Task {task_id} is {state.value}: there is nothing left to subscribe to",
+                    metadata={"taskId": task_id, "state": state.value},
                 )
         except BaseException:
             sub.close()
             raise
-        if after is not None:
+        if after is not None and (after < generation or not settles(state)):
             return EventStream(
-                sub, floor=after, end_on_interrupt=False, store=self.store, key=key, resume=after < generation
+                sub,
+                floor=after,
+                end_on_interrupt=end_on_interrupt,
+                store=self.store,
+                key=key,
+                resume=after < generation,
             )
-        first = (stored.task, stored.task.generation)
-        return EventStream(sub, first, end_on_interrupt=False, store=self.store, key=key)
+        first = (stored.task, generation)
+        return EventStream(sub, first, end_on_interrupt=end_on_interrupt, store=self.store, key=key)
 
     # -- push notification configs --------------------------------------------------------------------
 
@@ -929,13 +1131,33 @@ class TaskRuntime(BaseRequestHandler):
             )
         push = self._push_service()
         push.check(request)
+        keyed = self._keyed(Operation.CREATE_PUSH_CONFIG, request, call)
+        claim = await self._claim_alone(keyed)
+        if claim is not None and claim.result:  # made by the first call with this key
+            return _decode_config(claim.result)
+        if keyed is not None and not request.id:  # the same id on every try: storing it again is harmless
+            request = _replace(request, id=config_id(keyed))
         push, tenant = await self._push_task(request, call)
         await self._read(push.admit())
         stored, shape = await self._read(push.put(request, tenant, request.task_id, call))
         run = self._runs.get((tenant, request.task_id))
         if run is not None:
             run.push[stored.id] = shape
+        if keyed is not None and self.keys is not None:
+            await self._read(self.keys.store.settle(keyed.scope, keyed.key, _encode(stored)))
         return stored
+
+    async def _claim_alone(self, keyed: Keyed | None) -> Claim | None:
+        """Claim ``keyed`` on its own (a push-config call): None when this call made the claim, else the
+        claim there (its ``result`` empty while its first call is under way, or if that call died)."""
+        if keyed is None or self.keys is None:
+            return None
+        claim = await self._recall(keyed)
+        if claim is None:
+            claim = await self._read(self.keys.store.claim(self.keys.claim(keyed)))
+            if claim is not None and claim.digest != keyed.digest:
+                claim = await self._recall(keyed)  # raises IdempotencyKeyReusedError
+        return claim
 
     async def on_get_task_push_notification_config(
         self, request: GetTaskPushNotificationConfigRequest, call: CallContext
@@ -952,11 +1174,17 @@ class TaskRuntime(BaseRequestHandler):
     async def on_delete_task_push_notification_config(
         self, request: DeleteTaskPushNotificationConfigRequest, call: CallContext
     ) -> None:
+        keyed = self._keyed(Operation.DELETE_PUSH_CONFIG, request, call)
+        claim = await self._claim_alone(keyed)
+        if claim is not None and claim.result:  # deleted by the first call with this key
+            return
         push, tenant = await self._push_task(request, call)
         await self._read(push.delete(request, tenant))
         run = self._runs.get((tenant, request.task_id))
         if run is not None:
             run.push.pop(request.id, None)
+        if keyed is not None and self.keys is not None:
+            await self._read(self.keys.store.settle(keyed.scope, keyed.key, b"{}"))
 
     async def on_get_extended_agent_card(
         self, request: GetExtendedAgentCardRequest, call: CallContext
@@ -973,6 +1201,14 @@ def _partition(request: Any, call: CallContext) -> str:
     """Where the tasks a call may reach are kept: its tenant and, when the agent has security, its
     principal (see :func:`skillwire.server.context.partition`)."""
     return partition(request.tenant or call.tenant, call.principal)
+
+
+_decode_config = msgspec.json.Decoder(TaskPushNotificationConfig).decode
+_decode_message = msgspec.json.Decoder(Message).decode
+
+
+async def _one(event: StreamResponse) -> AsyncIterator[StreamResponse]:
+    yield event
 
 
 def _cursor(value: str | None) -> int | None:

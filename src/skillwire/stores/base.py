@@ -42,6 +42,7 @@ from skillwire.errors import InvalidParamsError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Artifact, Message, Part, StreamResponse, Task, generation_of
 from skillwire.protocol.states import TaskState
+from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import Outgoing, PushConfigRecord
 
 __all__ = [
@@ -223,6 +224,9 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     configs: tuple[PushConfigRecord, ...] = ()
     #: The events this write covers, for the task's event log (generations in order, none skipped).
     log: tuple[LogRow, ...] = ()
+    #: An idempotency claim made with this write (see :mod:`skillwire.stores.idempotency`): the write
+    #: fails with KeyClaimedError, storing nothing, when its key is claimed already.
+    claim: Claim | None = None
 
 
 def write_task(

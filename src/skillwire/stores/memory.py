@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError
+from skillwire.errors import ConcurrentUpdateError, KeyClaimedError
 from skillwire.protocol.models import StreamResponse, Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
@@ -37,6 +37,7 @@ from skillwire.stores.base import (
     read_log,
     trim_log,
 )
+from skillwire.stores.idempotency import Claim, MemoryClaims
 from skillwire.stores.push import Delivery, Lane, MemoryPushState, PushConfigRecord
 
 __all__ = ["MemoryTaskStore"]
@@ -75,6 +76,7 @@ class MemoryTaskStore:
         self._finished: OrderedDict[_Key, None] = OrderedDict()
         self._seq = 0
         self._push = MemoryPushState()
+        self._claims = MemoryClaims()
 
     async def open(self) -> None:
         return None
@@ -90,6 +92,8 @@ class MemoryTaskStore:
             raise ConcurrentUpdateError(
                 f"task {write.task_id} is at version {stored}, not {write.base}: it changed meanwhile"
             )
+        if write.claim is not None and self._claims.put(write.claim) is not None:
+            raise KeyClaimedError(f"the idempotency key of task {write.task_id}'s request is claimed already")
         if row is None:
             self._seq += 1
             row = self._rows[key] = _Row(
@@ -195,6 +199,17 @@ class MemoryTaskStore:
             if stored is not None:
                 batch.append((tenant, stored))
         return batch, str(rows[-1][0]) if len(rows) == limit else ""
+
+    # -- idempotency keys (see skillwire.stores.idempotency) ------------------------------------------------
+
+    async def recall(self, scope: str, key: str, now_us: int) -> Claim | None:
+        return self._claims.live(scope, key, now_us)
+
+    async def claim(self, claim: Claim) -> Claim | None:
+        return self._claims.put(claim)
+
+    async def settle(self, scope: str, key: str, result: bytes) -> None:
+        self._claims.settle(scope, key, result)
 
     # -- push notifications (see skillwire.stores.push) -----------------------------------------------------
 

@@ -47,7 +47,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError, SkillwireError, StoreError, StoreUnavailableError
+from skillwire.errors import (
+    ConcurrentUpdateError,
+    KeyClaimedError,
+    SkillwireError,
+    StoreError,
+    StoreUnavailableError,
+)
 from skillwire.protocol.models import StreamResponse, Task
 from skillwire.stores.base import (
     LOG_ROW_EVENTS,
@@ -63,6 +69,7 @@ from skillwire.stores.base import (
     instant_us,
     read_log,
 )
+from skillwire.stores.idempotency import Claim
 from skillwire.stores.postgres_sql import (
     DELIVERY,
     MIGRATION_LOCK,
@@ -264,6 +271,24 @@ def _read(row: Any, history_length: int | None, artifacts: bool) -> tuple[Stored
     return StoredTask(task, row["version"], layout), cost
 
 
+class _NotApplied(ConcurrentUpdateError):
+    """Raised inside a claimed commit's transaction to take its claim back (then told as a conflict)."""
+
+
+def _claim(row: Any) -> Claim:
+    return Claim(
+        _s(row["scope"]),
+        _s(row["key"]),
+        row["digest"],
+        row["created_us"],
+        row["expires_us"],
+        _s(row["task_id"]),
+        row["generation"],
+        row["result"],
+        row["owner"],
+    )
+
+
 def _delivery(row: Any) -> Delivery:
     return Delivery(
         row["seq"],
@@ -422,7 +447,13 @@ class PostgresTaskStore:
             args += [[r.first for r in rows], [r.last for r in rows], [r.body for r in rows]]
         sql = self._sql.commit(new, bool(write.configs), bool(write.deliveries), bool(write.log))
         async with self._conn() as conn:
-            row = await conn.fetchrow(sql, *args)
+            if write.claim is None:
+                row = await conn.fetchrow(sql, *args)
+            else:  # the claim and the task, or neither
+                try:
+                    row = await self._claimed_commit(conn, write, sql, args)
+                except _NotApplied:
+                    row = None
             if row is not None and row["log_bytes"] > self.max_log_bytes:  # the oldest events go
                 await conn.execute(self._sql.trim_log, row["seq"], self.max_log_bytes * 3 // 4)
         if row is None:
@@ -431,6 +462,20 @@ class PostgresTaskStore:
             raise ConcurrentUpdateError(
                 f"task {write.task_id} is not at version {write.base}: it changed meanwhile"
             )
+
+    async def _claimed_commit(self, conn: Any, write: TaskWrite, sql: str, args: list[Any]) -> Any:
+        """The commit statement's row, in one transaction with ``write.claim``: KeyClaimedError (nothing
+        stored) when the key is claimed already; a write that does not apply takes its claim back."""
+        assert write.claim is not None
+        async with conn.transaction():
+            if not await self._put_claim(conn, write.claim):
+                raise KeyClaimedError(
+                    f"the idempotency key of task {write.task_id}'s request is claimed already"
+                )
+            row = await conn.fetchrow(sql, *args)
+            if row is None:
+                raise _NotApplied()
+        return row
 
     async def get(
         self, task_id: str, *, tenant: str = "", history_length: int | None = None
@@ -446,6 +491,45 @@ class PostgresTaskStore:
         async with self._conn() as conn:
             row = await conn.fetchrow(self._sql.events, _b(tenant), _b(task_id), after, limit)
         return None if row is None else read_log(row["bodies"], after, limit)
+
+    # -- idempotency keys (see skillwire.stores.idempotency) ------------------------------------------------
+
+    async def _put_claim(self, conn: Any, claim: Claim) -> bool:
+        await conn.execute(self._sql.forget_lapsed, claim.created_us)
+        made = await conn.fetchval(
+            self._sql.claim,
+            _b(claim.scope),
+            _b(claim.key),
+            claim.digest,
+            claim.created_us,
+            claim.expires_us,
+            _b(claim.task_id),
+            claim.generation,
+            claim.result,
+            claim.owner,
+        )
+        return made is not None
+
+    async def alive(self, owner: str) -> bool:
+        """Whether ``owner`` holds a live lease (its process is running)."""
+        async with self._conn() as conn:
+            return await conn.fetchval(self._sql.alive, owner) is not None
+
+    async def recall(self, scope: str, key: str, now_us: int) -> Claim | None:
+        async with self._conn() as conn:
+            row = await conn.fetchrow(self._sql.claimed, _b(scope), _b(key), now_us)
+        return None if row is None else _claim(row)
+
+    async def claim(self, claim: Claim) -> Claim | None:
+        async with self._conn() as conn, conn.transaction():
+            if await self._put_claim(conn, claim):
+                return None
+            row = await conn.fetchrow(self._sql.claimed, _b(claim.scope), _b(claim.key), -1)
+        return None if row is None else _claim(row)
+
+    async def settle(self, scope: str, key: str, result: bytes) -> None:
+        async with self._conn() as conn:
+            await conn.execute(self._sql.settle, _b(scope), _b(key), result)
 
     async def list_tasks(self, query: TaskQuery) -> TaskPage:
         where = ["tenant = $1"]

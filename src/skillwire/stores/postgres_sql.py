@@ -109,6 +109,22 @@ CREATE TABLE {s}.skillwire_event_log (
     PRIMARY KEY (task, first)
 );
 """,
+    # 4: the claims of idempotency keys (skillwire.stores.idempotency)
+    """
+CREATE TABLE {s}.skillwire_idempotency (
+    scope      BYTEA  NOT NULL,
+    key        BYTEA  NOT NULL,
+    digest     BYTEA  NOT NULL,
+    created_us BIGINT NOT NULL,
+    expires_us BIGINT NOT NULL,
+    task_id    BYTEA  NOT NULL,
+    generation BIGINT NOT NULL,
+    result     BYTEA  NOT NULL,
+    owner      TEXT   NOT NULL DEFAULT '',
+    PRIMARY KEY (scope, key)
+);
+CREATE INDEX skillwire_idempotency_by_expiry ON {s}.skillwire_idempotency (expires_us);
+""",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The first key of the advisory lock migrations take (the second is the schema's hash).
@@ -203,6 +219,23 @@ class Statements:
             " AND r.newer > $2 AND r.first < r.newest RETURNING length(e.body) AS size)"
             f" UPDATE {self.tasks} SET log_bytes = log_bytes - (SELECT COALESCE(SUM(size), 0) FROM d)"
             " WHERE seq = $1"
+        )
+        claims = f"{s}.skillwire_idempotency"
+        columns = "scope, key, digest, created_us, expires_us, task_id, generation, result, owner"
+        #: a claim made unless a live one of its key is there: the row if it was made, else nothing
+        self.claim = (
+            f"INSERT INTO {claims} ({columns}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+            " ON CONFLICT (scope, key) DO UPDATE SET digest = EXCLUDED.digest, created_us = EXCLUDED.created_us,"
+            " expires_us = EXCLUDED.expires_us, task_id = EXCLUDED.task_id, generation = EXCLUDED.generation,"
+            f" result = EXCLUDED.result, owner = EXCLUDED.owner WHERE {claims}.expires_us <= EXCLUDED.created_us"
+            " RETURNING 1"
+        )
+        self.claimed = f"SELECT {columns} FROM {claims} WHERE scope = $1 AND key = $2 AND expires_us > $3"
+        self.settle = f"UPDATE {claims} SET result = $3 WHERE scope = $1 AND key = $2"
+        self.alive = f"SELECT 1 FROM {self.leases} WHERE owner = $1 AND expires > now()"
+        self.forget_lapsed = (
+            f"DELETE FROM {claims} WHERE (scope, key) IN (SELECT scope, key FROM {claims} WHERE expires_us <= $1"
+            " ORDER BY expires_us LIMIT 16)"
         )
         self._commits: dict[tuple[bool, bool, bool, bool], str] = {}
 

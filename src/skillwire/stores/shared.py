@@ -54,6 +54,10 @@ class SharedStore(Protocol):
         storing at once, one value wins and all of them get it)."""
         ...
 
+    async def alive(self, owner: str) -> bool:
+        """Whether ``owner`` holds a live lease (its process is running)."""
+        ...
+
     async def adopt_deliveries(self) -> int:
         """Make ``owner`` the owner of the pending push deliveries of owners without a live lease; how many
         were taken over."""

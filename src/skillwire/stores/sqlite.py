@@ -6,7 +6,8 @@ artifact piece (the artifact as first written, then each appended chunk), so a w
 adds. The task's event log (:mod:`skillwire.stores.base`) starts in the ``tasks`` row (``log``: the first
 row of the first write's events, so that creating a task stays one statement) and goes on in ``events``,
 one row per :class:`~skillwire.stores.base.LogRow`; ``log_bytes`` counts it, and past ``max_log_bytes`` its
-oldest rows are deleted in the write that passed it. ``push_configs`` and ``deliveries`` hold push
+oldest rows are deleted in the write that passed it. ``idempotency`` holds the claims of idempotency keys
+(:mod:`skillwire.stores.idempotency`), a claim made with a task in the task's transaction. ``push_configs`` and ``deliveries`` hold push
 notifications' configs and outbox (:mod:`skillwire.stores.push`); a delivery row is inserted in the
 transaction of the task write it belongs to, with the trace context of its event (``trace``). Schema 1 files
 (one blob per task), schema 2 files (no push tables), schema 3 files (deliveries without ``trace``) and
@@ -63,8 +64,16 @@ from skillwire.stores.base import (
     read_log,
     write_task,
 )
+from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
-from skillwire.stores.sqlite_writer import Checkpointer, GroupWriter, apply_write, connect
+from skillwire.stores.sqlite_writer import (
+    CLAIM_COLUMNS,
+    Checkpointer,
+    GroupWriter,
+    apply_write,
+    connect,
+    put_claim,
+)
 
 try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
     import fcntl
@@ -122,6 +131,19 @@ CREATE TABLE IF NOT EXISTS events (
     body  BLOB    NOT NULL,
     PRIMARY KEY (task, first)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency (
+    scope      TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    digest     BLOB    NOT NULL,
+    created_us INTEGER NOT NULL,
+    expires_us INTEGER NOT NULL,
+    task_id    TEXT    NOT NULL,
+    generation INTEGER NOT NULL,
+    result     BLOB    NOT NULL,
+    owner      TEXT    NOT NULL DEFAULT '',
+    PRIMARY KEY (scope, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_us);
 CREATE TABLE IF NOT EXISTS push_configs (
     tenant  TEXT NOT NULL,
     task_id TEXT NOT NULL,
@@ -452,6 +474,35 @@ class SQLiteTaskStore:
             return batch, (str(rows[-1][1]) if len(rows) == limit else "")
 
         return await self._read(read)
+
+    # -- idempotency keys (see skillwire.stores.idempotency) ------------------------------------------------
+
+    async def recall(self, scope: str, key: str, now_us: int) -> Claim | None:
+        def read(conn: sqlite3.Connection) -> Claim | None:
+            row = conn.execute(
+                f"SELECT {CLAIM_COLUMNS} FROM idempotency WHERE scope = ? AND key = ? AND expires_us > ?",
+                (scope, key, now_us),
+            ).fetchone()
+            return None if row is None else Claim(*row)
+
+        return await self._read(read)
+
+    async def claim(self, claim: Claim) -> Claim | None:
+        found: list[Claim | None] = []
+
+        def op(conn: sqlite3.Connection) -> None:
+            found.append(put_claim(conn, claim))
+
+        await self._write(op)
+        return found[0]
+
+    async def settle(self, scope: str, key: str, result: bytes) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE idempotency SET result = ? WHERE scope = ? AND key = ?", (result, scope, key)
+            )
+
+        await self._write(op)
 
     # -- push notifications (see skillwire.stores.push) -----------------------------------------------------
 

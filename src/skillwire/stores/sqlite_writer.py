@@ -20,10 +20,20 @@ from dataclasses import dataclass
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError, StoreError
+from skillwire.errors import ConcurrentUpdateError, KeyClaimedError, StoreError
 from skillwire.stores.base import LogRow, TaskWrite, log_keeps
+from skillwire.stores.idempotency import Claim
 
-__all__ = ["CHECKPOINT_INTERVAL", "WAL_LIMIT_PAGES", "Checkpointer", "GroupWriter", "apply_write", "connect"]
+__all__ = [
+    "CHECKPOINT_INTERVAL",
+    "CLAIM_COLUMNS",
+    "WAL_LIMIT_PAGES",
+    "Checkpointer",
+    "GroupWriter",
+    "apply_write",
+    "connect",
+    "put_claim",
+]
 
 log = logging.getLogger("skillwire.sqlite")
 
@@ -33,6 +43,14 @@ INSERT INTO tasks (tenant, id, context_id, state, updated_us, version, head, mes
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, id) DO NOTHING RETURNING seq
 """
 _LOG = "INSERT OR REPLACE INTO events (task, first, last, body) VALUES (?, ?, ?, ?)"
+#: The columns of a claim, in Claim's order.
+CLAIM_COLUMNS = "scope, key, digest, created_us, expires_us, task_id, generation, result, owner"
+_CLAIM = (
+    f"INSERT INTO idempotency ({CLAIM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (scope, key)"
+    " DO UPDATE SET digest = excluded.digest, created_us = excluded.created_us, expires_us = excluded.expires_us,"
+    " task_id = excluded.task_id, generation = excluded.generation, result = excluded.result, owner = excluded.owner"
+    " WHERE idempotency.expires_us <= excluded.created_us RETURNING 1"
+)
 _UPDATE = """
 UPDATE tasks SET context_id = ?, state = ?, updated_us = ?, version = ?, head = ?, messages = ?, size = ?,
     layout = ?, log_bytes = log_bytes + ?
@@ -207,7 +225,11 @@ class GroupWriter(threading.Thread):
         try:
             writes = [w for w in items if isinstance(w, TaskWrite)]
             limit = self.max_log_bytes()
-            if len(writes) == len(items) and _all_new(writes) and all(_log_size(w) <= limit for w in writes):
+            if (
+                len(writes) == len(items)
+                and _all_new(writes)
+                and all(_log_size(w) <= limit and w.claim is None for w in writes)
+            ):
                 return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
             outcomes = [apply_write(conn, w, limit) if isinstance(w, TaskWrite) else w(conn) for w in items]
@@ -363,7 +385,45 @@ def _insert_params(w: TaskWrite) -> tuple[object, ...]:
     )
 
 
+def put_claim(conn: sqlite3.Connection, claim: Claim) -> Claim | None:
+    """Store ``claim`` unless a live claim of its key is there (then that one is returned); a few lapsed
+    claims are deleted on the way, so that each claim made pays for the removal of some."""
+    conn.execute(
+        "DELETE FROM idempotency WHERE (scope, key) IN (SELECT scope, key FROM idempotency"
+        " WHERE expires_us <= ? ORDER BY expires_us LIMIT 16)",
+        (claim.created_us,),
+    )
+    if conn.execute(_CLAIM, msgspec.structs.astuple(claim)).fetchone() is not None:
+        return None
+    row = conn.execute(
+        f"SELECT {CLAIM_COLUMNS} FROM idempotency WHERE scope = ? AND key = ?", (claim.scope, claim.key)
+    ).fetchone()
+    return Claim(*row)
+
+
 def apply_write(conn: sqlite3.Connection, w: TaskWrite, max_log_bytes: int = 32 * 1024 * 1024) -> Outcome:
+    """Apply one write inside the writer's transaction (see _apply_write); a write with an idempotency claim
+    is applied whole or not at all (a savepoint), and fails with KeyClaimedError when its key is claimed."""
+    if w.claim is None:
+        return _apply_write(conn, w, max_log_bytes)
+    conn.execute("SAVEPOINT claimed")
+    try:
+        outcome: Outcome = (
+            KeyClaimedError(f"the idempotency key of task {w.task_id}'s request is claimed already")
+            if put_claim(conn, w.claim) is not None
+            else _apply_write(conn, w, max_log_bytes)
+        )
+    except BaseException:
+        conn.execute("ROLLBACK TO claimed")
+        conn.execute("RELEASE claimed")
+        raise
+    conn.execute("ROLLBACK TO claimed" if outcome is not None else "RELEASE claimed")
+    if outcome is not None:
+        conn.execute("RELEASE claimed")
+    return outcome
+
+
+def _apply_write(conn: sqlite3.Connection, w: TaskWrite, max_log_bytes: int) -> Outcome:
     """Apply one write inside the writer's transaction; a version mismatch changes nothing and is returned.
 
     A new task is one row: its history and artifacts go inline, in the ``tasks`` row (the common task is

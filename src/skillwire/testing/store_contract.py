@@ -24,7 +24,7 @@ from typing import Protocol
 import msgspec
 import pytest
 
-from skillwire.errors import ConcurrentUpdateError, InvalidParamsError
+from skillwire.errors import ConcurrentUpdateError, InvalidParamsError, KeyClaimedError
 from skillwire.protocol.models import (
     Artifact,
     Message,
@@ -47,9 +47,10 @@ from skillwire.stores.base import (
     TaskWrite,
     write_task,
 )
+from skillwire.stores.idempotency import Claim, IdempotencyStore
 from skillwire.stores.push import Delivery, Lane, Outgoing, PushConfigRecord, PushStore
 
-__all__ = ["PushStoreContract", "TaskStoreContract", "make_task", "save"]
+__all__ = ["IdempotencyStoreContract", "PushStoreContract", "TaskStoreContract", "make_task", "save"]
 
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)
 _replace = msgspec.structs.replace
@@ -902,3 +903,79 @@ class PushStoreContract:
         await store.delete_push_config("a", task.id, "c1")
         assert await store.pending_lanes() == [(("b", task.id, "c1"), 0)]
         assert [d.body for d in await drain(store, ("b", task.id, "c1"))] == [b"for b"]
+
+
+# -- idempotency keys ------------------------------------------------------------------------------------
+
+
+def claim_of(key: str, *, scope: str = "s", at: int = 1_000, lasts: int = 1_000, **fields: object) -> Claim:
+    return Claim(scope, key, b"digest", at, at + lasts, **fields)  # type: ignore[arg-type]
+
+
+class IdempotencyStoreContract:
+    """Behaviour every store that keeps idempotency claims must have (:mod:`skillwire.stores.idempotency`)."""
+
+    async def test_a_claim_is_made_once_and_recalled_until_it_lapses(self, store: IdempotencyStore) -> None:
+        first = claim_of("k", task_id="t1", generation=2)
+        assert await store.claim(first) is None
+        assert await store.recall("s", "k", 1_500) == first
+        assert await store.claim(claim_of("k", at=1_200, task_id="t2")) == first  # the first stays
+        assert await store.recall("s", "k", 2_000) is None  # lapsed at 2,000
+        later = claim_of("k", at=2_000, task_id="t3")
+        assert await store.claim(later) is None  # a lapsed claim is replaced
+        assert await store.recall("s", "k", 2_500) == later
+
+    async def test_claims_are_per_scope_and_settle_keeps_their_result(self, store: IdempotencyStore) -> None:
+        assert await store.claim(claim_of("k", scope="a")) is None
+        assert await store.claim(claim_of("k", scope="b")) is None
+        await store.settle("a", "k", b'{"id":"c1"}')
+        a, b = await store.recall("a", "k", 1_001), await store.recall("b", "k", 1_001)
+        assert a is not None and a.result == b'{"id":"c1"}'
+        assert b is not None and b.result == b""
+
+    async def test_a_claim_made_with_a_task_is_kept_with_it_or_not_at_all(
+        self, store: IdempotencyStore
+    ) -> None:
+        tasks: TaskStore = store  # type: ignore[assignment]
+        task = make_task()
+        made = claim_of("k", task_id=task.id, generation=1)
+        await tasks.commit(msgspec.structs.replace(write_task(task, version=1), claim=made))
+        assert await store.recall("s", "k", 1_001) == made and await tasks.get(task.id) is not None
+        other = make_task()
+        with pytest.raises(KeyClaimedError):  # the key is claimed: the other task is not stored
+            await tasks.commit(
+                msgspec.structs.replace(write_task(other, version=1), claim=claim_of("k", task_id=other.id))
+            )
+        assert await tasks.get(other.id) is None
+        stale = msgspec.structs.replace(
+            write_task(task, version=3, base=2), claim=claim_of("k2", task_id=task.id)
+        )
+        with pytest.raises(ConcurrentUpdateError):  # the task write does not apply: its claim is not made
+            await tasks.commit(stale)
+        assert await store.recall("s", "k2", 1_001) is None
+        existing = make_task(task_id=task.id)
+        clash = msgspec.structs.replace(
+            write_task(existing, version=1), claim=claim_of("k3", task_id=task.id)
+        )
+        with pytest.raises(ConcurrentUpdateError):  # a new task that exists already: no claim either
+            await tasks.commit(clash)
+        assert await store.recall("s", "k3", 1_001) is None
+
+    async def test_concurrent_claims_of_one_key_have_one_winner(self, store: IdempotencyStore) -> None:
+        tasks: TaskStore = store  # type: ignore[assignment]
+        attempts = [make_task(text=f"t{i}") for i in range(8)]
+        results = await asyncio.gather(
+            *(
+                tasks.commit(
+                    msgspec.structs.replace(write_task(t, version=1), claim=claim_of("k", task_id=t.id))
+                )
+                for t in attempts
+            ),
+            return_exceptions=True,
+        )
+        winners = [t for t, r in zip(attempts, results, strict=True) if r is None]
+        assert len(winners) == 1 and all(isinstance(r, KeyClaimedError) for r in results if r is not None)
+        claim = await store.recall("s", "k", 1_001)
+        assert claim is not None and claim.task_id == winners[0].id
+        stored = [await tasks.get(t.id) for t in attempts]
+        assert sum(s is not None for s in stored) == 1

@@ -8,6 +8,10 @@ before encoding (:func:`without_generations`), so a v1.0 client that parses stri
 it does not know::
 
     codec = jsonrpc_codec(codec_version("1.0", activated))   # "1.1" when the extension is activated
+
+The idempotency-keys extension (:data:`IDEMPOTENCY_URI`) needs no activation: a card that declares it tells
+clients that an ``Idempotency-Key`` sent with a message or a push-config call makes a retry safe
+(:mod:`skillwire.server.idempotency`).
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import msgspec
 
 from skillwire.protocol.models import ListTasksResponse, SendMessageResponse, StreamResponse, Task
 
-__all__ = ["GENERATIONS_URI", "codec_version", "without_generations"]
+__all__ = ["GENERATIONS_URI", "IDEMPOTENCY_URI", "codec_version", "without_generations"]
 
 #: The extension that gives a v1.0 client the 1.1 generation fields, cursors and long-polls
 #: (docs/streaming.md).
 GENERATIONS_URI = "https://skillwire.dev/extensions/generations/v1"
+#: The extension an agent declares when it honours ``Idempotency-Key`` (docs/streaming.md).
+IDEMPOTENCY_URI = "https://skillwire.dev/extensions/idempotency-keys/v1"
 
 _replace = msgspec.structs.replace
 
