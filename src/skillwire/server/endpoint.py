@@ -329,7 +329,12 @@ class HttpEndpoint:
     ) -> Any:
         """Send a call's answer; what it ended with, for the access log."""
         if not spec_of(call.operation).streaming:
-            status, body = call.frames.result(call.operation, result)
+            try:
+                status, body = call.frames.result(call.operation, result)
+            except Exception as exc:  # a result the codec cannot encode: the binding's error, not a bare 500
+                error = _as_a2a(exc, f"encoding the {call.operation.value} result")
+                await call.frames.error(error, False).send(send, echo)
+                return error
             await send_bytes(send, status, body, extra_headers=echo)
             return result
         if not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
@@ -357,6 +362,11 @@ class HttpEndpoint:
         def frame_error(exc: Exception) -> bytes:
             return encode_event(frames.stream_error(_as_a2a(exc, "stream")))
 
+        try:
+            opening = None if first is None else frame(first)
+        except Exception as exc:  # an event the codec cannot encode, before the stream started
+            await frames.error(_as_a2a(exc, "encoding a stream's first event"), True).send(send, echo)
+            return
         await stream_sse(
             receive,
             send,
@@ -365,7 +375,7 @@ class HttpEndpoint:
             frame_error=frame_error,
             keepalive=self.keepalive,
             write_timeout=self.limits.write_timeout,
-            first=None if first is None else frame(first),
+            first=opening,
             extra_headers=echo,
         )
 
