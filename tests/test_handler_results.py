@@ -149,7 +149,7 @@ def test_streams_of_the_wrong_type_answer_an_error(served: RunningServer) -> Non
     assert "not an event" not in text
 
 
-async def test_send_message_may_answer_a_bare_task_or_message() -> None:
+def test_send_message_may_answer_a_bare_task_or_message() -> None:
     """A Task or a Message is what SendMessage answers: one of them returned bare is wrapped, not refused."""
     task = m.Task(id="t1", context_id="c1", status=m.TaskStatus(state=m.TaskState.COMPLETED))
     reply = m.Message(message_id="r1", role=m.Role.AGENT, parts=[m.Part(text="hi")])
@@ -169,7 +169,7 @@ async def test_send_message_may_answer_a_bare_task_or_message() -> None:
         srv.stop()
 
 
-async def test_a_result_that_cannot_be_encoded_is_an_internal_error() -> None:
+def test_a_result_that_cannot_be_encoded_is_an_internal_error() -> None:
     """The right type holding what JSON cannot carry (an object in a data part): an internal error in the
     binding's shape, on every HTTP binding and version, not a plain-text 500."""
     bad = m.Task(
@@ -183,7 +183,9 @@ async def test_a_result_that_cannot_be_encoded_is_an_internal_error() -> None:
         async def on_get_task(self, request: Any, call: CallContext) -> Any:
             return bad
 
-    agent = Agent("bad", "Answers what cannot be encoded.", executor=lambda context, events: events.complete())
+    agent = Agent(
+        "bad", "Answers what cannot be encoded.", executor=lambda context, events: events.complete()
+    )
     srv = start_server(agent.asgi(store="memory://", handler=Unencodable()))
     try:
         answer = httpx.post(srv.rpc_url, json=rpc("GetTask", {"id": "t1"}), headers=A2A_V1, timeout=WAIT)
