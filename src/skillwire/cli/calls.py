@@ -100,11 +100,11 @@ def _header(value: str) -> tuple[str, str]:
 
 
 def agent_url(value: str) -> str:
-    """An agent's URL as typed: ``host:port`` is ``http://host:port``, ``:port`` is
-    ``http://127.0.0.1:port`` (as httpie reads them); a URL with a scheme is kept."""
-    if "://" in value:
-        return value
-    return "http://" + ("127.0.0.1" + value if value.startswith(":") else value)
+    """An agent's URL as typed (:func:`skillwire.client.origins.agent_url`): ``host:port`` is
+    ``http://host:port``, ``:port`` is ``http://127.0.0.1:port``."""
+    from skillwire.client.origins import agent_url as expanded
+
+    return expanded(value)
 
 
 def _seconds(value: str) -> float:
