@@ -53,6 +53,9 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     |                             key, algorithm not allowed, tampered with): the card is not to be trusted
     +-- WebhookVerificationError  a push-notification delivery whose signed token does not verify (missing,
     |                             bad signature, unknown key, wrong iss/aud, expired, body hash, replayed)
+    +-- ProgressError             a skill's progress report (ctx.working, ctx.artifact, ...) that was not recorded
+    |   +-- TaskClosedError         its task had already ended (canceled, past its deadline, ended elsewhere)
+    |   +-- ProgressNotStoredError  the task store could not record it (the run is over: the task is failed)
     +-- SkillError                raised by a skill handler to end its task: FAILED, with its message
         +-- SkillInvalidRequestError  the input cannot be served as asked: FAILED (``SkillError.invalid_request``)
         +-- SkillRejectedError        a contract or policy refusal: REJECTED (``SkillError.rejected``)
@@ -78,6 +81,8 @@ __all__ = [
     "ManifestError",
     "MethodNotFoundError",
     "PermissionDeniedError",
+    "ProgressError",
+    "ProgressNotStoredError",
     "PushNotificationNotSupportedError",
     "RenderError",
     "ResponseTooLargeError",
@@ -91,6 +96,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "StreamDroppedError",
+    "TaskClosedError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
     "UnauthenticatedError",
@@ -185,6 +191,31 @@ class WebhookVerificationError(SkillwireError):
         self.status = status
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class ProgressError(SkillwireError):
+    """A skill's progress report (``ctx.working``, ``ctx.artifact``, ...) that reached no one, on task
+    ``task_id``. Nothing about the task changes by it; a handler that lets it go ends its run quietly (the
+    skill runner logs one line)."""
+
+    def __init__(self, message: str, *, task_id: str) -> None:
+        self.message = message
+        self.task_id = task_id
+        super().__init__(message)
+
+
+class TaskClosedError(ProgressError):
+    """The task had already ended, in ``state`` (a TaskState name: CANCELED, FAILED at its deadline, or
+    whatever another server process ended it with): whatever the handler does now, nobody sees it."""
+
+    def __init__(self, message: str, *, task_id: str, state: str) -> None:
+        super().__init__(message, task_id=task_id)
+        self.state = state
+
+
+class ProgressNotStoredError(ProgressError):
+    """The task store could not record the update: the run is over, and the task is failed with a reason
+    (once the store works again)."""
 
 
 class SkillError(SkillwireError):

@@ -268,7 +268,9 @@ class HttpEndpoint:
         """The operation ``route`` is, when it is known without the body (HTTP+JSON: by its path)."""
         return None
 
-    def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
+    def context(
+        self, call: Call, request: Request, activated: frozenset[str], request_id: str = ""
+    ) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
         return CallContext(
             protocol_version=call.version,
@@ -279,6 +281,7 @@ class HttpEndpoint:
             headers=request.headers,
             base_url=base_url,
             request_bytes=len(request.body),
+            request_id=request_id,
         )
 
     async def _serve(
@@ -305,7 +308,7 @@ class HttpEndpoint:
         answered = False
         try:
             try:
-                context = self.context(call, request, activated)
+                context = self.context(call, request, activated, watch.request_id)
                 result = await self.dispatcher.call(call.operation, call.params, context)
                 first = await _first(result) if streaming else None
             except Exception as exc:

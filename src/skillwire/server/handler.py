@@ -148,9 +148,8 @@ def checked_result(operation: Operation, result: Any, handler: Any) -> Any:
     expected = spec.response_type
     if expected is None:
         return None  # nothing is answered (the delete): whatever came back is dropped
-    if isinstance(result, SendMessageResponse):
-        if operation is Operation.SEND_MESSAGE and (result.task is None) == (result.message is None):
-            raise _wrong(handler, operation, result, "a SendMessageResponse with one of task or message")
+    if isinstance(result, SendMessageResponse) and (result.task is None) == (result.message is None):
+        raise _wrong(handler, operation, result, "a SendMessageResponse with one of task or message")
     if isinstance(result, expected):
         return result
     if operation is Operation.SEND_MESSAGE:

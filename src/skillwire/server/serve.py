@@ -124,15 +124,18 @@ def print_banner(
 
 def configure_logging(level: str, log_format: str = "text") -> None:
     """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
-    :mod:`skillwire.server.access`), unless the process has set logging up itself; ``log_format`` ``json``:
+    :mod:`skillwire.server.access`; a line logged for a request ends with its ``request=<id>``), unless the
+    process has set logging up itself; ``log_format`` ``json``:
     every record of the process as one JSON line with its request, task and trace ids
     (:mod:`skillwire.server.logs`)."""
-    if log_format == "json":
-        from skillwire.server.logs import use_json
+    from skillwire.server import logs
 
-        use_json(level)
+    if log_format == "json":
+        logs.use_json(level)
         return
-    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logs.TextFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])  # nothing, if logging is set up already
 
 
 def _log_options() -> dict[str, Any]:

@@ -62,7 +62,9 @@ class Telemetry:
 
     # -- requests -------------------------------------------------------------------------------------------
 
-    def request(self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "") -> Any:
+    def request(
+        self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "", request_id: str = ""
+    ) -> Any:
         """Start the span of a request whose headers (lower-cased names) are ``carrier``."""
         return self.tracer.start_span(
             f"A2A {operation}",
@@ -74,6 +76,7 @@ class Telemetry:
                 "a2a.binding": binding,
                 "a2a.operation": operation,
                 "a2a.tenant": tenant,
+                "a2a.request_id": request_id,
             },
         )
 
