@@ -12,6 +12,7 @@ import logging
 import os
 import pty
 import queue
+import re
 import select
 import shutil
 import signal
@@ -268,7 +269,7 @@ def test_serve_logs_one_line_per_request_at_its_default_level(
     task_id = assert_rpc_result(sent, "SendMessage")["task"]["id"]
     line = lines.until("skillwire.access")
     assert f"INFO skillwire.access: JSONRPC SendMessage skill=greet task={task_id} COMPLETED " in line
-    assert line.rstrip().endswith(" ms")
+    assert re.search(r" \d+\.\d ms request=[0-9a-f]{16}$", line.rstrip()), line  # the request id ends it
     httpx.get(f"http://127.0.0.1:{port}/tasks/nope", headers={"A2A-Version": "1.0"}, timeout=PROCESS_TIMEOUT)
     assert "HTTP+JSON GetTask task=nope TASK_NOT_FOUND " in lines.until("GetTask")
 

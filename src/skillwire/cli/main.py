@@ -3,11 +3,15 @@
 * ``skillwire serve TARGET``: serve an agent. TARGET is a folder of skills (sub-folders with SKILL.md and
   skill.py, optional agent.yaml), a folder holding an ``agent.py`` that defines ``agent``, a ``.py`` file,
   or ``module:attribute``.
-* ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code,
-  and the code skills of its ``agent.py`` (or of a ``.py`` file), which it imports; exit 0 if all are
-  valid, 1 if not.
+* ``skillwire skills check TARGET``: validate every manifest in a folder of skills, without running any
+  code, and the code skills of its ``agent.py`` (or of a ``.py`` file, or ``module:attribute``), which it
+  imports first (the model adapters it registers count); exit 0 if all are valid, 1 if not.
 * ``skillwire skills list TARGET``: each skill of an agent (a folder, a ``.py`` file, ``module:attribute``,
-  or the URL of a running agent) with its input and output schemas, as the card publishes them.
+  or the URL of a running agent: ``http(s)://...``, ``host:port``, ``:port``) with its input and output
+  schemas, as the card publishes them.
+
+A target of the wrong kind (a URL given to ``serve`` or ``skills check``, a path that is nothing) is one
+line on stderr and exit 2; an agent that cannot be reached, exit 3.
 * ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
 """
 
@@ -47,11 +51,23 @@ if TYPE_CHECKING:
 __all__ = ["RELOAD_INCLUDES", "app_from_env", "load_agent", "main"]
 
 
+def is_agent_url(target: str) -> bool:
+    """Whether ``target`` names a running agent: ``http(s)://...``, ``host:port`` or ``:port``."""
+    from skillwire.client.origins import is_short_url
+
+    return target.startswith(("http://", "https://")) or is_short_url(target)
+
+
 def load_agent(target: str, *, read_only: bool = False, plugins: bool = False) -> Agent:
     """The Agent named by ``target``: a folder of skills, a folder with ``agent.py``, a ``.py`` file, or
     ``module:attribute``."""
     from skillwire.skills.loader import is_skills_folder
 
+    if is_agent_url(target):
+        raise SkillwireError(
+            f"{target} is the address of a running agent; this takes a folder, a .py file or"
+            f" module:attribute (to call it: `skillwire send {target} TEXT`)"
+        )
     path = Path(target)
     if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
         return Agent.from_folder(path, read_only=read_only, plugins=plugins)
@@ -79,7 +95,7 @@ def _load_code_agent(target: str) -> Agent:
 
         module = import_file(file, f"skillwire_target_{file.parent.resolve().name}")
     elif ":" in target:
-        module_name, _, attribute = target.partition(":")
+        module_name, attribute = _module_attribute(target)
         if os.getcwd() not in sys.path and "" not in sys.path:  # as uvicorn does: ./agent.py is `agent`
             sys.path.insert(0, os.getcwd())
         try:
@@ -94,6 +110,15 @@ def _load_code_agent(target: str) -> Agent:
             f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}"
         )
     return agent
+
+
+def _module_attribute(target: str) -> tuple[str, str]:
+    """``module:attribute`` split, each a dotted Python name (SkillwireError otherwise)."""
+    module, _, attribute = target.partition(":")
+    names = [*module.split("."), *attribute.split(".")]
+    if not all(name.isidentifier() for name in names):
+        raise SkillwireError(f"{target}: not a folder, a .py file or module:attribute")
+    return module, attribute
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -369,7 +394,9 @@ def _parser() -> argparse.ArgumentParser:
         help="validate every SKILL.md (and agent.yaml) in a folder of skills without running code, and the"
         " code skills of its agent.py (or of a .py file), which it imports",
     )
-    check.add_argument("folder", help="a folder of skills, a folder with agent.py, or a .py file")
+    check.add_argument(
+        "folder", help="a folder of skills, a folder with agent.py, a .py file, or module:attribute"
+    )
     check.add_argument(
         "--strict", action="store_true", help="fail (exit 1) on warnings too, such as exponential schemas"
     )
@@ -756,11 +783,24 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _check(folder: str, *, strict: bool = False) -> int:
-    """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr."""
-    from skillwire.skills.loader import check_code_agent, check_skills_folder
+    """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr.
+    ``folder`` is a folder (of skills, or with an agent.py), a .py file or ``module:attribute``."""
+    from skillwire.skills.loader import check_code_agent, check_code_module, check_skills_folder
 
+    if is_agent_url(folder):
+        raise SkillwireError(
+            f"{folder} is the address of a running agent; skills check reads an agent's source (a folder, a"
+            f" .py file or module:attribute): to see a running agent's skills, `skillwire skills list {folder}`"
+        )
     path = Path(folder)
-    found = check_code_agent(path) if path.suffix == ".py" and path.is_file() else check_skills_folder(path)
+    if path.suffix == ".py" and path.is_file():
+        found = check_code_agent(path)
+    elif ":" in folder and not path.exists():
+        found = check_code_module(*_module_attribute(folder))
+    elif path.is_dir():
+        found = check_skills_folder(path)
+    else:
+        raise SkillwireError(f"{folder}: not a folder, a .py file or module:attribute")
     for line in (*found.problems, *found.warnings, *found.notes):
         print(line, file=sys.stderr)
     if found.count == 0:
@@ -785,8 +825,8 @@ def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] 
 
     from skillwire.skills.schema_card import read_skill_schemas
 
-    if target.startswith(("http://", "https://")):
-        card = asyncio.run(_remote_card(target, allowed_origins))
+    if is_agent_url(target):
+        card = asyncio.run(_remote_card(calls.agent_url(target), allowed_origins))
     else:
         card = load_agent(target).card()
     schemas = read_skill_schemas(card)
@@ -816,7 +856,11 @@ async def _remote_card(url: str, allowed_origins: Sequence[str]) -> AgentCard:
     except UntrustedOriginError as exc:
         raise SkillwireError(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}") from None
     except Exception as exc:  # connection refused, not a card, ...: one line, no traceback
-        raise SkillwireError(f"cannot read the agent card at {url}: {exc}") from None
+        raise _Unreachable(f"cannot read the agent card at {url}: {exc}") from None
+
+
+class _Unreachable(SkillwireError):
+    """A running agent the command could not read (exit 3, as for the client commands)."""
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -861,7 +905,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return console.run(args)
     except SkillwireError as exc:
         say_error(str(exc))  # may quote a remote agent (skills list URL)
-        return 2
+        return calls.EXIT_ERROR if isinstance(exc, _Unreachable) else calls.EXIT_USAGE
     except BrokenPipeError:
         # Whoever read the output has gone: stop quietly. Later writes (the interpreter flushes stdout at
         # exit) go nowhere rather than raising again.
