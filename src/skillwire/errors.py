@@ -45,6 +45,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     +-- ConcurrentUpdateError     a store refused a stale write
     +-- StoreError                a store could not commit or read (disk full, I/O error, locked, read-only)
     |   +-- StoreUnavailableError  its database cannot be reached for now (an outage, not the request)
+    +-- MissingExtraError         an optional feature whose extra is not installed (also an ImportError): its
+    |                             message is the pip command that installs it from where you stand
     +-- ManifestError             a SKILL.md that is not valid (key path, line, reason)
     +-- SchemaError               a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError           a JSON value that fails a schema (instance location, schema location, reason)
@@ -63,6 +65,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
@@ -80,6 +84,7 @@ __all__ = [
     "JSONParseError",
     "ManifestError",
     "MethodNotFoundError",
+    "MissingExtraError",
     "PermissionDeniedError",
     "ProgressError",
     "ProgressNotStoredError",
@@ -105,6 +110,7 @@ __all__ = [
     "VersionNotSupportedError",
     "WebhookRefusedError",
     "WebhookVerificationError",
+    "install_command",
 ]
 
 ERROR_DOMAIN = "a2a-protocol.org"
@@ -128,6 +134,45 @@ class StoreError(SkillwireError):
 class StoreUnavailableError(StoreError):
     """The store's database cannot be reached for now (refused, lost or timed-out connections): an outage
     that ends when the database is back, not a fault of the request."""
+
+
+class MissingExtraError(SkillwireError, ImportError):
+    """``what`` needs the optional extra ``extra``, which is not installed; the message names the command that
+    installs it (:func:`install_command`)::
+
+        raise MissingExtraError("--reload needs watchfiles", "reload")
+        # --reload needs watchfiles: pip install 'skillwire[reload]'  (in a checkout: pip install -e '.[reload]')
+    """
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(f"{what}: {install_command(extra)}")
+
+
+def install_command(extra: str) -> str:
+    """The pip command that installs ``extra`` where skillwire runs from: ``pip install 'skillwire[extra]'``
+    for an installed package, ``pip install -e '.[extra]'`` in a checkout (an editable install, or ``src``
+    on the path), with the checkout's path when the working directory is elsewhere."""
+    checkout = _checkout()
+    if checkout is None:
+        return f"pip install {shlex.quote(f'skillwire[{extra}]')}"
+    try:
+        here = Path.cwd().resolve() == checkout
+    except OSError:  # the working directory is gone
+        here = False
+    where = "." if here else str(checkout)
+    return f"pip install -e {shlex.quote(f'{where}[{extra}]')}"
+
+
+def _checkout() -> Path | None:
+    """The source tree this package is imported from (``src/skillwire`` under a pyproject.toml that names
+    skillwire), or None for an installed package."""
+    root = Path(__file__).resolve().parent.parent.parent
+    try:
+        project = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if 'name = "skillwire"' in project else None
 
 
 class ManifestError(SkillwireError):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls, console, scaffold
 from skillwire.cli.output import json_text, say, say_error
-from skillwire.errors import A2AError, SkillwireError
+from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.bus import open_bus
@@ -170,7 +170,7 @@ def _add_serve(sub: Any) -> None:
         "--bus",
         default=_env("BUS"),
         help="the event bus: memory:// (default: this process only) or redis://HOST[:PORT][/DB] (rediss:// for"
-        " TLS), shared by the processes that serve one store (needs `pip install 'skillwire[redis]'`)",
+        " TLS), shared by the processes that serve one store (needs `" + install_command("redis") + "`)",
     )
     serve.add_argument(
         "--public-url", default=_env("PUBLIC_URL"), help="the base URL clients reach the agent at"
@@ -215,7 +215,7 @@ def _add_serve(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=_env_flag("RELOAD") or False,
         help="restart when a .py, SKILL.md or agent.yaml under the served folder changes (for development;"
-        " needs `pip install 'skillwire[reload]'`)",
+        " needs `" + install_command("reload") + "`)",
     )
     serve.add_argument(
         "--workers",
@@ -229,7 +229,7 @@ def _add_serve(sub: Any) -> None:
         "--grpc-port",
         type=int,
         default=_env("GRPC_PORT"),
-        help="also serve the gRPC binding on this port (needs `pip install 'skillwire[grpc]'`)",
+        help="also serve the gRPC binding on this port (needs `" + install_command("grpc") + "`)",
     )
     serve.add_argument(
         "--grpc-statuses",
@@ -357,7 +357,9 @@ def _add_tls(serve: Any) -> None:
         "--tls-client-ca",
         default=_env("TLS_CLIENT_CA"),
         metavar="PEM",
-        help="mutual TLS: ask for client certificates signed by this CA (needs `pip install 'skillwire[tls]'`)",
+        help="mutual TLS: ask for client certificates signed by this CA (needs `"
+        + install_command("tls")
+        + "`)",
     )
     serve.add_argument(
         "--tls-client-cert",
@@ -568,9 +570,11 @@ def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> 
             " tasks of its own (docs/deploy.md)"
         )
 
+    _reach(app)
+
     def ready() -> None:
         print_banner(app, name, host=args.host, port=args.port, public_url=args.public_url)
-        print(f"  workers: {args.workers}", flush=True)
+        print(f"  workers: {args.workers}", file=sys.stderr, flush=True)
 
     return serve_workers(
         lambda: _application(args)[1],
@@ -580,6 +584,34 @@ def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> 
         log_level=args.log_level,
         on_ready=ready,
     )
+
+
+def _reach(app: A2AApplication) -> None:
+    """Open ``app``'s store and reach its bus once, in this process, before any worker is forked: a database
+    or a Redis that cannot be reached is one line now, not workers failing one after another."""
+    import asyncio
+
+    async def reach() -> None:
+        store, bus = app.store, app.runtime.bus if app.runtime is not None else None
+        opened = False
+        try:
+            if store is not None:
+                await store.open()
+                opened = True
+            start = getattr(bus, "start", None)
+            if start is not None:
+                await start()
+        finally:
+            if opened and store is not None:
+                await store.close()
+            closing = getattr(bus, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    try:
+        asyncio.run(reach())
+    except SkillwireError as exc:
+        raise SkillwireError(f"cannot start: {exc}") from None
 
 
 def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:

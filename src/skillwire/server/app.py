@@ -260,6 +260,7 @@ class A2AApplication:
             if self.security is not None:
                 await self.security.start()
             if self.runtime is not None:
+                await _start_bus(self.runtime.bus)
                 await self.runtime.start()
         except BaseException:
             # Nothing runs yet (the runtime's recovery runs only once start succeeds): close what was opened,
@@ -442,6 +443,14 @@ class A2AApplication:
                     return
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+async def _start_bus(bus: Any) -> None:
+    """Reach a bus with connections of its own (Redis, PostgreSQL) now: one that cannot be reached stops
+    start-up, rather than the first stream."""
+    start = getattr(bus, "start", None)
+    if start is not None:
+        await start()
 
 
 def _log_startup_failure(exc: Exception) -> None:

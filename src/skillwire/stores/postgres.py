@@ -47,7 +47,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 
-from skillwire.errors import ConcurrentUpdateError, SkillwireError, StoreError, StoreUnavailableError
+from skillwire.errors import (
+    ConcurrentUpdateError,
+    MissingExtraError,
+    SkillwireError,
+    StoreError,
+    StoreUnavailableError,
+)
 from skillwire.protocol.models import Task
 from skillwire.stores.base import (
     Layout,
@@ -133,9 +139,7 @@ def _parse_url(url: str) -> _Options:
 
 def _require_driver() -> Any:
     if asyncpg is None:
-        raise SkillwireError(
-            "the PostgreSQL store needs asyncpg: pip install 'skillwire[postgres]'"
-        )  # pragma: no cover
+        raise MissingExtraError("the PostgreSQL store needs asyncpg", "postgres")  # pragma: no cover
     return asyncpg
 
 
