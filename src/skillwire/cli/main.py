@@ -20,9 +20,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import logging
 import os
 import re
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
-    from skillwire.server.app import A2AApplication
+    from skillwire.server.app import A2AApplication, NotLoadedApplication
     from skillwire.server.metrics import Metrics
     from skillwire.server.telemetry import Telemetry
     from skillwire.stores.push import Delivery
@@ -60,7 +62,31 @@ def is_agent_url(target: str) -> bool:
 
 def load_agent(target: str, *, read_only: bool = False, plugins: bool = False) -> Agent:
     """The Agent named by ``target``: a folder of skills, a folder with ``agent.py``, a ``.py`` file, or
-    ``module:attribute``."""
+    ``module:attribute``. What stops it from loading is a SkillwireError of one line: a manifest's key and
+    line, or where the agent's own code failed (file, line, exception)."""
+    try:
+        return _load_agent(target, read_only=read_only, plugins=plugins)
+    except SkillwireError:
+        raise
+    except Exception as exc:  # the agent's own code failed as it was imported
+        raise SkillwireError(f"{target}: cannot load the agent: {_where_it_failed(exc)}") from exc
+
+
+def _where_it_failed(exc: Exception) -> str:
+    """``exc`` in one line, at the line of the user's code that raised it (not skillwire's or importlib's)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
+    ours = str(Path(__file__).resolve().parent.parent)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith((ours, "<frozen")) and "importlib" not in frame.filename
+    ]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}{type(exc).__name__}: {exc}"
+
+
+def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
     from skillwire.skills.loader import is_skills_folder
 
     if is_agent_url(target):
@@ -735,18 +761,28 @@ def _limits(args: argparse.Namespace) -> Limits:
     return limits
 
 
-def app_from_env() -> A2AApplication:
+def app_from_env() -> A2AApplication | NotLoadedApplication:
     """The application ``skillwire serve`` would build from the ``SKILLWIRE_*`` environment variables alone:
     the factory ``skillwire serve --reload`` hands to uvicorn, which calls it in each fresh process::
 
         SKILLWIRE_TARGET=examples/greeter uvicorn --factory skillwire.cli.main:app_from_env
-    """
-    args = _parse(["serve"])
-    if args.log_format == "json":  # this process is uvicorn's child: its logging is set up here
-        from skillwire.server.serve import configure_logging
 
-        configure_logging(args.log_level, "json")
-    _, app = _application(args)
+    An agent that cannot be loaded (an edit broke its SKILL.md or agent.py) is one line in the log, and the
+    app answers every request 503 with that line until the next change (:class:`NotLoadedApplication`).
+    """
+    from skillwire.server.app import NotLoadedApplication
+    from skillwire.server.serve import configure_logging
+
+    args = _parse(["serve"])
+    configure_logging(args.log_level, args.log_format)  # this process is uvicorn's child: set up here
+    try:
+        _, app = _application(args)
+    except SkillwireError as exc:
+        # an edit broke a SKILL.md or agent.py: one line, and a 503 saying why to every request meanwhile
+        logging.getLogger("skillwire.reload").error(
+            "%s (requests are answered 503 until the next change)", exc
+        )
+        return NotLoadedApplication(f"The agent cannot be loaded: {exc}")
     return app
 
 

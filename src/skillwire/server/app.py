@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["A2AApplication"]
+__all__ = ["A2AApplication", "NotLoadedApplication"]
 
 log = logging.getLogger("skillwire.app")
 
@@ -468,6 +468,33 @@ class _Unavailable:
 
     async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
         raise self.error
+
+
+class NotLoadedApplication:
+    """The ASGI app served while the agent cannot be loaded (``skillwire serve --reload`` after an edit broke
+    a SKILL.md or agent.py): every request is answered at once, 503 with ``Retry-After`` and ``why`` (a
+    JSON-RPC error at the JSON-RPC path, AIP-193 elsewhere), instead of waiting for a server that is not
+    there; the lifespan starts and stops nothing."""
+
+    def __init__(self, why: str, retry_after: int = 1, rpc_path: str = "/") -> None:
+        self.error = AgentNotStartedError(why, retry_after=retry_after)
+        self.rpc_path = rpc_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        path = _below_root(scope)["path"] if scope.get("root_path") else scope["path"]
+        if path == self.rpc_path and scope["method"] == "POST":
+            body = jsonrpc_wire.encode_error(None, self.error)
+        else:
+            body = encode_status(self.error, 503)
+        await send_bytes(send, 503, body, extra_headers=error_headers(self.error))
 
 
 def _below_root(scope: Scope) -> Scope:
