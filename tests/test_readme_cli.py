@@ -111,9 +111,10 @@ class Server:
 
 
 def read_lines(process: subprocess.Popen[bytes], count: int) -> list[str]:
-    """The first ``count`` lines the process prints (waiting at most WAIT seconds)."""
-    assert process.stdout is not None
-    fd, data = process.stdout.fileno(), b""
+    """The first ``count`` lines the process prints on stderr, where the banner goes (waiting at most WAIT
+    seconds)."""
+    assert process.stderr is not None
+    fd, data = process.stderr.fileno(), b""
     deadline = time.monotonic() + WAIT
     while data.count(b"\n") < count:
         ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
@@ -137,8 +138,8 @@ def greeter_process(tmp_path: Path) -> Iterator[tuple[Command, Server]]:
         [sys.executable, "-m", "skillwire", *argv[1:], "--port", str(port)],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=log,
+        stdout=log,
+        stderr=subprocess.PIPE,
     )
     try:
         lines = read_lines(process, len(serve.expected))
@@ -146,8 +147,8 @@ def greeter_process(tmp_path: Path) -> Iterator[tuple[Command, Server]]:
     finally:
         process.terminate()
         process.wait(timeout=WAIT)
-        assert process.stdout is not None
-        process.stdout.close()
+        assert process.stderr is not None
+        process.stderr.close()
         log.close()
 
 
