@@ -667,7 +667,9 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         )
     except ValueError as exc:
         raise SkillwireError(f"--allowed-host: {exc}") from None
-    store = open_store(args.store or default_store(agent.name), limits=limits)
+    store = open_store(
+        args.store or default_store(agent.name), limits=limits, setting="--store (SKILLWIRE_STORE)"
+    )
     app = agent.asgi(
         store=store,
         bus=open_bus(args.bus, limits) if args.bus else None,

@@ -1,6 +1,7 @@
 """The ASGI application: routes, lifespan, and graceful shutdown.
 
-Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json``, and the HTTP+JSON (REST) paths
+Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json`` (also at ``/.well-known/agent.json``, where
+clients before A2A 0.3 look), and the HTTP+JSON (REST) paths
 (``/message:send``, ``/tasks/...``, each also under a ``/{tenant}`` prefix). Anything else is 404. Start-up opens
 the store and recovers tasks a previous process left running; shutdown lets running tasks finish for a
 grace period, fails the rest, ends open streams, then closes the store.
@@ -36,7 +37,7 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterfa
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
-from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
+from skillwire.server.card import CARD_PATHS, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.guard import Guard
@@ -355,7 +356,7 @@ class A2AApplication:
                 path = scope["path"]
             if path == self.rpc_path:
                 await self.jsonrpc(scope, receive, send)
-            elif path == CARD_PATH:
+            elif path in CARD_PATHS:
                 if self._unavailable is not None:
                     await self._answer_unavailable(send, self._unavailable)
                 else:
