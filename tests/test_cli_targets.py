@@ -159,3 +159,12 @@ def test_skills_check_loads_the_agents_own_adapters(tmp_path: Path) -> None:
     checked = skillwire("skills", "check", ".", cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert checked.stdout.strip() == "1 skill(s) valid"
+
+
+@pytest.mark.parametrize("command", [["console"], ["card"], ["send"], ["tasks", "list"]])
+def test_every_command_reads_a_short_url(command: list[str]) -> None:
+    from skillwire.cli.main import _parse
+
+    for typed, meant in ((":8800", "http://127.0.0.1:8800"), ("localhost:8800", "http://localhost:8800")):
+        extra = ["hi"] if command == ["send"] else []
+        assert _parse([*command, typed, *extra]).url == meant
