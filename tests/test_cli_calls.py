@@ -172,18 +172,18 @@ def test_send_failed_task_exits_1(greeter: RunningServer, capsys: pytest.Capture
     assert err == ""
 
 
-def test_send_refused_params_exits_3(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_send_refused_params_exits_4(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "send", greeter.url, "--data", '{"name": ""}')
-    assert code == 3
+    assert code == 4
     assert out == ""
     line = one_error_line(err)
     assert line.startswith("skillwire: SendMessage failed: ")
     assert line.endswith("(INVALID_PARAMS)")
 
 
-def test_send_to_unknown_task_exits_3(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_send_to_unknown_task_exits_4(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "send", greeter.url, "Ada", "--task", "no-such-task")
-    assert code == 3
+    assert code == 4
     line = one_error_line(err)
     assert line.startswith("skillwire: SendMessage failed: ")
     assert "no-such-task" in line and line.endswith("(TASK_NOT_FOUND)")
@@ -266,7 +266,7 @@ def test_input_required_answer_get_list_cancel(
     assert ": canceled " in out
 
     code, _, err = run(capsys, "tasks", "cancel", url, task_id)
-    assert code == 3
+    assert code == 4
     assert one_error_line(err).startswith("skillwire: CancelTask failed: ")
     assert err.strip().endswith("(TASK_NOT_CANCELABLE)")
 
@@ -311,9 +311,9 @@ def test_watch_follows_a_running_task_to_the_end(
     assert "release v7 is live." in out
 
 
-def test_get_unknown_task_exits_3(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
+def test_get_unknown_task_exits_4(greeter: RunningServer, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "tasks", "get", greeter.url, "missing")
-    assert code == 3
+    assert code == 4
     assert out == ""
     assert one_error_line(err) == "skillwire: GetTask failed: Task missing not found (TASK_NOT_FOUND)"
 

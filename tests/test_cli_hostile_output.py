@@ -192,7 +192,7 @@ def test_tasks_get_list_and_watch_show_history_and_status_without_sequences(
     assert code == 0, err
     assert f"Status: {SHOWN}" in out
     code, out, err = run(capsys, "tasks", "cancel", agent.url, task_id)
-    assert code == 3 and "TASK_NOT_CANCELABLE" in err
+    assert code == 4 and "TASK_NOT_CANCELABLE" in err
 
 
 def test_skills_list_shows_the_skills_without_sequences(
@@ -258,12 +258,12 @@ def test_the_agents_error_message_is_shown_without_sequences(
     server, run_ = impostor
     server.error = {"code": -32001, "message": HOSTILE}
     code, _, err = run(capsys, "send", run_.url, "hi")
-    assert code == 3
+    assert code == 4
     assert one_line(SHOWN) in err and "(TASK_NOT_FOUND)" in err
     code, _, err = run(capsys, "tasks", "get", run_.url, "t-1", "--json")
-    assert code == 3 and one_line(SHOWN) in err
+    assert code == 4 and one_line(SHOWN) in err
     code, _, err = run(capsys, "tasks", "get", run_.url, "t-1", "--debug")  # the traceback quotes it too
-    assert code == 3 and "Traceback" in err and "TaskNotFoundError: [csi][csi-private]" in err
+    assert code == 4 and "Traceback" in err and "TaskNotFoundError: [csi][csi-private]" in err
 
 
 def test_ids_and_states_from_a_foreign_agent_are_shown_without_sequences(

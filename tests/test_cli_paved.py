@@ -12,6 +12,7 @@ import logging
 import os
 import pty
 import queue
+import re
 import select
 import shutil
 import signal
@@ -268,7 +269,7 @@ def test_serve_logs_one_line_per_request_at_its_default_level(
     task_id = assert_rpc_result(sent, "SendMessage")["task"]["id"]
     line = lines.until("skillwire.access")
     assert f"INFO skillwire.access: JSONRPC SendMessage skill=greet task={task_id} COMPLETED " in line
-    assert line.rstrip().endswith(" ms")
+    assert re.search(r" \d+\.\d ms request=[0-9a-f]{16}$", line.rstrip()), line  # the request id ends it
     httpx.get(f"http://127.0.0.1:{port}/tasks/nope", headers={"A2A-Version": "1.0"}, timeout=PROCESS_TIMEOUT)
     assert "HTTP+JSON GetTask task=nope TASK_NOT_FOUND " in lines.until("GetTask")
 
@@ -461,3 +462,47 @@ def test_reload_serves_the_changed_skill(tmp_path: Path, popen: Callable[..., Li
         encoding="utf-8",
     )
     wait_for(lambda: description() == "Greets anyone, reloaded.", "the reloaded card", timeout=30)
+
+
+def test_reload_with_a_broken_manifest_is_one_line_and_answers_503_meanwhile(
+    tmp_path: Path, popen: Callable[..., Lines]
+) -> None:
+    folder = tmp_path / "greeter"
+    shutil.copytree(EXAMPLES / "greeter", folder)
+    port = free_port()
+    argv = skillwire("serve", str(folder), "--port", str(port), "--store", "memory://", "--reload")
+    lines = popen(argv, cwd=tmp_path)
+    lines.until("task store:")
+    manifest = folder / "greet" / "SKILL.md"
+    text = manifest.read_text(encoding="utf-8")
+    manifest.write_text(text.replace("\nname: ", "\nnme: ", 1), encoding="utf-8")  # a typo
+    error = lines.until("skillwire.reload")
+    assert f"{manifest}:3 nme: unknown key 'nme'" in error
+    answer = httpx.get(f"http://127.0.0.1:{port}{CARD}", timeout=5)  # at once: never the read timeout
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert "unknown key 'nme'" in answer.json()["error"]["message"]
+    rpc_answer = httpx.post(f"http://127.0.0.1:{port}/", json={}, timeout=5)
+    assert rpc_answer.status_code == 503 and "unknown key 'nme'" in rpc_answer.json()["error"]["message"]
+    manifest.write_text(text, encoding="utf-8")  # fixed: served again
+    lines.until("task store:")
+    assert httpx.get(f"http://127.0.0.1:{port}{CARD}", timeout=PROCESS_TIMEOUT).status_code == 200
+    assert "Traceback" not in "".join(lines.seen)
+
+
+def test_a_broken_agent_py_is_one_line_where_it_broke(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(
+        "from skillwire import Agent\n\nagent = Agent('Broken', 'Breaks.')\nundefined_name()\n"
+    )
+    done = subprocess.run(
+        skillwire("serve", "agent.py", "--store", "memory://", "--port", str(free_port())),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=PROCESS_TIMEOUT,
+    )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert lines == [
+        f"skillwire: agent.py: cannot load the agent: {tmp_path / 'agent.py'}:4: NameError: name"
+        " 'undefined_name' is not defined"
+    ], done.stderr

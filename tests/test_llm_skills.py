@@ -462,15 +462,23 @@ async def test_a_provider_error_fails_the_task_without_its_text(
     assert logged.levelno == logging.WARNING and logged.name.startswith("skillwire")
 
 
-async def test_a_provider_that_is_down_fails_the_task(
-    reader: RunningServer, http: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+async def test_a_provider_that_is_down_fails_the_task_and_the_log_names_the_url(
+    reader: RunningServer,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     from conftest import free_port
 
-    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")  # nothing listens there
-    task = await send(http, reader.rpc_url, "summarize", ARTICLE)
+    port = free_port()
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{port}")  # nothing listens there
+    with caplog.at_level(logging.WARNING, logger="skillwire"):
+        task = await send(http, reader.rpc_url, "summarize", ARTICLE)
     assert task["status"]["state"] == "TASK_STATE_FAILED", task
     assert status_text(task) == "The model provider (ollama) could not be reached."
+    assert f"127.0.0.1:{port}" not in json.dumps(task)  # the caller is not told where
+    [logged] = [r.getMessage() for r in caplog.records if "ProviderUnavailable" in r.getMessage()]
+    assert f"URL http://127.0.0.1:{port}/api/chat;" in logged  # the operator is
 
 
 async def test_a_variable_the_config_names_but_is_unset_fails_without_naming_it(

@@ -6,10 +6,8 @@ project's, on a free port instead of 8000); every other ``skillwire`` command ru
 must exit 0 and print exactly the lines shown. A command may pipe its output into ``python3`` (run here with
 the interpreter running the tests).
 
-Placeholders: ``<name>`` (lowercase letters, digits and ``-``) in an output line stands for one run of
-characters without spaces, quotes, commas or parentheses (an id, a timestamp). Its first occurrence binds the
-name to what was printed there; every later occurrence, in an output line or in a command, means that same
-text. ``http://127.0.0.1:8000`` stands for the test server's URL everywhere.
+Placeholders (``<task-1>``) are those of :mod:`doc_console`; ``http://127.0.0.1:8000`` stands for the test
+server's URL everywhere.
 """
 
 from __future__ import annotations
@@ -22,32 +20,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, free_port
+from doc_console import Bindings, Command, commands_of
 from skillwire.cli.main import main
 
 SECTION = "## Calling agents from the command line"
 README_URL = "http://127.0.0.1:8000"
-PLACEHOLDER = re.compile(r"<([a-z][a-z0-9-]*)>")
-TOKEN = r"[^\s\"'(),]+"
 WAIT = 30.0
-
-
-@dataclass
-class Command:
-    line: str
-    expected: list[str] = field(default_factory=list)
-
-
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index(SECTION + "\n")
-    end = text.find("\n## ", start + len(SECTION))
-    return text[start : end if end != -1 else len(text)]
 
 
 def console_commands(section: str) -> list[Command]:
@@ -56,51 +40,15 @@ def console_commands(section: str) -> list[Command]:
     blocks = re.findall(r"^```(\S*)\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
     for language, body in blocks:
         assert language == "console", f"a ```{language} block in the section is not run by this test"
-        lines = body.splitlines()
-        assert lines and lines[0].startswith("$ "), f"a console block must start with a command: {body!r}"
-        for line in lines:
-            if line.startswith("$ "):
-                commands.append(Command(line[2:]))
-            else:
-                commands[-1].expected.append(line)
+        commands += commands_of(body)
     return commands
 
 
-class Bindings:
-    """What each placeholder stood for the first time it was matched."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.values: dict[str, str] = {}
-
-    def command(self, line: str) -> str:
-        def value(match: re.Match[str]) -> str:
-            assert match[1] in self.values, f"<{match[1]}> is used before any output showed it"
-            return self.values[match[1]]
-
-        return PLACEHOLDER.sub(value, line.replace(README_URL, self.url))
-
-    def match(self, expected: list[str], printed: list[str], command: str) -> None:
-        assert len(printed) == len(expected), f"$ {command}\nprinted:\n" + "\n".join(printed)
-        for want, got in zip(expected, printed, strict=True):
-            want = want.replace(README_URL, self.url)
-            pattern, names, pos = "", [], 0
-            for match in PLACEHOLDER.finditer(want):
-                pattern += re.escape(want[pos : match.start()])
-                name = match[1]
-                if name in self.values:
-                    pattern += re.escape(self.values[name])
-                elif name in names:  # twice on one line, bound on neither before
-                    pattern += f"(?P={name.replace('-', '_')})"
-                else:
-                    names.append(name)
-                    pattern += f"(?P<{name.replace('-', '_')}>{TOKEN})"
-                pos = match.end()
-            pattern += re.escape(want[pos:])
-            found = re.fullmatch(pattern, got)
-            assert found is not None, f"$ {command}\nexpected: {want}\nprinted:  {got}"
-            for name in names:
-                self.values[name] = found[name.replace("-", "_")]
+def readme_section() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(SECTION + "\n")
+    end = text.find("\n## ", start + len(SECTION))
+    return text[start : end if end != -1 else len(text)]
 
 
 @dataclass
@@ -111,9 +59,10 @@ class Server:
 
 
 def read_lines(process: subprocess.Popen[bytes], count: int) -> list[str]:
-    """The first ``count`` lines the process prints (waiting at most WAIT seconds)."""
-    assert process.stdout is not None
-    fd, data = process.stdout.fileno(), b""
+    """The first ``count`` lines the process prints on stderr, where the banner goes (waiting at most WAIT
+    seconds)."""
+    assert process.stderr is not None
+    fd, data = process.stderr.fileno(), b""
     deadline = time.monotonic() + WAIT
     while data.count(b"\n") < count:
         ready, _, _ = select.select([fd], [], [], max(deadline - time.monotonic(), 0))
@@ -137,8 +86,8 @@ def greeter_process(tmp_path: Path) -> Iterator[tuple[Command, Server]]:
         [sys.executable, "-m", "skillwire", *argv[1:], "--port", str(port)],
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=log,
+        stdout=log,
+        stderr=subprocess.PIPE,
     )
     try:
         lines = read_lines(process, len(serve.expected))
@@ -146,8 +95,8 @@ def greeter_process(tmp_path: Path) -> Iterator[tuple[Command, Server]]:
     finally:
         process.terminate()
         process.wait(timeout=WAIT)
-        assert process.stdout is not None
-        process.stdout.close()
+        assert process.stderr is not None
+        process.stderr.close()
         log.close()
 
 
@@ -188,7 +137,7 @@ def test_readme_commands_print_what_the_readme_shows(
     greeter_process: tuple[Command, Server], capsys: pytest.CaptureFixture[str]
 ) -> None:
     serve, server = greeter_process
-    bindings = Bindings(server.url)
+    bindings = Bindings({README_URL: server.url})
     bindings.match(serve.expected, server.lines, serve.line)
     commands = console_commands(readme_section())[1:]
     for command in commands:

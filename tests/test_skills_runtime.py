@@ -335,8 +335,9 @@ class _BrokenEvents:
         raise RuntimeError("bus is down")
 
 
-async def test_progress_failures_never_reach_the_handler() -> None:
-    # A fault we cannot cause for real from here: every sink call fails.
+async def test_a_broken_progress_sink_is_not_hidden_from_the_handler() -> None:
+    # A fault we cannot cause for real from here: every call of a sink of one's own fails with a bug of its
+    # own (the runtime's refusals are ProgressErrors: tests/test_skill_context.py).
     skill = skill_from_function(_noop, id="x", tags=["test"], description="A test skill.")
     ctx = SkillContext(
         skill,
@@ -346,9 +347,12 @@ async def test_progress_failures_never_reach_the_handler() -> None:
         task=None,
         params={},  # type: ignore[arg-type]
     )
-    await ctx.working("still fine")
-    await ctx.artifact("still fine")
+    with pytest.raises(RuntimeError, match="store is down"):
+        await ctx.working("not reported")
+    with pytest.raises(RuntimeError, match="store is down"):
+        await ctx.artifact("not reported")
     assert ctx.client_connected() is False
+    assert ctx.deadline is None and ctx.time_left() is None  # a sink without a deadline
 
 
 async def _noop(params: Any, ctx: SkillContext) -> None:

@@ -76,7 +76,9 @@ def test_a_request_span_and_a_run_span_as_its_child(telemetry: Telemetry, spans:
     finally:
         server.stop()
     assert request.kind is SpanKind.SERVER
-    assert attributes(request) == {
+    request_id = attributes(request).pop("a2a.request_id")
+    assert len(request_id) == 16  # none was sent: one made up (the caller's X-Request-Id otherwise)
+    assert {k: v for k, v in attributes(request).items() if k != "a2a.request_id"} == {
         "rpc.system": "a2a",
         "rpc.method": "SendMessage",
         "a2a.binding": "JSONRPC",
@@ -250,7 +252,8 @@ def test_serve_otel_without_the_sdk_says_what_to_install() -> None:
     root = Path(__file__).parents[1]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert done.returncode == 2
-    assert "pip install 'skillwire[otel]'" in done.stderr
+    # run from the checkout: the command that installs the extra there
+    assert done.stderr.strip().endswith("needs the OpenTelemetry SDK: pip install -e '.[otel]'")
 
 
 def test_grpc_requests_have_spans_and_take_the_trace_context(telemetry: Telemetry, spans: Spans) -> None:

@@ -458,6 +458,9 @@ class Agent:
             raise SkillwireError(f"allowed hosts: {exc}") from None
         if console is None:
             console = _env_flag("SKILLWIRE_CONSOLE", default=is_loopback(host))
+        if isinstance(store, str):  # opened here, so that its errors name run()'s own setting
+            url = default_store(self.name) if store == DEFAULT_STORE else store
+            store = open_store(url, setting="run(store=...) (SKILLWIRE_STORE)")
         app = self.asgi(store=store, tls=tls, allowed_hosts=hosts, console=console)
 
         def ready() -> None:

@@ -51,6 +51,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     |   +-- KeyClaimedError       ... or one whose Idempotency-Key another request claimed first
     +-- StoreError                a store could not commit or read (disk full, I/O error, locked, read-only)
     |   +-- StoreUnavailableError  its database cannot be reached for now (an outage, not the request)
+    +-- MissingExtraError         an optional feature whose extra is not installed (also an ImportError): its
+    |                             message is the pip command that installs it from where you stand
     +-- ManifestError             a SKILL.md that is not valid (key path, line, reason)
     +-- SchemaError               a JSON Schema that does not compile (schema location, reason)
     +-- ValidationError           a JSON value that fails a schema (instance location, schema location, reason)
@@ -59,6 +61,9 @@ The framework's own errors, which are not protocol errors, are the rest of the t
     |                             key, algorithm not allowed, tampered with): the card is not to be trusted
     +-- WebhookVerificationError  a push-notification delivery whose signed token does not verify (missing,
     |                             bad signature, unknown key, wrong iss/aud, expired, body hash, replayed)
+    +-- ProgressError             a skill's progress report (ctx.working, ctx.artifact, ...) that was not recorded
+    |   +-- TaskClosedError         its task had already ended (canceled, past its deadline, ended elsewhere)
+    |   +-- ProgressNotStoredError  the task store could not record it (the run is over: the task is failed)
     +-- SkillError                raised by a skill handler to end its task: FAILED, with its message
         +-- SkillInvalidRequestError  the input cannot be served as asked: FAILED (``SkillError.invalid_request``)
         +-- SkillRejectedError        a contract or policy refusal: REJECTED (``SkillError.rejected``)
@@ -66,6 +71,8 @@ The framework's own errors, which are not protocol errors, are the rest of the t
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import Any, ClassVar
 
 __all__ = [
@@ -85,7 +92,10 @@ __all__ = [
     "KeyClaimedError",
     "ManifestError",
     "MethodNotFoundError",
+    "MissingExtraError",
     "PermissionDeniedError",
+    "ProgressError",
+    "ProgressNotStoredError",
     "PushNotificationNotSupportedError",
     "RenderError",
     "ResponseTooLargeError",
@@ -99,6 +109,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "StreamDroppedError",
+    "TaskClosedError",
     "TaskGenerationMismatchError",
     "TaskNotCancelableError",
     "TaskNotFoundError",
@@ -108,6 +119,7 @@ __all__ = [
     "VersionNotSupportedError",
     "WebhookRefusedError",
     "WebhookVerificationError",
+    "install_command",
 ]
 
 ERROR_DOMAIN = "a2a-protocol.org"
@@ -136,6 +148,45 @@ class StoreError(SkillwireError):
 class StoreUnavailableError(StoreError):
     """The store's database cannot be reached for now (refused, lost or timed-out connections): an outage
     that ends when the database is back, not a fault of the request."""
+
+
+class MissingExtraError(SkillwireError, ImportError):
+    """``what`` needs the optional extra ``extra``, which is not installed; the message names the command that
+    installs it (:func:`install_command`)::
+
+        raise MissingExtraError("--reload needs watchfiles", "reload")
+        # --reload needs watchfiles: pip install 'skillwire[reload]'  (in a checkout: pip install -e '.[reload]')
+    """
+
+    def __init__(self, what: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(f"{what}: {install_command(extra)}")
+
+
+def install_command(extra: str) -> str:
+    """The pip command that installs ``extra`` where skillwire runs from: ``pip install 'skillwire[extra]'``
+    for an installed package, ``pip install -e '.[extra]'`` in a checkout (an editable install, or ``src``
+    on the path), with the checkout's path when the working directory is elsewhere."""
+    checkout = _checkout()
+    if checkout is None:
+        return f"pip install {shlex.quote(f'skillwire[{extra}]')}"
+    try:
+        here = Path.cwd().resolve() == checkout
+    except OSError:  # the working directory is gone
+        here = False
+    where = "." if here else str(checkout)
+    return f"pip install -e {shlex.quote(f'{where}[{extra}]')}"
+
+
+def _checkout() -> Path | None:
+    """The source tree this package is imported from (``src/skillwire`` under a pyproject.toml that names
+    skillwire), or None for an installed package."""
+    root = Path(__file__).resolve().parent.parent.parent
+    try:
+        project = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if 'name = "skillwire"' in project else None
 
 
 class ManifestError(SkillwireError):
@@ -199,6 +250,31 @@ class WebhookVerificationError(SkillwireError):
         self.status = status
         self.retry_after = retry_after
         super().__init__(message)
+
+
+class ProgressError(SkillwireError):
+    """A skill's progress report (``ctx.working``, ``ctx.artifact``, ...) that reached no one, on task
+    ``task_id``. Nothing about the task changes by it; a handler that lets it go ends its run quietly (the
+    skill runner logs one line)."""
+
+    def __init__(self, message: str, *, task_id: str) -> None:
+        self.message = message
+        self.task_id = task_id
+        super().__init__(message)
+
+
+class TaskClosedError(ProgressError):
+    """The task had already ended, in ``state`` (a TaskState name: CANCELED, FAILED at its deadline, or
+    whatever another server process ended it with): whatever the handler does now, nobody sees it."""
+
+    def __init__(self, message: str, *, task_id: str, state: str) -> None:
+        super().__init__(message, task_id=task_id)
+        self.state = state
+
+
+class ProgressNotStoredError(ProgressError):
+    """The task store could not record the update: the run is over, and the task is failed with a reason
+    (once the store works again)."""
 
 
 class SkillError(SkillwireError):

@@ -25,10 +25,18 @@ terminal is :func:`skillwire.cli.terminal.is_terminal`'s answer (tests replace i
 What is printed lives in :mod:`skillwire.cli.output`, the terminal's details in :mod:`skillwire.cli.terminal`,
 the files attached and saved in :mod:`skillwire.cli.files`.
 
-Exit codes: 0 success (a completed task, a direct Message reply, a task waiting for input or still working,
-a card, a listing, a task read or canceled); 1 the task ended FAILED, REJECTED or CANCELED (``send`` and
-``tasks watch``); 2 usage errors (a missing or too large ``--file`` too); 3 connection and protocol errors,
-and files that cannot be saved, reported as one line on stderr (``--debug`` adds the traceback).
+Exit codes (:data:`EXIT_OK` ...), each reported as one line on stderr (``--debug`` adds the traceback):
+
+== ==========================================================================================================
+0  success: a completed task, a direct Message reply, a task waiting for input or still working, a card, a
+   listing, a task read or canceled
+1  the task ended FAILED, REJECTED or CANCELED (``send`` and ``tasks watch``)
+2  usage: bad arguments, a missing or too large ``--file``
+3  the agent could not be called: connection failures, an answer that is not A2A, an HTTP error with no A2A
+   error in it, a card refused (signature, origin), a file that cannot be saved
+4  the agent refused the request with a protocol error (invalid input, task not found, not cancelable,
+   unauthenticated, unsupported ...): the error's reason ends the line
+== ==========================================================================================================
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ __all__ = [
     "EXIT_ERROR",
     "EXIT_FAILED",
     "EXIT_OK",
+    "EXIT_REFUSED",
     "EXIT_USAGE",
     "MAX_FILE_BYTES",
     "add_parsers",
@@ -71,6 +80,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_ERROR = 3
+EXIT_REFUSED = 4
 
 #: The top-level commands this module handles.
 COMMANDS = frozenset({"card", "send", "tasks"})
@@ -100,11 +110,11 @@ def _header(value: str) -> tuple[str, str]:
 
 
 def agent_url(value: str) -> str:
-    """An agent's URL as typed: ``host:port`` is ``http://host:port``, ``:port`` is
-    ``http://127.0.0.1:port`` (as httpie reads them); a URL with a scheme is kept."""
-    if "://" in value:
-        return value
-    return "http://" + ("127.0.0.1" + value if value.startswith(":") else value)
+    """An agent's URL as typed (:func:`skillwire.client.origins.agent_url`): ``host:port`` is
+    ``http://host:port``, ``:port`` is ``http://127.0.0.1:port``."""
+    from skillwire.client.origins import agent_url as expanded
+
+    return expanded(value)
 
 
 def _seconds(value: str) -> float:
@@ -371,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
             say_traceback()
         what = "" if isinstance(exc, LocalError) else f"{call.operation} failed: "
         say_error(f"{what}{_describe(exc)}")
-        return EXIT_ERROR
+        return EXIT_REFUSED if isinstance(exc, A2AError) else EXIT_ERROR
     except KeyboardInterrupt:
         call.screen.interrupted()
         going_on = ""

@@ -288,6 +288,12 @@ async def _json(send: Send, status: int, text: str, extra: tuple[tuple[bytes, by
     await send({"type": "http.response.body", "body": body})
 
 
+def _agent_url(text: str) -> str:
+    from skillwire.client.origins import agent_url  # here: the relay's start does not need the client
+
+    return agent_url(text)
+
+
 def add_parsers(sub: Any) -> None:
     """Add ``console`` to the ``skillwire`` subparsers ``sub``."""
     console = sub.add_parser(
@@ -295,7 +301,9 @@ def add_parsers(sub: Any) -> None:
         help="open the web console on any A2A agent (v1.0 or v0.3), through a relay on this machine",
         description="Serve the web console on a loopback port and forward its calls to the agent at URL.",
     )
-    console.add_argument("url", help="the agent's URL, or its agent card's")
+    console.add_argument(
+        "url", type=_agent_url, help="the agent's URL, or its agent card's; host:port and :port mean http://"
+    )
     console.add_argument(
         "--host", default="127.0.0.1", help="the loopback address to listen on (default 127.0.0.1)"
     )

@@ -3,11 +3,15 @@
 * ``skillwire serve TARGET``: serve an agent. TARGET is a folder of skills (sub-folders with SKILL.md and
   skill.py, optional agent.yaml), a folder holding an ``agent.py`` that defines ``agent``, a ``.py`` file,
   or ``module:attribute``.
-* ``skillwire skills check DIR``: validate every manifest in a folder of skills, without running any code,
-  and the code skills of its ``agent.py`` (or of a ``.py`` file), which it imports; exit 0 if all are
-  valid, 1 if not.
+* ``skillwire skills check TARGET``: validate every manifest in a folder of skills, without running any
+  code, and the code skills of its ``agent.py`` (or of a ``.py`` file, or ``module:attribute``), which it
+  imports first (the model adapters it registers count); exit 0 if all are valid, 1 if not.
 * ``skillwire skills list TARGET``: each skill of an agent (a folder, a ``.py`` file, ``module:attribute``,
-  or the URL of a running agent) with its input and output schemas, as the card publishes them.
+  or the URL of a running agent: ``http(s)://...``, ``host:port``, ``:port``) with its input and output
+  schemas, as the card publishes them.
+
+A target of the wrong kind (a URL given to ``serve`` or ``skills check``, a path that is nothing) is one
+line on stderr and exit 2; an agent that cannot be reached, exit 3.
 * ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
 """
 
@@ -16,9 +20,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import logging
 import os
 import re
 import sys
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls, console, scaffold
 from skillwire.cli.output import json_text, say, say_error
-from skillwire.errors import A2AError, SkillwireError
+from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
 from skillwire.server.bus import open_bus
@@ -38,7 +44,7 @@ from skillwire.server.tls import tls_from
 from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
-    from skillwire.server.app import A2AApplication
+    from skillwire.server.app import A2AApplication, NotLoadedApplication
     from skillwire.server.metrics import Metrics
     from skillwire.server.telemetry import Telemetry
     from skillwire.stores.push import Delivery
@@ -47,11 +53,47 @@ if TYPE_CHECKING:
 __all__ = ["RELOAD_INCLUDES", "app_from_env", "load_agent", "main"]
 
 
+def is_agent_url(target: str) -> bool:
+    """Whether ``target`` names a running agent: ``http(s)://...``, ``host:port`` or ``:port``."""
+    from skillwire.client.origins import is_short_url
+
+    return target.startswith(("http://", "https://")) or is_short_url(target)
+
+
 def load_agent(target: str, *, read_only: bool = False, plugins: bool = False) -> Agent:
     """The Agent named by ``target``: a folder of skills, a folder with ``agent.py``, a ``.py`` file, or
-    ``module:attribute``."""
+    ``module:attribute``. What stops it from loading is a SkillwireError of one line: a manifest's key and
+    line, or where the agent's own code failed (file, line, exception)."""
+    try:
+        return _load_agent(target, read_only=read_only, plugins=plugins)
+    except SkillwireError:
+        raise
+    except Exception as exc:  # the agent's own code failed as it was imported
+        raise SkillwireError(f"{target}: cannot load the agent: {_where_it_failed(exc)}") from exc
+
+
+def _where_it_failed(exc: Exception) -> str:
+    """``exc`` in one line, at the line of the user's code that raised it (not skillwire's or importlib's)."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f"{exc.filename}:{exc.lineno}: SyntaxError: {exc.msg}"
+    ours = str(Path(__file__).resolve().parent.parent)
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith((ours, "<frozen")) and "importlib" not in frame.filename
+    ]
+    where = f"{frames[-1].filename}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}{type(exc).__name__}: {exc}"
+
+
+def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
     from skillwire.skills.loader import is_skills_folder
 
+    if is_agent_url(target):
+        raise SkillwireError(
+            f"{target} is the address of a running agent; this takes a folder, a .py file or"
+            f" module:attribute (to call it: `skillwire send {target} TEXT`)"
+        )
     path = Path(target)
     if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
         return Agent.from_folder(path, read_only=read_only, plugins=plugins)
@@ -79,7 +121,7 @@ def _load_code_agent(target: str) -> Agent:
 
         module = import_file(file, f"skillwire_target_{file.parent.resolve().name}")
     elif ":" in target:
-        module_name, _, attribute = target.partition(":")
+        module_name, attribute = _module_attribute(target)
         if os.getcwd() not in sys.path and "" not in sys.path:  # as uvicorn does: ./agent.py is `agent`
             sys.path.insert(0, os.getcwd())
         try:
@@ -94,6 +136,15 @@ def _load_code_agent(target: str) -> Agent:
             f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}"
         )
     return agent
+
+
+def _module_attribute(target: str) -> tuple[str, str]:
+    """``module:attribute`` split, each a dotted Python name (SkillwireError otherwise)."""
+    module, _, attribute = target.partition(":")
+    names = [*module.split("."), *attribute.split(".")]
+    if not all(name.isidentifier() for name in names):
+        raise SkillwireError(f"{target}: not a folder, a .py file or module:attribute")
+    return module, attribute
 
 
 def _env(name: str, default: str | None = None) -> str | None:
@@ -145,7 +196,7 @@ def _add_serve(sub: Any) -> None:
         "--bus",
         default=_env("BUS"),
         help="the event bus: memory:// (default: this process only) or redis://HOST[:PORT][/DB] (rediss:// for"
-        " TLS), shared by the processes that serve one store (needs `pip install 'skillwire[redis]'`)",
+        " TLS), shared by the processes that serve one store (needs `" + install_command("redis") + "`)",
     )
     serve.add_argument(
         "--public-url", default=_env("PUBLIC_URL"), help="the base URL clients reach the agent at"
@@ -190,7 +241,7 @@ def _add_serve(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=_env_flag("RELOAD") or False,
         help="restart when a .py, SKILL.md or agent.yaml under the served folder changes (for development;"
-        " needs `pip install 'skillwire[reload]'`)",
+        " needs `" + install_command("reload") + "`)",
     )
     serve.add_argument(
         "--workers",
@@ -204,7 +255,7 @@ def _add_serve(sub: Any) -> None:
         "--grpc-port",
         type=int,
         default=_env("GRPC_PORT"),
-        help="also serve the gRPC binding on this port (needs `pip install 'skillwire[grpc]'`)",
+        help="also serve the gRPC binding on this port (needs `" + install_command("grpc") + "`)",
     )
     serve.add_argument(
         "--grpc-statuses",
@@ -332,7 +383,9 @@ def _add_tls(serve: Any) -> None:
         "--tls-client-ca",
         default=_env("TLS_CLIENT_CA"),
         metavar="PEM",
-        help="mutual TLS: ask for client certificates signed by this CA (needs `pip install 'skillwire[tls]'`)",
+        help="mutual TLS: ask for client certificates signed by this CA (needs `"
+        + install_command("tls")
+        + "`)",
     )
     serve.add_argument(
         "--tls-client-cert",
@@ -369,7 +422,9 @@ def _parser() -> argparse.ArgumentParser:
         help="validate every SKILL.md (and agent.yaml) in a folder of skills without running code, and the"
         " code skills of its agent.py (or of a .py file), which it imports",
     )
-    check.add_argument("folder", help="a folder of skills, a folder with agent.py, or a .py file")
+    check.add_argument(
+        "folder", help="a folder of skills, a folder with agent.py, a .py file, or module:attribute"
+    )
     check.add_argument(
         "--strict", action="store_true", help="fail (exit 1) on warnings too, such as exponential schemas"
     )
@@ -541,9 +596,11 @@ def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> 
             " tasks of its own (docs/deploy.md)"
         )
 
+    _reach(app)
+
     def ready() -> None:
         print_banner(app, name, host=args.host, port=args.port, public_url=args.public_url)
-        print(f"  workers: {args.workers}", flush=True)
+        print(f"  workers: {args.workers}", file=sys.stderr, flush=True)
 
     return serve_workers(
         lambda: _application(args)[1],
@@ -553,6 +610,34 @@ def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> 
         log_level=args.log_level,
         on_ready=ready,
     )
+
+
+def _reach(app: A2AApplication) -> None:
+    """Open ``app``'s store and reach its bus once, in this process, before any worker is forked: a database
+    or a Redis that cannot be reached is one line now, not workers failing one after another."""
+    import asyncio
+
+    async def reach() -> None:
+        store, bus = app.store, app.runtime.bus if app.runtime is not None else None
+        opened = False
+        try:
+            if store is not None:
+                await store.open()
+                opened = True
+            start = getattr(bus, "start", None)
+            if start is not None:
+                await start()
+        finally:
+            if opened and store is not None:
+                await store.close()
+            closing = getattr(bus, "aclose", None)
+            if closing is not None:
+                await closing()
+
+    try:
+        asyncio.run(reach())
+    except SkillwireError as exc:
+        raise SkillwireError(f"cannot start: {exc}") from None
 
 
 def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
@@ -582,7 +667,9 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         )
     except ValueError as exc:
         raise SkillwireError(f"--allowed-host: {exc}") from None
-    store = open_store(args.store or default_store(agent.name), limits=limits)
+    store = open_store(
+        args.store or default_store(agent.name), limits=limits, setting="--store (SKILLWIRE_STORE)"
+    )
     app = agent.asgi(
         store=store,
         bus=open_bus(args.bus, limits) if args.bus else None,
@@ -676,18 +763,28 @@ def _limits(args: argparse.Namespace) -> Limits:
     return limits
 
 
-def app_from_env() -> A2AApplication:
+def app_from_env() -> A2AApplication | NotLoadedApplication:
     """The application ``skillwire serve`` would build from the ``SKILLWIRE_*`` environment variables alone:
     the factory ``skillwire serve --reload`` hands to uvicorn, which calls it in each fresh process::
 
         SKILLWIRE_TARGET=examples/greeter uvicorn --factory skillwire.cli.main:app_from_env
-    """
-    args = _parse(["serve"])
-    if args.log_format == "json":  # this process is uvicorn's child: its logging is set up here
-        from skillwire.server.serve import configure_logging
 
-        configure_logging(args.log_level, "json")
-    _, app = _application(args)
+    An agent that cannot be loaded (an edit broke its SKILL.md or agent.py) is one line in the log, and the
+    app answers every request 503 with that line until the next change (:class:`NotLoadedApplication`).
+    """
+    from skillwire.server.app import NotLoadedApplication
+    from skillwire.server.serve import configure_logging
+
+    args = _parse(["serve"])
+    configure_logging(args.log_level, args.log_format)  # this process is uvicorn's child: set up here
+    try:
+        _, app = _application(args)
+    except SkillwireError as exc:
+        # an edit broke a SKILL.md or agent.py: one line, and a 503 saying why to every request meanwhile
+        logging.getLogger("skillwire.reload").error(
+            "%s (requests are answered 503 until the next change)", exc
+        )
+        return NotLoadedApplication(f"The agent cannot be loaded: {exc}")
     return app
 
 
@@ -756,11 +853,24 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _check(folder: str, *, strict: bool = False) -> int:
-    """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr."""
-    from skillwire.skills.loader import check_code_agent, check_skills_folder
+    """Exit 1 on problems (or on warnings too when ``strict``), else 0; warnings and notes go to stderr.
+    ``folder`` is a folder (of skills, or with an agent.py), a .py file or ``module:attribute``."""
+    from skillwire.skills.loader import check_code_agent, check_code_module, check_skills_folder
 
+    if is_agent_url(folder):
+        raise SkillwireError(
+            f"{folder} is the address of a running agent; skills check reads an agent's source (a folder, a"
+            f" .py file or module:attribute): to see a running agent's skills, `skillwire skills list {folder}`"
+        )
     path = Path(folder)
-    found = check_code_agent(path) if path.suffix == ".py" and path.is_file() else check_skills_folder(path)
+    if path.suffix == ".py" and path.is_file():
+        found = check_code_agent(path)
+    elif ":" in folder and not path.exists():
+        found = check_code_module(*_module_attribute(folder))
+    elif path.is_dir():
+        found = check_skills_folder(path)
+    else:
+        raise SkillwireError(f"{folder}: not a folder, a .py file or module:attribute")
     for line in (*found.problems, *found.warnings, *found.notes):
         print(line, file=sys.stderr)
     if found.count == 0:
@@ -785,8 +895,8 @@ def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] 
 
     from skillwire.skills.schema_card import read_skill_schemas
 
-    if target.startswith(("http://", "https://")):
-        card = asyncio.run(_remote_card(target, allowed_origins))
+    if is_agent_url(target):
+        card = asyncio.run(_remote_card(calls.agent_url(target), allowed_origins))
     else:
         card = load_agent(target).card()
     schemas = read_skill_schemas(card)
@@ -816,7 +926,11 @@ async def _remote_card(url: str, allowed_origins: Sequence[str]) -> AgentCard:
     except UntrustedOriginError as exc:
         raise SkillwireError(f"{exc.explanation}. If you trust it: --allow-origin {exc.origin}") from None
     except Exception as exc:  # connection refused, not a card, ...: one line, no traceback
-        raise SkillwireError(f"cannot read the agent card at {url}: {exc}") from None
+        raise _Unreachable(f"cannot read the agent card at {url}: {exc}") from None
+
+
+class _Unreachable(SkillwireError):
+    """A running agent the command could not read (exit 3, as for the client commands)."""
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -861,7 +975,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return console.run(args)
     except SkillwireError as exc:
         say_error(str(exc))  # may quote a remote agent (skills list URL)
-        return 2
+        return calls.EXIT_ERROR if isinstance(exc, _Unreachable) else calls.EXIT_USAGE
     except BrokenPipeError:
         # Whoever read the output has gone: stop quietly. Later writes (the interpreter flushes stdout at
         # exit) go nowhere rather than raising again.

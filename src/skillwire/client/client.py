@@ -53,7 +53,7 @@ from skillwire.client.errors import (
     NoCompatibleInterfaceError,
     TaskFailedError,
 )
-from skillwire.client.origins import OriginPolicy
+from skillwire.client.origins import OriginPolicy, agent_url
 from skillwire.client.progress import StreamProgress
 from skillwire.client.retry import RetryPolicy, parse_retry_after
 from skillwire.client.transport import (
@@ -329,7 +329,8 @@ class Client:
         card_keys: CardKeys | None = None,
         allowed_origins: Sequence[str] = (),
     ) -> Client:
-        """Read the agent card at ``base_url`` and connect through the interface it offers that suits
+        """Read the agent card at ``base_url`` (``http(s)://...``; ``host:port`` and ``:port`` mean plain
+        ``http://``, ``:port`` on 127.0.0.1) and connect through the interface it offers that suits
         best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
         ``bindings`` (default :data:`DEFAULT_BINDINGS`: JSON-RPC, HTTP+JSON, then gRPC if installed).
 
@@ -360,6 +361,7 @@ class Client:
                 allowed_origins=["https://api.example.com"],
             )
         """
+        base_url = agent_url(base_url)  # host:port and :port, as the command line takes them
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
         if bindings is None:
@@ -527,9 +529,18 @@ class Client:
         If the connection breaks after the task is known, the stream is resumed with SubscribeToTask
         (``resume=False`` turns this off): events already yielded are not repeated, missed ones are
         rebuilt from the task snapshot. ``skill``, ``data``, ``parts`` and ``files`` are :meth:`send`'s.
+
+        Against an agent whose card says it does not stream, the message is sent with SendMessage and the
+        task waited for (:meth:`wait`), and the events are the ones a stream would end with: the task as it
+        opened (SUBMITTED, no artifacts yet), then each artifact, then its last status (a direct reply: the
+        Message alone). What happened in between is not seen, as when polling.
         """
         content = _Content(skill, data, parts, files)
         request = self._send_request(message, context_id, task_id, configuration, metadata, content)
+        if not self._offers_streaming():
+            async for event in _sent_and_waited(self, request):
+                yield event
+            return
         progress = StreamProgress(end_on_interrupt=True)
         key = str(uuid.uuid4())
         opener = lambda: _with_key(key, self.transport.stream(_O.SEND_STREAMING_MESSAGE, request))  # noqa: E731
@@ -583,7 +594,14 @@ class Client:
 
     async def subscribe(self, id: str, *, resume: bool = True) -> AsyncIterator[m.StreamResponse]:
         """Yield a task's events: first its snapshot, then updates until it is terminal (an interrupted
-        task keeps the stream open). Resumed after a broken connection, like :meth:`stream`."""
+        task keeps the stream open). Resumed after a broken connection, like :meth:`stream`.
+
+        Against an agent whose card says it does not stream, the task is read (GetTask) and waited for until
+        it is terminal: the snapshot, then the artifacts added and the last status, as :meth:`stream` does."""
+        if not self._offers_streaming():
+            async for event in _read_and_waited(self, id):
+                yield event
+            return
         request = m.SubscribeToTaskRequest(tenant=self._tenant, id=id)
         progress = StreamProgress(id, end_on_interrupt=False)
         opener = lambda: self.transport.stream(_O.SUBSCRIBE_TO_TASK, request)  # noqa: E731
@@ -729,6 +747,10 @@ class Client:
 
     # -- plumbing ----------------------------------------------------------------------------------------
 
+    def _offers_streaming(self) -> bool:
+        """Whether the card offers streaming (a client made without a card assumes it does)."""
+        return self._card is None or bool(self._card.capabilities.streaming)
+
     async def _idempotent(self, operation: Operation, request: msgspec.Struct) -> Any:
         return await self.retry.call(lambda: self.transport.send(operation, request))
 
@@ -866,6 +888,41 @@ async def _with_key(key: str, stream: AsyncIterator[m.StreamResponse]) -> AsyncI
             yield event
     finally:
         await _aclose(stream)
+
+
+# -- streams of agents that do not stream ------------------------------------------------------------------
+
+
+async def _sent_and_waited(client: Client, request: m.SendMessageRequest) -> AsyncIterator[m.StreamResponse]:
+    """:meth:`Client.stream` without streaming: SendMessage, then GetTask until the task settles; the events
+    a stream would end with."""
+    response: m.SendMessageResponse = await client.transport.send(_O.SEND_MESSAGE, request)
+    if response.message is not None:
+        yield m.StreamResponse(message=response.message)
+        return
+    task = response.task
+    if task is None:
+        raise InvalidResponseError("SendMessage returned neither a task nor a message")
+    opening = msgspec.structs.replace(task, artifacts=[], status=m.TaskStatus(state=TaskState.SUBMITTED))
+    progress = StreamProgress(end_on_interrupt=True)
+    progress.observe(m.StreamResponse(task=opening))
+    yield m.StreamResponse(task=opening)
+    if task.status.state not in TERMINAL_STATES and task.status.state not in INTERRUPTED_STATES:
+        task = await client.wait(task.id)
+    for event in progress.missed(task):
+        yield event
+
+
+async def _read_and_waited(client: Client, task_id: str) -> AsyncIterator[m.StreamResponse]:
+    """:meth:`Client.subscribe` without streaming: GetTask, then GetTask until the task is terminal."""
+    task = await client.get_task(task_id)
+    progress = StreamProgress(task_id, end_on_interrupt=False)
+    progress.observe(m.StreamResponse(task=task))
+    yield m.StreamResponse(task=task)
+    if task.status.state in TERMINAL_STATES:
+        return
+    for event in progress.missed(await client.wait(task_id, stop_on_interrupt=False)):
+        yield event
 
 
 async def _aclose(stream: AsyncIterator[Any]) -> None:

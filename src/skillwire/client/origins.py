@@ -44,9 +44,11 @@ from skillwire.protocol import models as m
 
 __all__ = [
     "OriginPolicy",
+    "agent_url",
     "grpc_target",
     "has_ambient_credentials",
     "is_credential_header",
+    "is_short_url",
     "origin_of",
 ]
 
@@ -61,6 +63,31 @@ _AUTHORITY = re.compile(r"(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9.-]+
 #: Header names that carry credentials, and words that make a header name one (``X-Auth-Token`` ...).
 _CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _CREDENTIAL_WORDS = ("auth", "token", "key", "secret", "session", "password", "credential", "cookie")
+
+
+#: An agent's address typed short: ``host:port`` or ``:port``, a path after it allowed (``localhost:8000/a2a``).
+_SHORT_URL = re.compile(r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]*):\d{1,5}(?:/.*)?")
+
+
+def is_short_url(text: str) -> bool:
+    """Whether ``text`` is an agent's address typed short (``host:port`` or ``:port``): a module name
+    (``agent:agent``) is not, a port being digits only."""
+    return _SHORT_URL.fullmatch(text.strip()) is not None
+
+
+def agent_url(text: str) -> str:
+    """An agent's URL as typed: without a scheme it is plain ``http://`` (``host:port`` is
+    ``http://host:port``) and ``:port`` is ``http://127.0.0.1:port``, as httpie reads them; a URL with a
+    scheme is kept::
+
+    agent_url(":8000")                  # "http://127.0.0.1:8000"
+    agent_url("localhost:8000/a2a")     # "http://localhost:8000/a2a"
+    agent_url("https://agent.example")  # "https://agent.example"
+    """
+    text = text.strip()
+    if "://" in text:
+        return text
+    return "http://" + ("127.0.0.1" + text if text.startswith(":") else text)
 
 
 def grpc_target(url: str) -> tuple[str, bool]:

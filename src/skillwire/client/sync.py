@@ -9,8 +9,9 @@
         for event in client.stream("count to 3"):
             print(event)
 
-Every method is the async client's, with the same arguments and results, run to completion on a private
-event loop in a background thread (so it also works where a loop is already running, as in Jupyter).
+Every method and property is the async client's (``close`` is its ``aclose``), with the same arguments and
+results, run to completion on a private event loop in a background thread (so it also works where a loop
+is already running, as in Jupyter).
 Streams become plain iterators; leaving the ``for`` loop early closes the stream. The async client is at
 ``.aclient`` for anything this facade does not cover.
 """
@@ -25,6 +26,8 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from skillwire.client.client import Client
+from skillwire.client.retry import RetryPolicy
+from skillwire.client.transport import Transport
 from skillwire.protocol import models as m
 
 __all__ = ["SyncClient"]
@@ -147,6 +150,25 @@ class SyncClient:
     def card(self) -> m.AgentCard:
         """The public card, as last fetched."""
         return self.aclient.card
+
+    @property
+    def interface(self) -> m.AgentInterface | None:
+        """The card's interface in use (its URL, binding and protocol version)."""
+        return self.aclient.interface
+
+    @property
+    def transport(self) -> Transport:
+        """The async client's transport (it runs on this client's own event loop)."""
+        return self.aclient.transport
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of calls that are safe to repeat."""
+        return self.aclient.retry
+
+    @retry.setter
+    def retry(self, policy: RetryPolicy) -> None:
+        self.aclient.retry = policy
 
     refresh_card = _blocking(Client.refresh_card)
     get_extended_card = _blocking(Client.get_extended_card)

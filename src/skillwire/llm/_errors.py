@@ -1,7 +1,7 @@
 """The errors of a model call. Each message is safe to show a caller; the provider's own words never are::
 
     SkillwireError
-    +-- ProviderError                 a model call that failed; ``vendor``, ``status``, ``detail``
+    +-- ProviderError                 a model call that failed; ``vendor``, ``status``, ``detail``, ``url``
         +-- ProviderConfigError       a providerConfig the adapter cannot use (``key``: which key): an unknown
         |                             vendor, no model, a credential written in the manifest, an unset variable
         +-- ProviderUnavailable       the provider cannot be reached (connection refused, reset, DNS)
@@ -49,6 +49,8 @@ class ProviderError(SkillwireError):
         self.status = status
         #: What the provider said, for the server's logs; never part of the message.
         self.detail = None if detail is None else detail[:DETAIL_LIMIT]
+        #: The URL the call went to (without its query), for the server's logs; None before any request.
+        self.url: str | None = None
 
 
 class ProviderConfigError(ProviderError):

@@ -27,7 +27,7 @@ import email.utils
 import os
 import re
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar, cast
@@ -72,6 +72,16 @@ class _Call:
     request: httpx.Request
     deadline: float
     seconds: float
+
+    @contextlib.contextmanager
+    def naming_errors(self) -> Iterator[None]:
+        """A ProviderError raised inside says which URL was tried (``error.url``, for the server's log)."""
+        try:
+            yield
+        except ProviderError as exc:
+            if exc.url is None:
+                exc.url = str(self.request.url.copy_with(query=None, fragment=None))
+            raise
 
 
 class HTTPAdapter(Adapter):
@@ -152,31 +162,33 @@ class HTTPAdapter(Adapter):
         self, messages: Sequence[ChatMessage], params: GenerationParams | None = None, *, json: bool = False
     ) -> str:
         call = self._call(messages, params, json=json, stream=False)
-        async with self._client() as client:
-            response = await self._bounded(self._send(client, call), call)
-            try:
-                body = await self._bounded(self._read(response), call)
-            finally:
-                await response.aclose()
-        return self._parsed(self._whole_reply, body, "the reply")
+        with call.naming_errors():
+            async with self._client() as client:
+                response = await self._bounded(self._send(client, call), call)
+                try:
+                    body = await self._bounded(self._read(response), call)
+                finally:
+                    await response.aclose()
+            return self._parsed(self._whole_reply, body, "the reply")
 
     async def stream(
         self, messages: Sequence[ChatMessage], params: GenerationParams | None = None, *, json: bool = False
     ) -> AsyncIterator[str]:
         call = self._call(messages, params, json=json, stream=True)
-        async with self._client() as client:
-            response = await self._bounded(self._send(client, call), call)
-            try:
-                async with contextlib.aclosing(self._lines(response)) as lines:
-                    while (line := await self._bounded(anext(lines, None), call)) is not None:
-                        text, done = self._parsed(self.stream_text, line, "a streamed line")
-                        if text:
-                            yield text
-                        if done:
-                            return
-                raise self._bad("the stream ended before the reply was complete")
-            finally:
-                await response.aclose()
+        with call.naming_errors():
+            async with self._client() as client:
+                response = await self._bounded(self._send(client, call), call)
+                try:
+                    async with contextlib.aclosing(self._lines(response)) as lines:
+                        while (line := await self._bounded(anext(lines, None), call)) is not None:
+                            text, done = self._parsed(self.stream_text, line, "a streamed line")
+                            if text:
+                                yield text
+                            if done:
+                                return
+                    raise self._bad("the stream ended before the reply was complete")
+                finally:
+                    await response.aclose()
 
     def _call(
         self, messages: Sequence[ChatMessage], params: GenerationParams | None, *, json: bool, stream: bool

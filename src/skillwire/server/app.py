@@ -1,6 +1,7 @@
 """The ASGI application: routes, lifespan, and graceful shutdown.
 
-Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json``, and the HTTP+JSON (REST) paths
+Routes: ``POST /`` (JSON-RPC), ``GET /.well-known/agent-card.json`` (also at ``/.well-known/agent.json``, where
+clients before A2A 0.3 look), and the HTTP+JSON (REST) paths
 (``/message:send``, ``/tasks/...``, each also under a ``/{tenant}`` prefix). Anything else is 404. Start-up opens
 the store and recovers tasks a previous process left running; shutdown lets running tasks finish for a
 grace period, fails the rest, ends open streams, then closes the store.
@@ -36,7 +37,7 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtensi
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
-from skillwire.server.card import CARD_PATH, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
+from skillwire.server.card import CARD_PATHS, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
 from skillwire.server.guard import Guard
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["A2AApplication"]
+__all__ = ["A2AApplication", "NotLoadedApplication"]
 
 log = logging.getLogger("skillwire.app")
 
@@ -261,6 +262,7 @@ class A2AApplication:
             if self.security is not None:
                 await self.security.start()
             if self.runtime is not None:
+                await _start_bus(self.runtime.bus)
                 await self.runtime.start()
         except BaseException:
             # Nothing runs yet (the runtime's recovery runs only once start succeeds): close what was opened,
@@ -355,7 +357,7 @@ class A2AApplication:
                 path = scope["path"]
             if path == self.rpc_path:
                 await self.jsonrpc(scope, receive, send)
-            elif path == CARD_PATH:
+            elif path in CARD_PATHS:
                 if self._unavailable is not None:
                     await self._answer_unavailable(send, self._unavailable)
                 else:
@@ -445,6 +447,14 @@ class A2AApplication:
                 return
 
 
+async def _start_bus(bus: Any) -> None:
+    """Reach a bus with connections of its own (Redis, PostgreSQL) now: one that cannot be reached stops
+    start-up, rather than the first stream."""
+    start = getattr(bus, "start", None)
+    if start is not None:
+        await start()
+
+
 def _log_startup_failure(exc: Exception) -> None:
     if isinstance(exc, SkillwireError):  # a known condition: one clear line, no traceback
         log.error("start-up failed: %s", exc)
@@ -460,6 +470,33 @@ class _Unavailable:
 
     async def handle(self, operation: Operation, params: Any, context: CallContext) -> Any:
         raise self.error
+
+
+class NotLoadedApplication:
+    """The ASGI app served while the agent cannot be loaded (``skillwire serve --reload`` after an edit broke
+    a SKILL.md or agent.py): every request is answered at once, 503 with ``Retry-After`` and ``why`` (a
+    JSON-RPC error at the JSON-RPC path, AIP-193 elsewhere), instead of waiting for a server that is not
+    there; the lifespan starts and stops nothing."""
+
+    def __init__(self, why: str, retry_after: int = 1, rpc_path: str = "/") -> None:
+        self.error = AgentNotStartedError(why, retry_after=retry_after)
+        self.rpc_path = rpc_path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        path = _below_root(scope)["path"] if scope.get("root_path") else scope["path"]
+        if path == self.rpc_path and scope["method"] == "POST":
+            body = jsonrpc_wire.encode_error(None, self.error)
+        else:
+            body = encode_status(self.error, 503)
+        await send_bytes(send, 503, body, extra_headers=error_headers(self.error))
 
 
 def _below_root(scope: Scope) -> Scope:

@@ -33,7 +33,7 @@ from typing import Any, Protocol
 
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, SkillwireError, StreamDroppedError
+from skillwire.errors import A2AError, MissingExtraError, SkillwireError, StreamDroppedError
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Part, StreamResponse
 
@@ -264,9 +264,7 @@ def open_bus(url: str, limits: Limits | None = None) -> EventBus:
         except ImportError as exc:
             if exc.name is None or exc.name.split(".")[0] != "redis":
                 raise
-            raise SkillwireError(
-                f"the event bus {scheme}:// needs redis-py: pip install 'skillwire[redis]'"
-            ) from None
+            raise MissingExtraError(f"the event bus {scheme}:// needs redis-py", "redis") from None
         try:
             return RedisEventBus(
                 url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
@@ -279,9 +277,7 @@ def open_bus(url: str, limits: Limits | None = None) -> EventBus:
         except ImportError as exc:
             if exc.name is None or exc.name.split(".")[0] != "asyncpg":
                 raise
-            raise SkillwireError(
-                f"the event bus {scheme}:// needs asyncpg: pip install 'skillwire[postgres]'"
-            ) from None
+            raise MissingExtraError(f"the event bus {scheme}:// needs asyncpg", "postgres") from None
         return PostgresEventBus(
             url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
         )

@@ -65,7 +65,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.typing import KeyT, StreamIdT
 
-from skillwire.errors import A2AError, StreamDroppedError
+from skillwire.errors import A2AError, StoreUnavailableError, StreamDroppedError
 from skillwire.protocol.models import StreamResponse
 from skillwire.server.bus import InProcessEventBus, Subscription
 
@@ -244,6 +244,16 @@ class RedisEventBus:
                 pass  # it expires by itself
         await self._reader_client.aclose()
         await self._client.aclose()
+
+    async def start(self) -> None:
+        """Check that Redis answers now (``PING``), so that a server whose bus cannot be reached does not
+        start: StoreUnavailableError saying where (and why) if it does not."""
+        try:
+            await self._client.ping()
+        except _FAILURES as exc:
+            raise StoreUnavailableError(
+                f"the Redis event bus at {self._where} cannot be reached: {exc}"
+            ) from None
 
     async def flush(self) -> None:
         """Wait until every event published so far was sent to Redis or dropped (:attr:`dropped`); cap the

@@ -30,9 +30,11 @@ from skillwire.wire.rest import encode_status
 if TYPE_CHECKING:
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["CARD_PATH", "JWKS_PATH", "CardEndpoint"]
+__all__ = ["CARD_PATH", "CARD_PATHS", "JWKS_PATH", "CardEndpoint"]
 
 CARD_PATH = "/.well-known/agent-card.json"
+#: Where the card is served: its path, and the one clients before A2A 0.3 read (the same card).
+CARD_PATHS = frozenset({CARD_PATH, "/.well-known/agent.json"})
 #: Where the public keys of the card's signers are served, as a JWKS (RFC 7517), when the card is signed.
 JWKS_PATH = "/.well-known/jwks.json"
 _MAX_CACHED_BASES = 32

@@ -33,6 +33,13 @@ class CallContext(msgspec.Struct, frozen=True):
     #: Size of the request as received (body bytes, or the gRPC message), so work that grows with the input
     #: (schema validation) can move off the event loop for large requests.
     request_bytes: int = 0
+    #: The caller's ``X-Request-Id`` (header or gRPC metadata) when it is a short printable token, else one
+    #: made up for the request: the id on its log lines and its span (``""``: no request, as for a task
+    #: taken back at start-up).
+    request_id: str = ""
+    #: When the caller stops waiting, as a ``time.monotonic()`` value: the gRPC deadline it sent (None:
+    #: none given, as on the HTTP bindings).
+    deadline: float | None = None
 
 
 def partition(tenant: str, principal: Principal) -> str:

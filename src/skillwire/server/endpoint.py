@@ -273,7 +273,9 @@ class HttpEndpoint:
         """The operation ``route`` is, when it is known without the body (HTTP+JSON: by its path)."""
         return None
 
-    def context(self, call: Call, request: Request, activated: frozenset[str]) -> CallContext:
+    def context(
+        self, call: Call, request: Request, activated: frozenset[str], request_id: str = ""
+    ) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
         return CallContext(
             protocol_version=call.version,
@@ -284,6 +286,7 @@ class HttpEndpoint:
             headers=request.headers,
             base_url=base_url,
             request_bytes=len(request.body),
+            request_id=request_id,
         )
 
     async def _serve(
@@ -310,7 +313,7 @@ class HttpEndpoint:
         answered = False
         try:
             try:
-                context = self.context(call, request, activated)
+                context = self.context(call, request, activated, watch.request_id)
                 if _is_long_poll(call):
                     result = await _unless_gone(
                         self.dispatcher.call(call.operation, call.params, context), receive
@@ -341,7 +344,12 @@ class HttpEndpoint:
     ) -> Any:
         """Send a call's answer; what it ended with, for the access log."""
         if not spec_of(call.operation).streaming:
-            status, body = call.frames.result(call.operation, result)
+            try:
+                status, body = call.frames.result(call.operation, result)
+            except Exception as exc:  # a result the codec cannot encode: the binding's error, not a bare 500
+                error = _as_a2a(exc, f"encoding the {call.operation.value} result")
+                await call.frames.error(error, False).send(send, echo)
+                return error
             await send_bytes(send, status, body, extra_headers=echo)
             return result
         if not call.frames.expects_response:  # a streaming notification: the task runs, nobody listens
@@ -369,6 +377,11 @@ class HttpEndpoint:
         def frame_error(exc: Exception) -> bytes:
             return encode_event(frames.stream_error(_as_a2a(exc, "stream")))
 
+        try:
+            opening = None if first is None else frame(first)
+        except Exception as exc:  # an event the codec cannot encode, before the stream started
+            await frames.error(_as_a2a(exc, "encoding a stream's first event"), True).send(send, echo)
+            return
         await stream_sse(
             receive,
             send,
@@ -377,7 +390,7 @@ class HttpEndpoint:
             frame_error=frame_error,
             keepalive=self.keepalive,
             write_timeout=self.limits.write_timeout,
-            first=None if first is None else frame(first),
+            first=opening,
             extra_headers=echo,
         )
 

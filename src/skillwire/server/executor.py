@@ -9,6 +9,7 @@ the client). Cancellation arrives as ``asyncio.CancelledError`` inside ``execute
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -138,6 +139,18 @@ class TaskEvents:
 
     def __init__(self, run: TaskRun) -> None:
         self._run = run
+        # made as the run starts: its time limit counts from now
+        limit = getattr(run, "deadline", None)
+        expires = None if limit is None else time.monotonic() + limit
+        caller = run.call.deadline
+        self._deadline = caller if expires is None else expires if caller is None else min(expires, caller)
+
+    @property
+    def deadline(self) -> float | None:
+        """When this run must be done, as a ``time.monotonic()`` value: its time limit (the skill's
+        ``timeoutSeconds``, else ``Limits.task_timeout``) or the caller's gRPC deadline, whichever comes
+        first; None when there is neither. At the time limit the task is failed and the run cancelled."""
+        return self._deadline
 
     @property
     def task_id(self) -> str:

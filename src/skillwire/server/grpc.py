@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, NoReturn, TypeVar
 
@@ -91,7 +92,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import V1_ONLY, negotiate_version
 from skillwire.security.principal import ANONYMOUS
-from skillwire.server import access, logs
+from skillwire.server import access
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.grpc_limits import StreamWriteTimeoutError, encode_answer, server_options
 from skillwire.server.guard import Guard, checked_tenant
@@ -179,6 +180,12 @@ def _as_a2a(exc: Exception, what: str) -> A2AError:
 
 
 # -- the service --------------------------------------------------------------------------------------------
+
+
+def _deadline(context: Any) -> float | None:
+    """The caller's deadline as a ``time.monotonic()`` value, or None when it sent none."""
+    remaining = context.time_remaining()
+    return None if remaining is None else time.monotonic() + remaining
 
 
 def _metadata(context: Any) -> dict[str, str]:
@@ -294,11 +301,10 @@ class _Servicer:
         )
 
     async def _prepare(
-        self, rpc: Rpc, request: Any, context: Any
+        self, rpc: Rpc, request: Any, context: Any, headers: dict[str, str], request_id: str
     ) -> tuple[Any, CallContext, tuple[tuple[str, str], ...]]:
         """The request Struct, the call's context, and the initial metadata to answer with."""
         request_type = rpc.spec.request_type
-        headers = _metadata(context)
         # credentials first, as on the HTTP bindings (where the body is not even read without them)
         principal = ANONYMOUS if self.guard is None else await self.guard.grpc(headers, context)
         if isinstance(request, _Undecodable):  # checked first, as JSON-RPC parses before it negotiates
@@ -319,20 +325,20 @@ class _Servicer:
             binding="GRPC",
             headers=headers,
             request_bytes=request.ByteSize(),
+            request_id=request_id,
+            deadline=_deadline(context),
         )
         return params, call, initial
 
-    def _watch(self, operation: Operation, context: Any, *, streaming: bool) -> Watch:
-        # the metadata as headers only for what reads them (a span's parent, the request id)
-        wanted = self.telemetry is not None or logs.enabled
-        headers = _metadata(context) if wanted else {}
+    def _watch(self, operation: Operation, headers: dict[str, str], *, streaming: bool) -> Watch:
         return Watch(
             "GRPC", operation, headers, streaming=streaming, telemetry=self.telemetry, metrics=self.metrics
         )
 
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
         operation = rpc.spec.operation
-        watch = self._watch(operation, context, streaming=False)
+        headers = _metadata(context)
+        watch = self._watch(operation, headers, streaming=False)
         params: Any = None
         error: A2AError | None = None
         result: Any = None
@@ -340,7 +346,7 @@ class _Servicer:
         answered = False
         try:
             try:
-                params, call, initial = await self._prepare(rpc, request, context)
+                params, call, initial = await self._prepare(rpc, request, context, headers, watch.request_id)
                 caller = call.principal.owner
                 if initial:
                     await context.send_initial_metadata(initial)
@@ -358,11 +364,12 @@ class _Servicer:
 
     async def _stream(self, rpc: Rpc, request: Any, context: Any) -> None:
         operation = rpc.spec.operation
-        watch = self._watch(operation, context, streaming=True)
+        headers = _metadata(context)
+        watch = self._watch(operation, headers, streaming=True)
         params: Any = None
         caller = ""
         try:
-            params, call, initial = await self._prepare(rpc, request, context)
+            params, call, initial = await self._prepare(rpc, request, context, headers, watch.request_id)
             caller = call.principal.owner
             events: AsyncIterator[Any] = await self.dispatcher.call(operation, params, call)
             generations = wants_generations(call)

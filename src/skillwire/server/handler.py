@@ -10,27 +10,43 @@ not define answers ``MethodNotFoundError`` (-32601, "not implemented"). Wrap a h
 and forwarding ``handle``.
 
 :class:`Dispatcher` sits in front of the handler for every binding and enforces the capability gates of the
-agent card, so that a closed gate gives the same error on every binding whatever the handler is.
+agent card, so that a closed gate gives the same error on every binding whatever the handler is, and checks
+what the handler answers against the operation table's response type (:func:`checked_result`): a result of
+another type is logged with the handler's name and answered as an internal error on every binding, never
+passed on as ``null``, ``{}`` or whatever the handler made. SendMessage takes a bare Task or Message too (what
+the operation answers), wrapped as its SendMessageResponse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
 from skillwire.errors import (
     ExtensionSupportRequiredError,
+    InternalError,
     MethodNotFoundError,
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
-from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentInterface
+from skillwire.protocol.models import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    Message,
+    SendMessageResponse,
+    StreamResponse,
+    Task,
+)
 from skillwire.protocol.operations import Capability, Operation, spec_of
 from skillwire.server.context import CallContext
 
-__all__ = ["BaseRequestHandler", "Dispatcher", "RequestHandler"]
+__all__ = ["BaseRequestHandler", "Dispatcher", "RequestHandler", "checked_result"]
+
+log = logging.getLogger("skillwire.handler")
 
 
 @runtime_checkable
@@ -91,7 +107,9 @@ class Dispatcher:
                     "configuration.taskPushNotificationConfig was given, but this agent does not send"
                     " push notifications"
                 )
-        result = await self.handler.handle(operation, params, context)
+        result = checked_result(
+            operation, await self.handler.handle(operation, params, context), self.handler
+        )
         if (
             operation is Operation.GET_EXTENDED_AGENT_CARD
             and isinstance(result, AgentCard)
@@ -109,3 +127,73 @@ class Dispatcher:
 
 
 _SENDS = frozenset({Operation.SEND_MESSAGE, Operation.SEND_STREAMING_MESSAGE})
+
+
+def handler_name(handler: Any, operation: Operation) -> str:
+    """The handler's method that served ``operation``, for the log: ``Class.on_get_task`` for a
+    BaseRequestHandler that defines it, else ``Class.handle``."""
+    kind = type(handler).__qualname__
+    method = spec_of(operation).handler
+    return f"{kind}.{method}" if callable(getattr(handler, method, None)) else f"{kind}.handle"
+
+
+def checked_result(operation: Operation, result: Any, handler: Any) -> Any:
+    """``result`` as the operation answers it, or InternalError (logged with the handler's name) when it is
+    of another type. A streaming operation's events are checked as they come."""
+    spec = spec_of(operation)
+    if spec.streaming:
+        if not hasattr(result, "__anext__"):
+            raise _wrong(handler, operation, result, "an async iterator of StreamResponse")
+        return _CheckedEvents(result, handler, operation)
+    expected = spec.response_type
+    if expected is None:
+        return None  # nothing is answered (the delete): whatever came back is dropped
+    if isinstance(result, SendMessageResponse) and (result.task is None) == (result.message is None):
+        raise _wrong(handler, operation, result, "a SendMessageResponse with one of task or message")
+    if isinstance(result, expected):
+        return result
+    if operation is Operation.SEND_MESSAGE:
+        if isinstance(result, Task):
+            return SendMessageResponse(task=result)
+        if isinstance(result, Message):
+            return SendMessageResponse(message=result)
+        raise _wrong(handler, operation, result, "a Task, a Message or a SendMessageResponse")
+    raise _wrong(handler, operation, result, f"a {expected.__name__}")
+
+
+def _wrong(handler: Any, operation: Operation, result: Any, expected: str) -> InternalError:
+    shown = repr(result)
+    log.error(
+        "request handler %s returned %s for %s, not %s: answered as an internal error",
+        handler_name(handler, operation),
+        shown if len(shown) <= 80 else f"{shown[:77]}...",
+        operation.value,
+        expected,
+    )
+    return InternalError()
+
+
+class _CheckedEvents:
+    """A handler's stream, whose every event must be a StreamResponse (else the stream ends with
+    InternalError, logged)."""
+
+    __slots__ = ("_events", "_handler", "_operation")
+
+    def __init__(self, events: AsyncIterator[Any], handler: Any, operation: Operation) -> None:
+        self._events = events
+        self._handler = handler
+        self._operation = operation
+
+    def __aiter__(self) -> _CheckedEvents:
+        return self
+
+    async def __anext__(self) -> StreamResponse:
+        event = await anext(self._events)
+        if type(event) is StreamResponse or isinstance(event, StreamResponse):
+            return event
+        raise _wrong(self._handler, self._operation, event, "a StreamResponse event")
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -11,15 +11,17 @@ says which request, task, context and trace it belongs to.
 
 - ``request_id``: the request's ``X-Request-Id`` header (or gRPC metadata) when it is a short printable
   token, else one made up for it; every line logged while the request is served carries it, and so do the
-  lines of the task run it started.
+  lines of the task run it started. The handler sees the same id (``CallContext.request_id``,
+  ``SkillContext.request_id``), and so does the request's span (``a2a.request_id``).
 - ``task_id`` and ``context_id``: on the lines of a task run (an executor's or a skill's own log records
   included) and on the access line.
 - ``trace_id`` and ``span_id``: the current OpenTelemetry span's, when tracing is on (``--otel``).
 - The access line's fields (binding, operation, skill, outcome, duration) are fields of their own.
 
 Messages hold what they held before: skillwire never logs message contents or credentials. The ids are
-kept in context variables, set only while JSON logs are on (:data:`enabled`), so the default text format
-costs nothing more.
+kept in context variables. The default text format (:class:`TextFormatter`) ends a line logged for a
+request with ``request=<id>``; the task and trace ids are bound only while JSON logs are on
+(:data:`enabled`), so text costs nothing more for them.
 """
 
 from __future__ import annotations
@@ -28,12 +30,20 @@ import contextvars
 import datetime
 import json
 import logging
-import secrets
+import random
 import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["JsonFormatter", "bind_request", "bind_task", "enabled"]
+__all__ = [
+    "JsonFormatter",
+    "TextFormatter",
+    "bind_request",
+    "bind_task",
+    "current_request_id",
+    "enabled",
+    "request_id_of",
+]
 
 #: Whether JSON logs are on in this process (set by :func:`use_json`): the bindings and the runtime bind
 #: ids only then.
@@ -57,12 +67,19 @@ def request_id_of(headers: Mapping[str, str]) -> str:
         and not any(c in given for c in ' "\\')
     ):
         return given
-    return secrets.token_hex(8)
+    # Not a secret, only a label that must not repeat: the module's generator, reseeded in each process a
+    # fork makes, costs a third of secrets.token_hex on every request.
+    return f"{random.getrandbits(64):016x}"
 
 
-def bind_request(headers: Mapping[str, str]) -> contextvars.Token[str]:
-    """Set the current request's id (from ``headers``) for the lines logged while it is served."""
-    return _request_id.set(request_id_of(headers))
+def bind_request(request_id: str) -> contextvars.Token[str]:
+    """Set the current request's id for the lines logged while it is served (and by the runs it starts)."""
+    return _request_id.set(request_id)
+
+
+def current_request_id() -> str:
+    """The id of the request being served in this context ("" outside any)."""
+    return _request_id.get()
 
 
 def unbind_request(token: contextvars.Token[str]) -> None:
@@ -72,6 +89,15 @@ def unbind_request(token: contextvars.Token[str]) -> None:
 def bind_task(task_id: str, context_id: str) -> None:
     """Set the task of the current (run's own) context: every line of the run carries it."""
     _task.set((task_id, context_id))
+
+
+class TextFormatter(logging.Formatter):
+    """The default text format, with ``request=<id>`` at the end of a line logged for a request."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        text = super().formatMessage(record)
+        request_id = _request_id.get()
+        return f"{text} request={request_id}" if request_id else text
 
 
 class JsonFormatter(logging.Formatter):

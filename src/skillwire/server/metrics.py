@@ -53,6 +53,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from skillwire.errors import MissingExtraError
+
 __all__ = ["METRICS_PATH", "Metrics"]
 
 METRICS_PATH = "/metrics"
@@ -151,7 +153,7 @@ class _Prometheus:
         try:
             import prometheus_client as prom
         except ImportError:
-            raise ImportError("metrics need prometheus-client: pip install 'skillwire[otel]'") from None
+            raise MissingExtraError("metrics need prometheus-client", "otel") from None
         self._prom = prom
         self.registry = registry = prom.CollectorRegistry(auto_describe=True)
         self._requests = prom.Counter(
@@ -267,9 +269,7 @@ class _OpenTelemetry:
         try:
             from opentelemetry import metrics as otel
         except ImportError:
-            raise ImportError(
-                "OpenTelemetry metrics need OpenTelemetry: pip install 'skillwire[otel]'"
-            ) from None
+            raise MissingExtraError("OpenTelemetry metrics need OpenTelemetry", "otel") from None
         meter = (provider if provider is not None else otel.get_meter_provider()).get_meter(SCOPE)
         observation = otel.Observation
         self._requests: dict[tuple[str, str, str], int] = {}

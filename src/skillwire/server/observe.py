@@ -3,8 +3,9 @@ metrics and its log ids (:mod:`skillwire.server.access`, :mod:`~skillwire.server
 :mod:`~skillwire.server.metrics`, :mod:`~skillwire.server.logs`).
 
 A binding makes a :class:`Watch` when it starts serving a request and calls :meth:`Watch.end` once, when the
-request is answered (a stream: when it ended). With the access log, tracing, metrics and JSON logs all off,
-a Watch costs one log-level check and three ``is None`` checks.
+request is answered (a stream: when it ended). The Watch reads the request's id (the caller's
+``X-Request-Id``, or one made up) and binds it for the lines logged meanwhile; with the access log, tracing
+and metrics off, that and one log-level check are all it costs.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class Watch:
     """One request being observed: started by the binding, :meth:`end`-ed once."""
 
     __slots__ = ("_bound", "_metrics", "_span", "_telemetry", "_token", "binding", "logged", "operation",
-                 "started", "streaming", "tenant")  # fmt: skip
+                 "request_id", "started", "streaming", "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -49,10 +50,12 @@ class Watch:
         self._metrics = metrics
         if metrics is not None and streaming:
             metrics.stream_opened()
-        self._bound = logs.bind_request(headers) if logs.enabled else None
+        #: the caller's X-Request-Id, or one made up: on the call's context, its log lines and its span
+        self.request_id = logs.request_id_of(headers)
+        self._bound = logs.bind_request(self.request_id)
         self._telemetry = telemetry
         if telemetry is not None:
-            self._span = telemetry.request(binding, operation.value, headers, tenant)
+            self._span = telemetry.request(binding, operation.value, headers, tenant, self.request_id)
             self._token = telemetry.attach(self._span)
 
     @property
@@ -81,8 +84,7 @@ class Watch:
                 if self.streaming:
                     metrics.stream_closed()
                 _count(metrics, self.binding, self.operation.value, state, outcome, self.started)
-        if self._bound is not None:
-            logs.unbind_request(self._bound)
+        logs.unbind_request(self._bound)
 
 
 def budget_of(outcome: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 import uvicorn
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import MissingExtraError, SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
@@ -69,6 +69,9 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: Any = None) -> None:
         if self._a2a is None:
             self._a2a = _unwrap(self.config.loaded_app)
+        if self._a2a is not None and not await _started(self._a2a):
+            self.should_exit = True  # before anything listens; the caller reports app.startup_error, once
+            return
         await super().startup(sockets)
         if self.started:
             # Everything made so far (modules, the agent, its skills) lives as long as the process: moved out
@@ -98,41 +101,80 @@ class _Server(uvicorn.Server):
             await super().shutdown(sockets)
 
 
+async def _started(app: A2AApplication) -> bool:
+    """Start ``app`` (its store, its bus, its security, gRPC) before uvicorn listens, so that a server that
+    cannot start says so once and exits at once: False when it failed (``app.startup_error`` says why; a
+    failure that is not a known condition is logged with its traceback here)."""
+    try:
+        await app.startup()
+    except Exception as exc:
+        if not isinstance(exc, SkillwireError):
+            log.exception("start-up failed", exc_info=exc)
+        return False
+    return True
+
+
 def print_banner(
     app: A2AApplication, name: str, *, host: str, port: int, public_url: str | None = None
 ) -> None:
-    """Print where ``app`` serves the agent ``name``: its URL (``https://`` when ``app.tls`` is set), its
-    card's URL, gRPC, the task store (what ``skillwire serve`` and ``Agent.run()`` print once the server
-    accepts connections)."""
+    """Print, on stderr, exactly what ``app`` serves for the agent ``name``: its URL (``https://`` when
+    ``app.tls`` is set), its card's URL, gRPC, the console, Prometheus metrics (only when ``/metrics``
+    answers), where traces go, the event bus and the task store (what ``skillwire serve`` and ``Agent.run()``
+    print once the server accepts connections). Stdout is left to what the process is asked to write there
+    (spans, with ``OTEL_TRACES_EXPORTER=console``)."""
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "", "::") else host
     scheme = "http" if app.tls is None else "https"
     base = public_url.rstrip("/") if public_url else f"{scheme}://{shown_host}:{port}"
-    print(f"skillwire: serving {name!r} at {base}/", flush=True)
-    print(f"  agent card: {base}/.well-known/agent-card.json", flush=True)
+    lines = [f"skillwire: serving {name!r} at {base}/", f"  agent card: {base}/.well-known/agent-card.json"]
     if app.card_endpoint.signers:
         kids = ", ".join(signer.kid for signer in app.card_endpoint.signers)
-        print(f"  card signed by {kids}; keys: {base}/.well-known/jwks.json", flush=True)
+        lines.append(f"  card signed by {kids}; keys: {base}/.well-known/jwks.json")
     if app.grpc_url:
-        print(f"  gRPC: {app.grpc_url}", flush=True)
+        lines.append(f"  gRPC: {app.grpc_url}")
     if app.console is not None:
-        print(f"  console: {base}/console/", flush=True)
-    if app.metrics is not None:
-        print(f"  metrics: {base}/metrics", flush=True)
+        lines.append(f"  console: {base}/console/")
+    if app.metrics is not None and app.metrics.serves_endpoint:
+        lines.append(f"  metrics: {base}/metrics")
+    if app.telemetry is not None:
+        lines.append(f"  traces: {app.telemetry.destination}")
+    if app.runtime is not None:
+        lines.append(f"  event bus: {bus_description(app.runtime.bus)}")
     if app.store is not None:
-        print(f"  task store: {app.store.url}", flush=True)
+        lines.append(f"  task store: {without_secret(app.store.url)}")
+    print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def bus_description(bus: Any) -> str:
+    """The event bus in words: its URL without a password, or that it is this process's own."""
+    url = getattr(bus, "url", None)
+    if not isinstance(url, str) or not url:
+        return "memory:// (this process only)"
+    return without_secret(url)
+
+
+def without_secret(url: str) -> str:
+    """``url`` with the password of its user info replaced by ``***`` (a banner is not the place for it)."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.partition("@")
+    if not sep or not at or ":" not in userinfo or "/" in userinfo:
+        return url
+    return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:
     """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
-    :mod:`skillwire.server.access`), unless the process has set logging up itself; ``log_format`` ``json``:
+    :mod:`skillwire.server.access`; a line logged for a request ends with its ``request=<id>``), unless the
+    process has set logging up itself; ``log_format`` ``json``:
     every record of the process as one JSON line with its request, task and trace ids
     (:mod:`skillwire.server.logs`)."""
-    if log_format == "json":
-        from skillwire.server.logs import use_json
+    from skillwire.server import logs
 
-        use_json(level)
+    if log_format == "json":
+        logs.use_json(level)
         return
-    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(logs.TextFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])  # nothing, if logging is set up already
 
 
 def _log_options() -> dict[str, Any]:
@@ -313,7 +355,7 @@ def serve_reloading(
     try:
         import watchfiles  # noqa: F401
     except ImportError:
-        raise SkillwireError("--reload needs watchfiles: pip install 'skillwire[reload]'") from None
+        raise MissingExtraError("--reload needs watchfiles", "reload") from None
     from uvicorn.supervisors.watchfilesreload import WatchFilesReload
 
     configure_logging(log_level)

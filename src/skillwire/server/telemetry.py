@@ -25,12 +25,20 @@ no-ops.
 
 from __future__ import annotations
 
+import logging
 import os
+import socket
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
+
+from skillwire.errors import MissingExtraError
 
 __all__ = ["Telemetry", "meter_provider_from_env", "tracer_provider_from_env"]
+
+log = logging.getLogger("skillwire.telemetry")
 
 #: The instrumentation scope of skillwire's spans.
 SCOPE = "skillwire"
@@ -45,12 +53,14 @@ class Telemetry:
         try:
             from opentelemetry import context, propagate, trace
         except ImportError:
-            raise ImportError("telemetry needs OpenTelemetry: pip install 'skillwire[otel]'") from None
+            raise MissingExtraError("telemetry needs OpenTelemetry", "otel") from None
         self._context = context
         self._propagate = propagate
         self._trace = trace
         provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         self.tracer = provider.get_tracer(SCOPE)
+        #: where the spans go, for the start-up banner
+        self.destination = traces_destination(provider)
         #: the header names the process's propagator reads (W3C: traceparent, tracestate, baggage): a request
         #: with none of them has no remote parent, and skips the propagator
         self._fields = frozenset(name.lower() for name in propagate.get_global_textmap().fields)
@@ -62,7 +72,9 @@ class Telemetry:
 
     # -- requests -------------------------------------------------------------------------------------------
 
-    def request(self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "") -> Any:
+    def request(
+        self, binding: str, operation: str, carrier: Mapping[str, str], tenant: str = "", request_id: str = ""
+    ) -> Any:
         """Start the span of a request whose headers (lower-cased names) are ``carrier``."""
         return self.tracer.start_span(
             f"A2A {operation}",
@@ -74,6 +86,7 @@ class Telemetry:
                 "a2a.binding": binding,
                 "a2a.operation": operation,
                 "a2a.tenant": tenant,
+                "a2a.request_id": request_id,
             },
         )
 
@@ -205,8 +218,10 @@ def tracer_provider_from_env(service_name: str) -> Any:
     ``otlp`` (the default: OTLP over HTTP to ``OTEL_EXPORTER_OTLP_ENDPOINT``, as the exporter reads it),
     ``console`` (one JSON span per line on stdout) or ``none``. ``OTEL_SERVICE_NAME`` (else
     ``service_name``) names the service. Raises ImportError, saying what to install, without the SDK."""
-    from opentelemetry import trace
-
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        raise MissingExtraError("tracing needs OpenTelemetry", "otel") from None
     provider = trace.get_tracer_provider()
     if type(provider).__name__ != "ProxyTracerProvider":
         return provider  # set up by the process already (a NoOpTracerProvider too: spans are then no-ops)
@@ -215,23 +230,26 @@ def tracer_provider_from_env(service_name: str) -> Any:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
     except ImportError:
-        raise ImportError("tracing needs the OpenTelemetry SDK: pip install 'skillwire[otel]'") from None
+        raise MissingExtraError("tracing needs the OpenTelemetry SDK", "otel") from None
     name = os.environ.get("OTEL_SERVICE_NAME") or service_name
     sdk = TracerProvider(resource=Resource.create({"service.name": name}))
     kind = (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").strip().lower()
     exporter: SpanExporter | None
     if kind == "none":
         exporter = None
+        _DESTINATIONS[sdk] = "none (OTEL_TRACES_EXPORTER=none)"
     elif kind == "console":
-        exporter = ConsoleSpanExporter()
+        exporter = ConsoleSpanExporter(formatter=_span_line)
+        _DESTINATIONS[sdk] = "stdout, one JSON span per line (OTEL_TRACES_EXPORTER=console)"
     elif kind == "otlp":
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         except ImportError:
-            raise ImportError(
-                "OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter: pip install 'skillwire[otel]'"
-            ) from None
+            raise MissingExtraError("OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter", "otel") from None
         exporter = OTLPSpanExporter()
+        endpoint = otlp_endpoint("traces")
+        _DESTINATIONS[sdk] = f"OTLP over HTTP to {endpoint}"
+        warn_once_unreachable(endpoint)
     else:
         raise ValueError(f"OTEL_TRACES_EXPORTER={kind!r}: expected otlp, console or none")
     if exporter is not None:
@@ -240,14 +258,98 @@ def tracer_provider_from_env(service_name: str) -> Any:
     return sdk
 
 
+#: Where the tracer providers made here send their spans (a made provider -> its words for the banner).
+_DESTINATIONS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def traces_destination(provider: Any) -> str:
+    """Where ``provider`` sends spans, in words: the exporter of one :func:`tracer_provider_from_env` made,
+    else the process's own set-up."""
+    try:
+        return _DESTINATIONS.get(provider) or "the tracer provider this process set up"
+    except TypeError:  # a provider that cannot be weakly referenced
+        return "the tracer provider this process set up"
+
+
+def _span_line(span: Any) -> str:
+    """A span as one line of JSON (the SDK's console exporter indents it over many lines by default)."""
+    text: str = span.to_json(indent=None)
+    return text + os.linesep
+
+
+def otlp_endpoint(signal: str) -> str:
+    """The URL the OTLP/HTTP exporter of ``signal`` (``traces``, ``metrics``) sends to, as it reads the
+    standard variables: ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``, else ``OTEL_EXPORTER_OTLP_ENDPOINT`` with
+    ``/v1/<signal>``, else ``http://localhost:4318/v1/<signal>``."""
+    own = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT", "").strip()
+    if own:
+        return own
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip() or "http://localhost:4318"
+    return f"{base.rstrip('/')}/v1/{signal}"
+
+
+#: The loggers of the OTLP/HTTP exporters: each failed try of an export logs there (a logger's filters see
+#: only its own records, so each is named).
+_EXPORTER_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+)
+
+
+class _OnceOnly(logging.Filter):
+    """Lets the exporters' first failure through (said once, in skillwire's words if the collector was
+    already found unreachable at start-up) and no other: without a collector, the OTLP exporters log every
+    try of every batch, several lines a second."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.told = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or self.told:
+            return record.levelno < logging.WARNING
+        self.told = True
+        record.msg = f"{record.getMessage()} (further OpenTelemetry export failures are not logged)"
+        record.args = None
+        return True
+
+
+_ONCE = _OnceOnly()
+
+
+def warn_once_unreachable(endpoint: str) -> None:
+    """Log one warning now if nothing listens at the collector ``endpoint``, and keep the exporters' own
+    failure messages to one in all (:class:`_OnceOnly`)."""
+    for name in _EXPORTER_LOGGERS:
+        logger = logging.getLogger(name)
+        if _ONCE not in logger.filters:
+            logger.addFilter(_ONCE)
+    if _ONCE.told:
+        return
+    parts = urlsplit(endpoint)
+    host, port = parts.hostname or "localhost", parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=1.0).close()
+    except OSError as exc:
+        _ONCE.told = True
+        log.warning(
+            "no OpenTelemetry collector answers at %s (%s): spans and metrics are dropped until one does;"
+            " export failures are not logged (set OTEL_EXPORTER_OTLP_ENDPOINT, or OTEL_TRACES_EXPORTER=console)",
+            endpoint,
+            exc.strerror or exc,
+        )
+
+
 def meter_provider_from_env(service_name: str) -> Any:
     """The process's global meter provider (None if it is the API's NoOpMeterProvider); if nothing set one
     up, an SDK provider made global, exporting as ``OTEL_METRICS_EXPORTER`` says: ``otlp`` (the default:
     OTLP over HTTP every ``OTEL_METRIC_EXPORT_INTERVAL`` milliseconds, as the exporter and reader read
     them), ``console`` or ``none`` (None is returned: no OpenTelemetry metrics). Raises ImportError, saying
     what to install, without the SDK."""
-    from opentelemetry import metrics
-
+    try:
+        from opentelemetry import metrics
+    except ImportError:
+        raise MissingExtraError("metrics need OpenTelemetry", "otel") from None
     provider = metrics.get_meter_provider()
     if type(provider).__name__ == "NoOpMeterProvider":
         return None  # the process said: no metrics (counting into no-op instruments would still cost)
@@ -265,18 +367,17 @@ def meter_provider_from_env(service_name: str) -> Any:
         )
         from opentelemetry.sdk.resources import Resource
     except ImportError:
-        raise ImportError("metrics need the OpenTelemetry SDK: pip install 'skillwire[otel]'") from None
+        raise MissingExtraError("metrics need the OpenTelemetry SDK", "otel") from None
     exporter: MetricExporter
     if kind == "console":
-        exporter = ConsoleMetricExporter()
+        exporter = ConsoleMetricExporter(formatter=_metrics_line)
     elif kind == "otlp":
         try:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         except ImportError:
-            raise ImportError(
-                "OTEL_METRICS_EXPORTER=otlp needs the OTLP exporter: pip install 'skillwire[otel]'"
-            ) from None
+            raise MissingExtraError("OTEL_METRICS_EXPORTER=otlp needs the OTLP exporter", "otel") from None
         exporter = OTLPMetricExporter()
+        warn_once_unreachable(otlp_endpoint("metrics"))
     else:
         raise ValueError(f"OTEL_METRICS_EXPORTER={kind!r}: expected otlp, console or none")
     name = os.environ.get("OTEL_SERVICE_NAME") or service_name
@@ -286,3 +387,9 @@ def meter_provider_from_env(service_name: str) -> Any:
     )
     metrics.set_meter_provider(sdk)
     return sdk
+
+
+def _metrics_line(data: Any) -> str:
+    """Metrics as one line of JSON, as spans are (:func:`_span_line`)."""
+    text: str = data.to_json(indent=None)
+    return text + os.linesep

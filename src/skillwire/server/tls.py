@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import MissingExtraError, SkillwireError
 
 __all__ = [
     "PeerCertificate",
@@ -70,7 +70,6 @@ ClientCert = Literal["required", "optional"]
 _CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM:DHE+CHACHA20:!aNULL:!eNULL:!MD5:!DSS"
 
 _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}
-_INSTALL = "pip install 'skillwire[tls]'"
 
 
 # -- configuration ------------------------------------------------------------------------------------------
@@ -96,7 +95,7 @@ class TLSConfig:
                 f"TLS client certificates ({self.client_cert}) need the CA that signs them (--tls-client-ca)"
             )
         if self.client_ca is not None and importlib.util.find_spec("cryptography") is None:
-            raise SkillwireError(f"mutual TLS (a client CA) needs the cryptography package: {_INSTALL}")
+            raise MissingExtraError("mutual TLS (a client CA) needs the cryptography package", "tls")
 
     @property
     def client_auth(self) -> Literal["required", "optional", "none"]:
@@ -265,9 +264,7 @@ def _parse_der(der: bytes) -> PeerCertificate:
         from cryptography import x509
         from cryptography.x509.oid import NameOID
     except ImportError:
-        raise SkillwireError(
-            f"reading client certificates needs the cryptography package: {_INSTALL}"
-        ) from None
+        raise MissingExtraError("reading client certificates needs the cryptography package", "tls") from None
     cert = x509.load_der_x509_certificate(der)
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     common_name = names[0].value if names else None

@@ -1,7 +1,15 @@
 """What a skill handler sees: ``ctx``, the request and its progress sink.
 
-Progress is best effort: a failure to report (a store hiccup, a closed task) is logged and never raised into
-the handler. Terminal states belong to the framework: the handler returns (completed), raises a
+What the call is: ``ctx.request_id`` (the caller's ``X-Request-Id``, or the id made up for the request: the
+one on its log lines and span), ``ctx.deadline`` and ``ctx.time_left()`` (the run's time limit or the
+caller's gRPC deadline, whichever is first), ``ctx.principal``, ``ctx.tenant``.
+
+Progress tells the handler when it reached no one: ``ctx.working``, ``ctx.artifact`` and the others raise
+:class:`~skillwire.errors.TaskClosedError` when the task has already ended (canceled, past its deadline,
+ended by another process) and :class:`~skillwire.errors.ProgressNotStoredError` when the store could not
+record the update (the run is then over and the task failed). Both are :class:`~skillwire.errors.ProgressError`:
+a handler may catch them to clean up; one it lets go ends the run quietly (one line in the log, the task
+keeps the state it has). Terminal states belong to the framework: the handler returns (completed), raises a
 :class:`SkillError` (failed or rejected) or raises anything else (failed, with a generic message).
 
 Multi-turn, by replay: ``answer = await ctx.ask("Which city?")`` puts the task in INPUT_REQUIRED and ends the
@@ -27,13 +35,14 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET
 
-from skillwire.errors import SkillwireError
+from skillwire.errors import A2AError, ProgressNotStoredError, SkillwireError, TaskClosedError
 from skillwire.protocol.media import accepts
 from skillwire.protocol.models import Artifact, Message, Part, Role, Task
 from skillwire.protocol.states import TaskState
@@ -200,6 +209,28 @@ class SkillContext:
         return self.call.tenant
 
     @property
+    def request_id(self) -> str:
+        """The request's id: the caller's ``X-Request-Id`` (a short printable token), else one made up for
+        it; the id on the request's log lines and span (``""`` for a task taken back at start-up)."""
+        return self.call.request_id
+
+    @property
+    def deadline(self) -> float | None:
+        """When this run must be done, as a ``time.monotonic()`` value: the skill's ``timeoutSeconds`` (else
+        the agent's ``task_timeout``) counted from the run's start, or the caller's gRPC deadline, whichever
+        is first; None when there is neither. At the time limit the task is failed and the run cancelled."""
+        return getattr(self.events, "deadline", None)
+
+    def time_left(self) -> float | None:
+        """Seconds until :attr:`deadline` (0 once it passed), or None without one::
+
+        left = ctx.time_left()
+        answer = await model.complete(prompt, timeout=min(left, 30) if left is not None else 30)
+        """
+        deadline = self.deadline
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    @property
     def accepted_output_modes(self) -> list[str]:
         """The media types the client accepts in artifacts (its ``acceptedOutputModes``; empty: any). An
         artifact, or a result, with a part of another type fails the task: choose the form with
@@ -235,23 +266,32 @@ class SkillContext:
         """True while the handler is re-running turns the client already answered (progress is silent)."""
         return self._asked < len(self._answers)
 
-    # -- progress (best effort) -----------------------------------------------------------------------
+    # -- progress -------------------------------------------------------------------------------------
 
     async def _report(self, what: str, call: Callable[[], Awaitable[Any]]) -> None:
+        """Make the update ``call``; a refusal by the runtime is a ProgressError saying why."""
         if self.replaying:
             return
         try:
             await call()
-        except Exception:
-            log.warning(
-                "skill %s could not report %s on task %s", self.skill.id, what, self.task_id, exc_info=True
-            )
+        except A2AError as exc:
+            state = self.events.state
+            if state is not None and state.is_terminal:
+                raise TaskClosedError(
+                    f"{what} was not recorded: task {self.task_id} is already {state.name}",
+                    task_id=self.task_id,
+                    state=state.name,
+                ) from exc
+            raise ProgressNotStoredError(
+                f"{what} was not recorded on task {self.task_id}: {exc.message}", task_id=self.task_id
+            ) from exc
 
     async def set_state(self, state: TaskState, message: Message | str | None = None) -> None:
-        """Move the task to WORKING, INPUT_REQUIRED or AUTH_REQUIRED; terminal states are the framework's."""
+        """Move the task to WORKING, INPUT_REQUIRED or AUTH_REQUIRED; terminal states are the framework's.
+        Raises TaskClosedError or ProgressNotStoredError when the update reached no one."""
         if state not in _PROGRESS_STATES:
             raise ValueError(f"a skill may set WORKING, INPUT_REQUIRED or AUTH_REQUIRED, not {state.value}")
-        await self._report(state.value, lambda: self.events.status(state, message))
+        await self._report(f"the {state.name} status", lambda: self.events.status(state, message))
 
     async def working(self, message: Message | str | None = None) -> None:
         await self.set_state(TaskState.WORKING, message)
@@ -273,7 +313,8 @@ class SkillContext:
     ) -> None:
         """Emit an artifact or a chunk of one: text, parts, an Artifact, or any JSON value (a data part).
 
-        A value that is not JSON raises :class:`NotJson` (the task then fails with its reason)."""
+        A value that is not JSON raises :class:`NotJson` (the task then fails with its reason); an artifact
+        that reached no one raises TaskClosedError or ProgressNotStoredError."""
         if not isinstance(content, Artifact | str) and not _is_parts(content):
             content = [Part(data=content, media_type="application/json")]
         if not isinstance(content, str):

@@ -21,6 +21,11 @@ none), for the runtime to enforce. When a run is cancelled (a deadline, CancelTa
 the state the runtime gave the task before cancelling it (FAILED at a deadline or shutdown, CANCELED for
 CancelTask); CANCELED if it gave none.
 
+Progress that reached no one (:class:`~skillwire.errors.ProgressError`: the task ended meanwhile, or the store
+could not record it) and that the handler lets go ends the run with one warning line: the task keeps the
+state it has (its end, or FAILED once the runtime recorded the store's failure), and the hooks see that
+state with the error.
+
 Hooks (observers) are called after every run, in order, with an :class:`Outcome`; a failing hook is logged
 and changes nothing. After a run that left the task waiting for its client (INPUT_REQUIRED, AUTH_REQUIRED)
 the hooks run once the run has ended, so that a client answering at once is not refused because an
@@ -41,7 +46,14 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from skillwire.errors import A2AError, InvalidParamsError, SkillError, SkillRejectedError, ValidationError
+from skillwire.errors import (
+    A2AError,
+    InvalidParamsError,
+    ProgressError,
+    SkillError,
+    SkillRejectedError,
+    ValidationError,
+)
 from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
@@ -426,6 +438,12 @@ class SkillExecutor(Executor):
             error = exc
             state = TaskState.REJECTED if isinstance(exc, SkillRejectedError) else TaskState.FAILED
             await events.status(state, exc.message)
+        except ProgressError as lost:
+            # The task ended meanwhile, or its store failed (the runtime fails it): nothing is left to report.
+            error = lost
+            current = events.state
+            state = current if current is not None and current.is_terminal else TaskState.FAILED
+            log.warning("skill %s on task %s stopped: %s", skill.id, ctx.task_id, lost.message)
         except asyncio.CancelledError as exc:
             if self.hooks:
                 # The runtime ends the task before it cancels the run (a deadline or shutdown: FAILED,

@@ -28,7 +28,9 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import inspect
+import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ __all__ = [
     "AgentConfig",
     "FolderCheck",
     "check_code_agent",
+    "check_code_module",
     "check_skills_folder",
     "import_file",
     "is_skills_folder",
@@ -156,6 +159,9 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
     problems: list[ManifestError] = []
     warnings: list[ManifestWarning] = []
     dirs = _skill_dirs(folder)
+    # agent.py first, as serving the folder would: the model adapters it registers are the vendors the
+    # manifests' providerConfig may name
+    code = check_code_agent(folder / CODE_AGENT) if (folder / CODE_AGENT).is_file() else None
     declared: frozenset[str] = frozenset()
     if (folder / AGENT_FILE).is_file():
         try:
@@ -201,37 +207,54 @@ def check_skills_folder(folder: Path | str) -> FolderCheck:
                 check_provider_config(card, SkillCard._parse(text, str(manifest))[1])
             except ManifestError as exc:
                 problems.append(exc)
-    checked = FolderCheck(len(dirs), problems, warnings, [])
-    if (folder / CODE_AGENT).is_file():
-        code = check_code_agent(folder / CODE_AGENT)
-        checked = FolderCheck(
-            checked.count + code.count, [*problems, *code.problems], [*warnings, *code.warnings], code.notes
-        )
-    return checked
+    if code is None:
+        return FolderCheck(len(dirs), problems, warnings, [])
+    return FolderCheck(
+        len(dirs) + code.count, [*code.problems, *problems], [*code.warnings, *warnings], code.notes
+    )
 
 
-def check_code_agent(file: Path | str) -> FolderCheck:
+def check_code_agent(file: Path | str, *, attribute: str = "agent") -> FolderCheck:
     """Import the Python file ``file`` (running its module code, unlike a manifest check) and check every
     code skill it defines with ``@agent.skill``: the problems that would stop it from being served, and
     the same warnings as for a manifest's schemas (exponential constructs, a schema the card leaves out)."""
     file = Path(file)
-    problems: list[ManifestError] = []
     folder = str(file.parent.resolve())
     if folder not in sys.path:
         sys.path.insert(0, folder)
+    return _check_imported(lambda: import_file(file, "skillwire_check"), str(file), attribute)
+
+
+def check_code_module(module: str, attribute: str = "agent") -> FolderCheck:
+    """:func:`check_code_agent` for the module named ``module`` (``skillwire skills check module:attribute``;
+    the working directory is importable, as for ``skillwire serve``); SkillwireError when there is no such
+    module."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError) as exc:
+        raise SkillwireError(f"{module}:{attribute}: cannot import {module}: {exc}") from None
+    if spec is None:
+        raise SkillwireError(f"{module}:{attribute}: no module named {module!r}")
+    return _check_imported(lambda: importlib.import_module(module), spec.origin or module, attribute)
+
+
+def _check_imported(load: Callable[[], Any], source: str, attribute: str) -> FolderCheck:
+    problems: list[ManifestError] = []
     with collecting_code_skills() as found:
         try:
-            module = import_file(file, "skillwire_check")
+            module = load()
         except (Exception, SystemExit) as exc:  # the module itself fails: the one problem we can report
-            problems.append(ManifestError(f"cannot import: {type(exc).__name__}: {exc}", source=str(file)))
+            problems.append(ManifestError(f"cannot import: {type(exc).__name__}: {exc}", source=source))
         else:
             # what start-up would refuse: skills' securityRequirements naming undeclared schemes, ...
-            check = getattr(getattr(module, "agent", None), "check_security", None)
+            check = getattr(getattr(module, attribute, None), "check_security", None)
             if callable(check):
                 try:
                     check()
                 except SkillwireError as exc:
-                    problems.append(ManifestError(str(exc), source=str(file)))
+                    problems.append(ManifestError(str(exc), source=source))
     problems += [ManifestError(reason, source=file, line=line) for reason, (file, line) in found.problems]
     warnings = [w for skill, where in found.skills for w in _code_skill_warnings(skill, *where)]
     return FolderCheck(len(found.skills) + len(found.problems), problems, warnings, [])

@@ -285,11 +285,12 @@ class ModelRun:
             log.warning("skill %s on task %s: %s", self.card.id, self.ctx.task_id, exc)
             return SkillError(MISCONFIGURED)
         log.warning(
-            "skill %s on task %s: %s: %s (HTTP status %s; the provider said: %s)",
+            "skill %s on task %s: %s: %s (URL %s; HTTP status %s; the provider said: %s)",
             self.card.id,
             self.ctx.task_id,
             type(exc).__name__,
             exc,
+            exc.url,
             exc.status,
             exc.detail,
         )

@@ -32,8 +32,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import os
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -56,6 +59,7 @@ __all__ = [
     "TaskQuery",
     "TaskStore",
     "TaskWrite",
+    "make_folder",
     "open_store",
     "sqlite_path",
     "write_task",
@@ -458,6 +462,22 @@ def decode_cursor(token: str) -> tuple[int, str, int]:
     return cursor_int(us), tie, cursor_int(total)
 
 
+#: The folder of the default stores (``sqlite:///.skillwire/{agent}.db``) and of their keys.
+PRIVATE_FOLDER = ".skillwire"
+_GITIGNORE = "# made by skillwire: task stores and private keys, not for version control\n*\n"
+
+
+def make_folder(folder: str | os.PathLike[str]) -> None:
+    """Create ``folder`` (and its parents) for a store's file or a key. A ``.skillwire`` folder (where the
+    default stores and the push signing key live) gets a ``.gitignore`` of its own that ignores everything
+    in it, so that a private key never shows in ``git status``."""
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    if path.name == PRIVATE_FOLDER and not (path / ".gitignore").exists():
+        with contextlib.suppress(OSError):  # a read-only folder: the store fails there on its own terms
+            (path / ".gitignore").write_text(_GITIGNORE, encoding="utf-8")
+
+
 def sqlite_path(url: str) -> tuple[str, str]:
     """The file path and the query of a ``sqlite://`` URL (``sqlite:///rel.db`` -> ``rel.db``,
     ``sqlite:////abs.db`` -> ``/abs.db``)."""
@@ -465,8 +485,10 @@ def sqlite_path(url: str) -> tuple[str, str]:
     return path[1:] if path.startswith("/") else path, query
 
 
-def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
+def open_store(url: str, *, limits: Limits | None = None, setting: str = "store=") -> TaskStore:
     """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
+    ``setting`` is how the caller's user chose it (``--store``, ``store=``), for the errors that tell them
+    to change it.
 
     A SQLite URL may carry ``?timeout=SECONDS``: how long a write waits for a database that another
     connection has locked before it fails (default 5).
@@ -494,7 +516,7 @@ def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:
                 timeout = float(value)
             except ValueError:
                 raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
-        return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=log_bytes)
+        return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=log_bytes, setting=setting)
     if url.startswith(("postgresql://", "postgres://")):
         from skillwire.stores.postgres import PostgresTaskStore  # without asyncpg it says how to install it
 

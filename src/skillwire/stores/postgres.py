@@ -50,6 +50,7 @@ import msgspec
 from skillwire.errors import (
     ConcurrentUpdateError,
     KeyClaimedError,
+    MissingExtraError,
     SkillwireError,
     StoreError,
     StoreUnavailableError,
@@ -142,9 +143,7 @@ def _parse_url(url: str) -> _Options:
 
 def _require_driver() -> Any:
     if asyncpg is None:
-        raise SkillwireError(
-            "the PostgreSQL store needs asyncpg: pip install 'skillwire[postgres]'"
-        )  # pragma: no cover
+        raise MissingExtraError("the PostgreSQL store needs asyncpg", "postgres")  # pragma: no cover
     return asyncpg
 
 

@@ -61,6 +61,7 @@ from skillwire.stores.base import (
     encode_cursor,
     history_start,
     instant_us,
+    make_folder,
     read_log,
     write_task,
 )
@@ -252,7 +253,7 @@ class _OwnerLock:
         self.path = db_path + ".lock"
         self._file: IO[str] | None = None
 
-    def acquire(self, store_path: str) -> None:
+    def acquire(self, store_path: str, setting: str = "store=") -> None:
         if fcntl is None:  # pragma: no cover - not POSIX
             log.warning("no flock on this system: %s is not protected from a second process", store_path)
             return
@@ -265,7 +266,7 @@ class _OwnerLock:
             file.close()
             raise StoreError(
                 f"the task store {store_path} is in use by {owner}. One process owns a SQLite store: stop it"
-                " first, or give this one another --store (several processes sharing tasks need a shared"
+                f" first, or give this one another {setting} (several processes sharing tasks need a shared"
                 " store such as PostgreSQL)"
             ) from None
         file.seek(0)
@@ -303,7 +304,9 @@ def _describe_owner(text: str) -> str:
 
 class SQLiteTaskStore:
     """``SQLiteTaskStore("tasks.db")``; ``timeout`` is how long a write waits on a lock another connection
-    holds before it fails (seconds); ``readers`` is the number of reading threads."""
+    holds before it fails (seconds); ``readers`` is the number of reading threads; ``setting`` how the
+    store was chosen (``--store`` on the command line, ``store=`` in code), named by the error that says
+    another process owns the file."""
 
     def __init__(
         self,
@@ -313,9 +316,13 @@ class SQLiteTaskStore:
         readers: int = 2,
         max_failed_deliveries: int = 10_000,
         max_log_bytes: int = 32 * 1024 * 1024,
+        setting: str = "store=",
     ) -> None:
         self.max_failed_deliveries = max_failed_deliveries
         self.max_log_bytes = max_log_bytes
+        #: how whoever serves the agent names its store (``--store``, ``store=``): what an error tells them
+        #: to change
+        self.setting = setting
         self.path = os.fspath(path)
         self.url = f"sqlite:///{self.path}"
         self.timeout = timeout
@@ -333,8 +340,8 @@ class SQLiteTaskStore:
     def _prepare(self) -> sqlite3.Connection:
         """Take the owner lock, create or migrate the file (in a worker thread); returns the writer's
         connection."""
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self._lock.acquire(self.path)
+        make_folder(os.path.dirname(os.path.abspath(self.path)))
+        self._lock.acquire(self.path, self.setting)
         try:
             conn = connect(self.path, self.timeout)
             try:

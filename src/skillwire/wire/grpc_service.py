@@ -37,7 +37,9 @@ try:
     from google.protobuf import any_pb2, duration_pb2, message_factory  # type: ignore[import-untyped]
     from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 except ImportError as exc:  # pragma: no cover - depends on what is installed
-    raise ImportError(f"gRPC support needs the grpc extra: pip install 'skillwire[grpc]' ({exc})") from exc
+    from skillwire.errors import MissingExtraError
+
+    raise MissingExtraError(f"gRPC support needs the grpc extra ({exc})", "grpc") from exc
 
 from skillwire.errors import (
     ERROR_DOMAIN,

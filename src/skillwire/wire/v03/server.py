@@ -31,7 +31,7 @@ from msgspec import Struct
 from skillwire.errors import JSONParseError, MethodNotFoundError
 from skillwire.protocol import models as m
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.operations import Operation
+from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Operation
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
 from skillwire.wire.budget import check_shape, shape_may_exceed
 from skillwire.wire.v03.cards import v03_card
@@ -137,6 +137,10 @@ _METHODS: dict[str, _Method] = {
 METHODS: Mapping[str, Operation] = {name: method.operation for name, method in _METHODS.items()}
 
 
+#: The v1.0 JSON-RPC method names, for the hint a request of the wrong version gets.
+_V10_METHODS = frozenset(OPERATIONS_BY_METHOD)
+
+
 def decode_request(
     method: str,
     params: bytes | msgspec.Raw | None,
@@ -156,6 +160,11 @@ def decode_request(
     """
     entry = _METHODS.get(method)
     if entry is None:
+        if method in _V10_METHODS:  # a v1.0 client that left the header out
+            raise MethodNotFoundError(
+                f"Method not found: {method} is a method of A2A 1.0; a request without A2A-Version speaks 0.3:"
+                " send 'A2A-Version: 1.0'"
+            )
         raise MethodNotFoundError(f"Method not found: {method[:100]}")
     if entry.decoder is None:
         return entry.operation, entry.convert(None, blocking_when_absent)
