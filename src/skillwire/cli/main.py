@@ -160,6 +160,15 @@ def _add_serve(sub: Any) -> None:
         " elsewhere none (the card names the address each connection reached)",
     )
     serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="an origin (https://app.example) whose web pages may call the agent, with CORS (repeatable;"
+        " SKILLWIRE_CORS_ORIGINS takes them comma-separated). Default none: a request a browser marks as"
+        " coming from another site is refused (docs/security.md)",
+    )
+    serve.add_argument(
         "--card-signing-key",
         default=_env("CARD_SIGNING_KEY"),
         metavar="PATH",
@@ -582,6 +591,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         )
     except ValueError as exc:
         raise SkillwireError(f"--allowed-host: {exc}") from None
+    origins = _cors_origins(args)
     store = open_store(args.store or default_store(agent.name), limits=limits)
     app = agent.asgi(
         store=store,
@@ -598,8 +608,22 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         console=is_loopback(args.host) if args.console is None else args.console,
         telemetry=_telemetry(args, agent.name),
         metrics=_metrics(args, agent.name),
+        cors_origins=origins,
     )
     return agent, app
+
+
+def _cors_origins(args: argparse.Namespace) -> list[str]:
+    """``--cors-origin`` (else SKILLWIRE_CORS_ORIGINS), each checked to be an origin."""
+    from skillwire.server.browser import parse_origin
+
+    given = args.cors_origin
+    if given is None:
+        given = [text for text in re.split(r"[,\s]+", _env("CORS_ORIGINS", "") or "") if text]
+    try:
+        return [parse_origin(origin) for origin in given]
+    except ValueError as exc:
+        raise SkillwireError(f"--cors-origin: {exc}") from None
 
 
 def _metrics(args: argparse.Namespace, name: str) -> Metrics | None:
@@ -734,6 +758,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "BUS": args.bus,
         "PUBLIC_URL": args.public_url,
         "ALLOWED_HOSTS": ",".join(args.allowed_host) if args.allowed_host else None,
+        "CORS_ORIGINS": ",".join(args.cors_origin) if args.cors_origin else None,
         "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,
         "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
         "CARD_SIGNING_KID": args.card_signing_kid,
