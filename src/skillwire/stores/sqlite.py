@@ -518,6 +518,13 @@ class SQLiteTaskStore:
 
         return await self._read(read)
 
+    async def pending_by_partition(self) -> dict[str, int]:
+        def read(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute("SELECT tenant, COUNT(*) FROM deliveries WHERE failed = 0 GROUP BY tenant")
+            return {tenant: int(count) for tenant, count in rows}
+
+        return await self._read(read)
+
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
