@@ -124,15 +124,24 @@ def print_banner(
 
 def configure_logging(level: str, log_format: str = "text") -> None:
     """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
-    :mod:`skillwire.server.access`), unless the process has set logging up itself; ``log_format`` ``json``:
-    every record of the process as one JSON line with its request, task and trace ids
-    (:mod:`skillwire.server.logs`)."""
+    :mod:`skillwire.server.access`), unless the process has set logging up itself: one line per record,
+    which no caller-supplied value can break or flood (:class:`~skillwire.server.logs.TextFormatter`);
+    ``log_format`` ``json``: every record of the process as one JSON line with its request, task and trace
+    ids (:mod:`skillwire.server.logs`)."""
     if log_format == "json":
         from skillwire.server.logs import use_json
 
         use_json(level)
         return
-    logging.basicConfig(level=level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    if root.handlers:  # set up by the process (logging.basicConfig does nothing then either)
+        return
+    from skillwire.server.logs import TextFormatter
+
+    handler = logging.StreamHandler()
+    handler.setFormatter(TextFormatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level.upper())
 
 
 def _log_options() -> dict[str, Any]:
