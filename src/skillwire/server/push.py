@@ -51,7 +51,7 @@ from skillwire.protocol.models import (
 from skillwire.server.context import CallContext
 from skillwire.server.outbound import Resolver, WebhookPolicy
 from skillwire.server.push_delivery import Deliverer, RetryPolicy, header_problem
-from skillwire.stores.base import sqlite_path
+from skillwire.stores.base import private_folder, sqlite_path
 from skillwire.stores.push import (
     Lane,
     Outgoing,
@@ -158,7 +158,7 @@ def signer_for(settings: PushSettings, store_url: str, issuer: str) -> WebhookSi
     elif key is None:
         where = key_path_for(store_url)
         if where is not None:
-            where.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(str(where.parent))
             key = load_or_create(where)
         else:
             from joserfc.jwk import ECKey

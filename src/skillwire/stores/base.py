@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import os
+import stat
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Protocol, runtime_checkable
@@ -45,6 +48,8 @@ __all__ = [
     "TaskStore",
     "TaskWrite",
     "open_store",
+    "private_file",
+    "private_folder",
     "sqlite_path",
     "write_task",
 ]
@@ -342,6 +347,38 @@ def sqlite_path(url: str) -> tuple[str, str]:
     ``sqlite:////abs.db`` -> ``/abs.db``)."""
     path, _, query = url[len("sqlite://") :].partition("?")
     return path[1:] if path.startswith("/") else path, query
+
+
+#: The folder skillwire keeps its files in by default (the SQLite store, its key): made private when found.
+OWN_FOLDER = ".skillwire"
+
+
+def private_folder(folder: str) -> None:
+    """Make ``folder`` if it is missing, readable by its owner only (0700); skillwire's own folder
+    (:data:`OWN_FOLDER`) is made private if it was not. Another existing folder is left as it is."""
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return
+    if os.path.basename(os.path.normpath(folder)) == OWN_FOLDER:
+        _only_owner(folder)
+
+
+def private_file(path: str) -> None:
+    """Make ``path`` an empty file readable by its owner only (0600) if it is missing, else take away what
+    others may do with it. A SQLite database's ``-wal`` and ``-shm`` files are made with the mode of the
+    database, so a database made this way keeps them private too."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        _only_owner(path)
+
+
+def _only_owner(path: str) -> None:
+    """Take the group's and the others' permissions away from ``path``."""
+    current = stat.S_IMODE(os.stat(path).st_mode)
+    if current & 0o077:
+        with contextlib.suppress(PermissionError):  # not ours to change: it stays as it is
+            os.chmod(path, current & 0o700)
 
 
 def open_store(url: str, *, limits: Limits | None = None) -> TaskStore:

@@ -54,6 +54,8 @@ from skillwire.stores.base import (
     encode_cursor,
     history_start,
     instant_us,
+    private_file,
+    private_folder,
     write_task,
 )
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
@@ -218,6 +220,7 @@ class _OwnerLock:
         if fcntl is None:  # pragma: no cover - not POSIX
             log.warning("no flock on this system: %s is not protected from a second process", store_path)
             return
+        private_file(self.path)
         file = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -293,9 +296,13 @@ class SQLiteTaskStore:
     def _prepare(self) -> sqlite3.Connection:
         """Take the owner lock, create or migrate the file (in a worker thread); returns the writer's
         connection."""
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        private_folder(os.path.dirname(os.path.abspath(self.path)))
         self._lock.acquire(self.path)
         try:
+            # it holds webhook tokens and credentials: its owner's alone, and so are its -wal and -shm
+            for path in (self.path, self.path + "-wal", self.path + "-shm"):
+                if path == self.path or os.path.exists(path):
+                    private_file(path)
             conn = connect(self.path, self.timeout)
             try:
                 _migrate(conn, self.path)
