@@ -427,6 +427,7 @@ class Agent:
         tls_key: str | None = None,
         tls_client_ca: str | None = None,
         tls_client_cert: str | None = None,
+        tls_min_version: str | None = None,
         allowed_hosts: Sequence[str] | None = None,
         console: bool | None = None,
         cors_origins: Sequence[str] | None = None,
@@ -443,8 +444,9 @@ class Agent:
 
         ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
-        ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``):
-        see :mod:`skillwire.server.tls`.
+        ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``);
+        ``tls_min_version`` ``"1.3"`` (``SKILLWIRE_TLS_MIN_VERSION``) refuses TLS 1.2 clients: see
+        :mod:`skillwire.server.tls`.
 
         ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
         ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
@@ -458,7 +460,9 @@ class Agent:
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
-        tls = tls_from(tls_cert, tls_key, tls_client_ca, tls_client_cert, env=os.environ)
+        tls = tls_from(
+            tls_cert, tls_key, tls_client_ca, tls_client_cert, min_version=tls_min_version, env=os.environ
+        )
         try:
             hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
         except ValueError as exc:

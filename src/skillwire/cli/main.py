@@ -349,6 +349,13 @@ def _add_tls(serve: Any) -> None:
         default=_env("TLS_CLIENT_CERT"),
         help="with --tls-client-ca: whether a client certificate is required (default) or optional",
     )
+    serve.add_argument(
+        "--tls-min-version",
+        choices=["1.2", "1.3"],
+        default=_env("TLS_MIN_VERSION"),
+        help="the oldest TLS version served (default 1.2); 1.3 refuses TLS 1.2 clients (HTTPS only: grpcio"
+        " cannot be held to it, so --grpc-port is refused with it; docs/tls.md)",
+    )
 
 
 class _Version(argparse.Action):
@@ -582,7 +589,15 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         if args.grpc_statuses == "v1.0.0":
             status_overrides = GRPC_STATUSES_V1_0_0
     limits = _limits(args)
-    tls = tls_from(args.tls_cert, args.tls_key, args.tls_client_ca, args.tls_client_cert)
+    tls = tls_from(
+        args.tls_cert,
+        args.tls_key,
+        args.tls_client_ca,
+        args.tls_client_cert,
+        min_version=args.tls_min_version,
+    )
+    if tls is not None and tls.min_version != "1.2" and args.grpc_port is not None:
+        tls.grpc_credentials()  # says why gRPC cannot serve it, before anything starts
     if args.card_signing_key:
         agent.card_signer = _card_signer(args.card_signing_key, args.card_signing_kid)
     try:
@@ -772,7 +787,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "LIMIT": ",".join(args.limit),
         **{
             f"TLS_{name.upper()}": getattr(args, f"tls_{name}")
-            for name in ("cert", "key", "client_ca", "client_cert")
+            for name in ("cert", "key", "client_ca", "client_cert", "min_version")
         },
         "RELOAD": "0",
         **{name: None if flag is None else ("1" if flag else "0") for name, flag in flags.items()},
