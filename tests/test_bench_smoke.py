@@ -1,4 +1,4 @@
-"""The stall, scale, push and cluster benchmarks run end to end in their quick modes and produce their reports.
+"""The stall, scale, push, push fairness and cluster benchmarks run end to end in their quick modes and produce their reports.
 
 Only the shape of the reports is checked (every scenario measured, every figure present): timings depend on
 the machine and never decide a test.
@@ -77,6 +77,19 @@ def test_scale_quick_reports_every_figure(tmp_path: Path) -> None:
     assert restart["FAILED after recovery"] == restart["tasks"]
     assert restart["spawn to recovery done s"] is not None
     assert "## restart" in done.stdout
+
+
+def test_push_fairness_quick_reports_every_row(tmp_path: Path) -> None:
+    out = tmp_path / "fair.json"
+    done = _run("push_fairness.py", "--json", str(out))
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [(r["target"], r["tarpits"]) for r in rows] == [
+        (t, k) for t in ("skillwire", "a2a-sdk") for k in (0, 8)
+    ]
+    assert all(r["not_arrived"] == 0 and r["configs_refused"] == 0 for r in rows), rows
+    assert all(r["tarpit_connections"] > 0 for r in rows if r["tarpits"]), rows
+    assert done.stdout.count("\n| skillwire |") + done.stdout.count("\n| a2a-sdk |") == 4
 
 
 def test_push_reports_every_row_and_deliveries(tmp_path: Path) -> None:

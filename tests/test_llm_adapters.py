@@ -639,3 +639,23 @@ async def test_the_openai_client_reads_the_standin_stream(standin: ProviderStand
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Hello world"
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert standin.requests[0].body["stream"] is True
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "your key {key} is not valid",
+        '{{"error": "bad Authorization header: Bearer {key}"}}',
+        "api_key={key}&model=m1",
+        "token: tok_live_0123456789",
+        "Incorrect API key provided: sk-proj-0123456789abcdef",
+    ],
+)
+async def test_the_providers_text_keeps_no_credential(standin: ProviderStandIn, said: str) -> None:
+    key = env_for("openai", standin.url)["OPENAI_API_KEY"]
+    standin.will(Status(401, body=said.format(key=key)))
+    with pytest.raises(ProviderRefused) as caught:
+        await adapter("openai", standin).complete(HELLO)
+    detail = caught.value.detail or ""
+    assert key not in detail and "0123456789" not in detail
+    assert "[redacted]" in detail

@@ -570,3 +570,19 @@ async def test_the_critic_fails_a_verdict_that_stays_invalid(
         task = await client.send("Text to review.", skill="review")
     assert task.status.state is TaskState.FAILED  # type: ignore[union-attr]
     assert output_error(CRITIC, "review", bad) in task.status.message.text()  # type: ignore[union-attr]
+
+
+async def test_a_provider_echoing_the_key_does_not_put_it_in_the_log(
+    critic: RunningServer, provider: ProviderStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    echoed = (
+        f'{{"error": {{"message": "Incorrect API key provided: {API_KEY}", "sent": "Bearer {API_KEY}"}}}}'
+    )
+    provider.will(Status(401, body=echoed))
+    with caplog.at_level(logging.WARNING, logger="skillwire"):
+        async with await Client.connect(critic.url, timeout=WAIT) as client:
+            task = await client.send("Text to review.", skill="review")
+    assert task.status.state is TaskState.FAILED  # type: ignore[union-attr]
+    [logged] = [r.getMessage() for r in caplog.records if "Incorrect API key provided" in r.getMessage()]
+    assert API_KEY not in logged and API_KEY[:12] not in logged
+    assert "Incorrect API key provided: [redacted]" in logged

@@ -376,7 +376,7 @@ def test_new_configs_wait_while_too_many_deliveries_wait(serve: Any, hook: Hook)
         503,  # JSON-RPC answers a busy server with its HTTP status, and Retry-After
     )
     assert refused["error"]["code"] == -32603
-    assert "push deliveries are waiting" in refused["error"]["message"]
+    assert "push deliveries of this caller's tasks are waiting" in refused["error"]["message"]
     assert refused["error"]["data"][0]["reason"] == "SERVER_BUSY"
     plain = call(server, "SendMessage", {"message": user_message("no push")})
     assert plain["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"

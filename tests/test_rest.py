@@ -77,7 +77,10 @@ async def test_send_get_list_cancel(tck: RunningServer, client: httpx.AsyncClien
     assert [t["id"] for t in by_state["tasks"]] == [waiting["id"]]
     with_artifacts = (await client.get(tck.url + "/tasks", params={"includeArtifacts": "true"})).json()
     assert any("artifacts" in t for t in with_artifacts["tasks"]) is False  # neither task has artifacts
-    canceled = await client.post(f"{tck.url}/tasks/{waiting['id']}:cancel")  # an empty body is fine
+    # an empty body is fine, with a JSON Content-Type (without one, a POST is refused: docs/security.md)
+    canceled = await client.post(
+        f"{tck.url}/tasks/{waiting['id']}:cancel", headers={"Content-Type": "application/json"}
+    )
     assert canceled.status_code == 200 and canceled.json()["status"]["state"] == "TASK_STATE_CANCELED"
     again = await client.post(f"{tck.url}/tasks/{waiting['id']}:cancel", json={})
     assert_status(again, 400, "TASK_NOT_CANCELABLE")

@@ -9,6 +9,7 @@ handler that reads its call's auth context.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -306,6 +307,36 @@ def test_tls_1_1_is_refused_and_1_2_accepted(pki: Pki, echo_server: Any) -> None
     assert tls["tls_version"] == 0x0303
     # offered every cipher, the server still picks a forward-secret AEAD one: ECDHE with AES-GCM or ChaCha20
     assert tls["cipher_suite"] in {0xC02B, 0xC02C, 0xC02F, 0xC030, 0xCCA8, 0xCCA9}
+
+
+@pytest.mark.parametrize("protocol", ["bounded", "h11"])
+def test_a_tls_1_3_minimum_refuses_1_2(pki: Pki, echo_server: Any, protocol: str) -> None:
+    tls = dataclasses.replace(pki.tls(None), min_version="1.3")
+    url = echo_server(tls, PROTOCOLS[protocol]())
+    assert handshake(url, old_client(ssl.TLSVersion.TLSv1_2, pki)).startswith("refused: ")
+    assert handshake(url, pki.client_context(None)) == "answered over TLSv1.3"
+    assert echo(url, pki.client_context(None))["tls"]["tls_version"] == 0x0304
+
+
+def test_a_tls_minimum_version_is_checked_and_crosses_to_reloaded_processes(pki: Pki) -> None:
+    with pytest.raises(SkillwireError, match=r"1\.2 or 1\.3"):
+        TLSConfig(str(pki.server_cert), str(pki.server_key), min_version="1.1")  # type: ignore[arg-type]
+    with pytest.raises(SkillwireError, match="--tls-cert"):
+        tls_from(None, None, min_version="1.3")
+    env = {"SKILLWIRE_TLS_CERT": str(pki.server_cert), "SKILLWIRE_TLS_KEY": str(pki.server_key)}
+    tls = tls_from(None, None, env={**env, "SKILLWIRE_TLS_MIN_VERSION": "1.3"})
+    assert tls is not None and tls.min_version == "1.3"
+    assert tls.server_context().minimum_version is ssl.TLSVersion.TLSv1_3
+    config = uvicorn_config(tls, "skillwire.cli.main:app_from_env", http="h11", factory=True)
+    assert pickle.loads(pickle.dumps(config)).min_tls == "1.3"
+
+
+def test_serve_refuses_a_tls_1_3_minimum_with_grpc(pki: Pki, capsys: pytest.CaptureFixture[str]) -> None:
+    """grpcio cannot be held to TLS 1.3: gRPC is refused rather than served with 1.2."""
+    target = str(EXAMPLES / "echo")
+    tls = ["--tls-cert", str(pki.server_cert), "--tls-key", str(pki.server_key), "--tls-min-version", "1.3"]
+    assert main(["serve", target, "--store", "memory://", *tls, "--grpc-port", "0"]) == 2
+    assert "gRPC cannot be held to TLS 1.3" in capsys.readouterr().err
 
 
 # -- skillwire's own server: the card, the Client, gRPC ----------------------------------------------------

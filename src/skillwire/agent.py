@@ -328,6 +328,7 @@ class Agent:
         console: bool = False,
         telemetry: Telemetry | bool | None = None,
         metrics: Metrics | bool | None = None,
+        cors_origins: Sequence[str] = (),
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -346,7 +347,9 @@ class Agent:
         (docs/console.md). ``telemetry`` traces requests and task runs with OpenTelemetry: True for the
         global tracer provider, or a :class:`~skillwire.server.telemetry.Telemetry`; ``metrics`` counts
         requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.metrics.Metrics`;
-        docs/observability.md).
+        docs/observability.md). ``cors_origins`` (``["https://app.example"]``) are the origins whose web pages
+        may call the agent (CORS); a request a browser marks as coming from any other site is refused
+        (docs/security.md, "Browsers").
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -409,6 +412,7 @@ class Agent:
             console=console,
             telemetry=tracing,
             metrics=counting,
+            cors_origins=cors_origins,
         )
 
     def run(
@@ -423,26 +427,31 @@ class Agent:
         tls_key: str | None = None,
         tls_client_ca: str | None = None,
         tls_client_cert: str | None = None,
+        tls_min_version: str | None = None,
         allowed_hosts: Sequence[str] | None = None,
         console: bool | None = None,
+        cors_origins: Sequence[str] | None = None,
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
         SkillwireError if it cannot start (the store cannot be opened, ...).
 
         What is not given comes, as for ``skillwire serve``, from ``SKILLWIRE_HOST``, ``SKILLWIRE_PORT``,
-        ``SKILLWIRE_STORE``, ``SKILLWIRE_LOG_LEVEL`` and ``SKILLWIRE_ALLOWED_HOSTS``, else the defaults:
+        ``SKILLWIRE_STORE``, ``SKILLWIRE_LOG_LEVEL``, ``SKILLWIRE_ALLOWED_HOSTS`` and ``SKILLWIRE_CORS_ORIGINS``
+        (``cors_origins``: the origins whose web pages may call the agent), else the defaults:
         ``127.0.0.1``, 8000, the agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``, and on a loopback
         address its loopback names (``127.0.0.1``, ``localhost``, ``[::1]``: other Hosts are refused).
 
         ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
-        ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``):
-        see :mod:`skillwire.server.tls`.
+        ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``);
+        ``tls_min_version`` ``"1.3"`` (``SKILLWIRE_TLS_MIN_VERSION``) refuses TLS 1.2 clients: see
+        :mod:`skillwire.server.tls`.
 
         ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
         ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
-        from skillwire.server.hosts import is_loopback, served_hosts
+        from skillwire.server.browser import BrowserPolicy
+        from skillwire.server.hosts import is_loopback, served_hosts, split_hosts
         from skillwire.server.serve import print_banner, serve
         from skillwire.server.tls import tls_from
 
@@ -451,17 +460,25 @@ class Agent:
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
 
-        tls = tls_from(tls_cert, tls_key, tls_client_ca, tls_client_cert, env=os.environ)
+        tls = tls_from(
+            tls_cert, tls_key, tls_client_ca, tls_client_cert, min_version=tls_min_version, env=os.environ
+        )
         try:
             hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
         except ValueError as exc:
             raise SkillwireError(f"allowed hosts: {exc}") from None
         if console is None:
             console = _env_flag("SKILLWIRE_CONSOLE", default=is_loopback(host))
+        if cors_origins is None:
+            cors_origins = split_hosts(os.environ.get("SKILLWIRE_CORS_ORIGINS"))
+        try:
+            BrowserPolicy(cors_origins)
+        except ValueError as exc:
+            raise SkillwireError(f"cors origins: {exc}") from None
         if isinstance(store, str):  # opened here, so that its errors name run()'s own setting
             url = default_store(self.name) if store == DEFAULT_STORE else store
             store = open_store(url, setting="run(store=...) (SKILLWIRE_STORE)")
-        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts, console=console)
+        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts, console=console, cors_origins=cors_origins)
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)

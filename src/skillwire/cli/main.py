@@ -211,6 +211,15 @@ def _add_serve(sub: Any) -> None:
         " elsewhere none (the card names the address each connection reached)",
     )
     serve.add_argument(
+        "--cors-origin",
+        action="append",
+        default=None,
+        metavar="ORIGIN",
+        help="an origin (https://app.example) whose web pages may call the agent, with CORS (repeatable;"
+        " SKILLWIRE_CORS_ORIGINS takes them comma-separated). Default none: a request a browser marks as"
+        " coming from another site is refused (docs/security.md)",
+    )
+    serve.add_argument(
         "--card-signing-key",
         default=_env("CARD_SIGNING_KEY"),
         metavar="PATH",
@@ -392,6 +401,13 @@ def _add_tls(serve: Any) -> None:
         choices=["required", "optional"],
         default=_env("TLS_CLIENT_CERT"),
         help="with --tls-client-ca: whether a client certificate is required (default) or optional",
+    )
+    serve.add_argument(
+        "--tls-min-version",
+        choices=["1.2", "1.3"],
+        default=_env("TLS_MIN_VERSION"),
+        help="the oldest TLS version served (default 1.2); 1.3 refuses TLS 1.2 clients (HTTPS only: grpcio"
+        " cannot be held to it, so --grpc-port is refused with it; docs/tls.md)",
     )
 
 
@@ -658,7 +674,15 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         if args.grpc_statuses == "v1.0.0":
             status_overrides = GRPC_STATUSES_V1_0_0
     limits = _limits(args)
-    tls = tls_from(args.tls_cert, args.tls_key, args.tls_client_ca, args.tls_client_cert)
+    tls = tls_from(
+        args.tls_cert,
+        args.tls_key,
+        args.tls_client_ca,
+        args.tls_client_cert,
+        min_version=args.tls_min_version,
+    )
+    if tls is not None and tls.min_version != "1.2" and args.grpc_port is not None:
+        tls.grpc_credentials()  # says why gRPC cannot serve it, before anything starts
     if args.card_signing_key:
         agent.card_signer = _card_signer(args.card_signing_key, args.card_signing_kid)
     try:
@@ -667,6 +691,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         )
     except ValueError as exc:
         raise SkillwireError(f"--allowed-host: {exc}") from None
+    origins = _cors_origins(args)
     store = open_store(
         args.store or default_store(agent.name), limits=limits, setting="--store (SKILLWIRE_STORE)"
     )
@@ -685,8 +710,22 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         console=is_loopback(args.host) if args.console is None else args.console,
         telemetry=_telemetry(args, agent.name),
         metrics=_metrics(args, agent.name),
+        cors_origins=origins,
     )
     return agent, app
+
+
+def _cors_origins(args: argparse.Namespace) -> list[str]:
+    """``--cors-origin`` (else SKILLWIRE_CORS_ORIGINS), each checked to be an origin."""
+    from skillwire.server.browser import parse_origin
+
+    given = args.cors_origin
+    if given is None:
+        given = [text for text in re.split(r"[,\s]+", _env("CORS_ORIGINS", "") or "") if text]
+    try:
+        return [parse_origin(origin) for origin in given]
+    except ValueError as exc:
+        raise SkillwireError(f"--cors-origin: {exc}") from None
 
 
 def _metrics(args: argparse.Namespace, name: str) -> Metrics | None:
@@ -831,6 +870,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "BUS": args.bus,
         "PUBLIC_URL": args.public_url,
         "ALLOWED_HOSTS": ",".join(args.allowed_host) if args.allowed_host else None,
+        "CORS_ORIGINS": ",".join(args.cors_origin) if args.cors_origin else None,
         "WEBHOOK_ALLOW": ",".join(args.webhook_allow) if args.webhook_allow else None,
         "CARD_SIGNING_KEY": str(Path(args.card_signing_key).resolve()) if args.card_signing_key else None,
         "CARD_SIGNING_KID": args.card_signing_kid,
@@ -844,7 +884,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "LIMIT": ",".join(args.limit),
         **{
             f"TLS_{name.upper()}": getattr(args, f"tls_{name}")
-            for name in ("cert", "key", "client_ca", "client_cert")
+            for name in ("cert", "key", "client_ca", "client_cert", "min_version")
         },
         "RELOAD": "0",
         **{name: None if flag is None else ("1" if flag else "0") for name, flag in flags.items()},

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import httpx
 import msgspec
 
+from skillwire.client.bodies import IDENTITY, read_body
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
 from skillwire.errors import CardSignatureError
 from skillwire.protocol.models import AgentCard
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from joserfc.jwk import KeySet
 
 __all__ = ["CardKeys", "CardTrust"]
+
+#: The most bytes read of a key set (a few keys are a few KiB).
+_MAX_KEY_SET = 1024 * 1024
 
 #: The keys a client trusts: a JWKS dict, a joserfc KeySet, or the URL of a JWKS (a string alias: joserfc is
 #: not imported until a card is checked).
@@ -70,13 +74,18 @@ class CardTrust:
     async def _fetch(self) -> KeySet:
         assert self._url is not None
         try:
-            response = await self._http.get(self._url, timeout=self._timeout)
+            request = self._http.build_request("GET", self._url, headers=IDENTITY, timeout=self._timeout)
+            response = await self._http.send(request, stream=True)
+            try:
+                content = await read_body(response, _MAX_KEY_SET) if response.status_code == 200 else b""
+            finally:
+                await response.aclose()
         except httpx.TransportError as exc:
             raise AgentConnectionError.of(exc) from exc
         if response.status_code != 200:
             raise HTTPStatusError(response.status_code, f"GET {self._url} (the card keys)")
         try:
-            jwks = msgspec.json.decode(response.content)
+            jwks = msgspec.json.decode(content)
         except msgspec.DecodeError as exc:
             raise InvalidResponseError(f"{self._url} is not a JWKS: {exc}") from None
         try:

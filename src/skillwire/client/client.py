@@ -45,6 +45,7 @@ import httpx
 import msgspec
 
 from skillwire.client.auth import CardAuth, CredentialsProvider, Secret, as_provider, credential_headers
+from skillwire.client.bodies import IDENTITY, read_body
 from skillwire.client.card_trust import CardKeys, CardTrust
 from skillwire.client.errors import (
     AgentConnectionError,
@@ -238,7 +239,7 @@ class _CardSource:
         self.trust = trust
         self._http = http
         self._timeout = timeout
-        self._headers = {**headers, "A2A-Version": A2A_VERSION, "Accept": "application/json"}
+        self._headers = {**headers, "A2A-Version": A2A_VERSION, "Accept": "application/json", **IDENTITY}
         self._follow: Any = follow_redirects if follow_redirects is not None else httpx.USE_CLIENT_DEFAULT
         self.etag: str | None = None
         self.card: m.AgentCard | None = None
@@ -248,9 +249,12 @@ class _CardSource:
         if self.etag is not None and self.card is not None:
             headers["If-None-Match"] = self.etag
         try:
-            response = await self._http.get(
-                self.url, headers=headers, timeout=self._timeout, follow_redirects=self._follow
-            )
+            request = self._http.build_request("GET", self.url, headers=headers, timeout=self._timeout)
+            response = await self._http.send(request, stream=True, follow_redirects=self._follow)
+            try:
+                content = await read_body(response) if response.status_code == 200 else b""
+            finally:
+                await response.aclose()
         except httpx.TransportError as exc:
             raise AgentConnectionError.of(exc) from exc
         if response.status_code == 304 and self.card is not None:
@@ -259,9 +263,9 @@ class _CardSource:
             retry_after = parse_retry_after(response.headers.get("retry-after"))
             raise HTTPStatusError(response.status_code, f"GET {self.url}", retry_after=retry_after)
         if self.trust is not None:
-            self.card = await self.trust.verified(response.content, self.url)
+            self.card = await self.trust.verified(content, self.url)
         else:
-            self.card = _decode_card(response.content, self.url)
+            self.card = _decode_card(content, self.url)
         self.etag = response.headers.get("etag")
         return self.card
 

@@ -83,6 +83,7 @@ from skillwire.wire.grpc_service import RPCS, Rpc, StatusDetails, read_status
 import grpc  # type: ignore[import-untyped]
 from a2a.types import a2a_pb2_grpc
 
+from skillwire.client.bodies import MAX_RESPONSE_BYTES
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
 from skillwire.client.origins import grpc_target
 from skillwire.client.transport import A2A_VERSION
@@ -121,8 +122,9 @@ _NOT_METADATA = frozenset(
     }
 )
 
-#: No limit on the size of a reply (grpc's own default is 4 MiB; HTTP has none).
-_CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),)
+#: A reply (decompressed) of at most the client's budget for an answer, as over HTTP (grpc's own default,
+#: 4 MiB, is below the server's largest answer).
+_CHANNEL_OPTIONS = (("grpc.max_receive_message_length", MAX_RESPONSE_BYTES),)
 
 
 def _metadata(headers: Mapping[str, str] | None) -> tuple[tuple[str, str | bytes], ...]:

@@ -19,6 +19,9 @@ A transport knows how to carry an operation and nothing about what the operation
 What the bytes mean is the codec's of the protocol version the transport was made for
 (:mod:`skillwire.wire.codec`; ``version="0.3"`` calls a v0.3 agent with the same v1.0 Structs); every request
 carries that ``A2A-Version``. Retrying and resuming are the Client's business, not this layer's.
+
+An answer is read within ``max_response_bytes`` (a stream: each event), uncompressed
+(:mod:`skillwire.client.bodies`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 import msgspec
 
+from skillwire.client.bodies import IDENTITY, MAX_RESPONSE_BYTES, raw_chunks, read_body
 from skillwire.client.errors import AgentConnectionError, HTTPStatusError, InvalidResponseError
 from skillwire.client.retry import parse_retry_after
 from skillwire.errors import A2AError, MethodNotFoundError
@@ -138,7 +142,9 @@ class _HttpTransport:
         self._timeout: Any = timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT
         #: The ``A2A-Version`` every request carries: the protocol version of this transport's codec.
         self.version = version
-        self._headers = {**(headers or {}), "A2A-Version": version}
+        self._headers = {**(headers or {}), "A2A-Version": version, **IDENTITY}
+        #: The most bytes read of one answer, or of one event of a stream (InvalidResponseError past it).
+        self.max_response_bytes = MAX_RESPONSE_BYTES
         #: Per-request credentials (:class:`skillwire.client.auth.CardAuth`); else the httpx client's own.
         self._auth: Any = auth if auth is not None else httpx.USE_CLIENT_DEFAULT
         #: False for a transport with credentials (a redirect would carry them elsewhere); None: the
@@ -155,21 +161,24 @@ class _HttpTransport:
         """``path`` (and its query) under the interface URL."""
         return httpx.URL(self.url.rstrip("/") + path, params=query or None)
 
-    async def _request(self, method: str, url: str | httpx.URL, body: bytes | None) -> httpx.Response:
-        """One unary HTTP exchange with this transport's headers, timeout and credentials; a failed
-        connection is AgentConnectionError."""
+    async def _request(
+        self, method: str, url: str | httpx.URL, body: bytes | None
+    ) -> tuple[httpx.Response, bytes]:
+        """One unary HTTP exchange with this transport's headers, timeout and credentials: the response and
+        its body (read within the budget); a failed connection is AgentConnectionError."""
         headers = {**self._headers, "Content-Type": "application/json"} if body is not None else self._headers
         headers = _traced(headers)
         async with _connection_errors():
-            return await self._http.request(
-                method,
-                url,
-                content=body,
-                headers=headers,
-                timeout=self._timeout,
-                auth=self._auth,
-                follow_redirects=self._follow,
+            request = self._http.build_request(
+                method, url, content=body, headers=headers, timeout=self._timeout
             )
+            response = await self._http.send(
+                request, stream=True, auth=self._auth, follow_redirects=self._follow
+            )
+            try:
+                return response, await read_body(response, self.max_response_bytes)
+            finally:
+                await response.aclose()
 
     async def _sse(
         self, operation: Operation, method: str, url: str, body: bytes | None
@@ -188,10 +197,16 @@ class _HttpTransport:
             )
             try:
                 if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                    raise self._failure(operation, response, await response.aread())
-                decoder = SSEDecoder()
-                async for chunk in response.aiter_bytes():
-                    for data in decoder.feed(chunk):
+                    raise self._failure(
+                        operation, response, await read_body(response, self.max_response_bytes)
+                    )
+                decoder = SSEDecoder(self.max_response_bytes)
+                async for chunk in raw_chunks(response):
+                    try:
+                        events = list(decoder.feed(chunk))
+                    except ValueError as exc:  # an event past the budget
+                        raise InvalidResponseError(str(exc)) from None
+                    for data in events:
                         yield data
             finally:
                 await response.aclose()
@@ -237,8 +252,7 @@ class JsonRpcTransport(_HttpTransport):
     async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
         _check(operation, streaming=False)
         call = self.codec.encode_call(next(self._ids), operation, request)
-        response = await self._request("POST", self.url, call)
-        body = response.content
+        response, body = await self._request("POST", self.url, call)
         if response.status_code != 200:
             raise self._failure(operation, response, body)
         result = self._unwrap(body)
@@ -272,8 +286,7 @@ class RestTransport(_HttpTransport):
     async def send(self, operation: Operation, request: msgspec.Struct) -> Any:
         _check(operation, streaming=False)
         method, path, body, query = self.codec.encode_call(operation, request)
-        response = await self._request(method, self._url(path, query), body)
-        content = response.content
+        response, content = await self._request(method, self._url(path, query), body)
         if not response.is_success:
             raise self._failure(operation, response, content)
         return _decoded(self.codec.decode_result, operation, request, content)

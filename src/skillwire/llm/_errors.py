@@ -14,9 +14,14 @@
 ``detail`` holds what the provider said (its error body, the text that did not parse), cut to
 :data:`DETAIL_LIMIT` characters, for the server's logs only: ``str(error)`` never contains it, so a task's
 status message made from ``str(error)`` tells a caller what failed without relaying the provider's text.
+Before it is kept, what looks like a credential in it is replaced (:func:`redact`), and the adapter also
+replaces the very key it sent: a provider that echoes the request's key would otherwise put it in the log.
 """
 
 from __future__ import annotations
+
+import re
+from collections.abc import Iterable
 
 from skillwire.errors import SkillwireError
 
@@ -30,10 +35,33 @@ __all__ = [
     "ProviderReplyTooLarge",
     "ProviderTimeout",
     "ProviderUnavailable",
+    "redact",
 ]
 
 #: The most characters of the provider's own text an error keeps (on ``detail``).
 DETAIL_LIMIT = 4096
+
+REDACTED = "[redacted]"
+#: Credentials by their look: a bearer token, a named key or secret with its value, a vendor's key prefix.
+_CREDENTIALS = re.compile(
+    r"(?i)(\bbearer\s+)[^\s\"',;]{6,}"
+    r"|(\b(?:x-)?(?:api[_-]?key|access[_-]?token|auth[_-]?token|token|secret|password|authorization)"
+    r"[\"']?\s*[:=]\s*[\"']?(?:bearer\s+|basic\s+)?)[^\s\"',;&]{4,}"
+    r"|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{8,}"
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with each of ``secrets`` (4 characters or more) and anything that looks like a credential
+    replaced by ``[redacted]``.
+
+    >>> redact('{"error": "invalid key sk-abcdef123456", "auth": "Bearer abc.def.ghi"}')
+    '{"error": "invalid key [redacted]", "auth": "Bearer [redacted]"}'
+    """
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    return _CREDENTIALS.sub(lambda m: (m.group(1) or m.group(2) or "") + REDACTED, text)
 
 
 class ProviderError(SkillwireError):
@@ -47,8 +75,9 @@ class ProviderError(SkillwireError):
         self.vendor = vendor
         #: The HTTP status the provider answered, when it answered one.
         self.status = status
-        #: What the provider said, for the server's logs; never part of the message.
-        self.detail = None if detail is None else detail[:DETAIL_LIMIT]
+        #: What the provider said, for the server's logs (what looks like a credential replaced); never part
+        #: of the message.
+        self.detail = None if detail is None else redact(detail[:DETAIL_LIMIT])
         #: The URL the call went to (without its query), for the server's logs; None before any request.
         self.url: str | None = None
 

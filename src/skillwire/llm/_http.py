@@ -15,8 +15,13 @@ the text of one line of a streamed reply. Everything else is decided here, once:
   HTTP date; without one 0.5 s, doubling). A wait that would end past the deadline is not started: the call
   raises :class:`ProviderRateLimited` at once. 5xx and broken replies are not retried: a skill's own retry
   policy (``executionHints.retryable``) decides that.
-* **Size budget**: at most ``max_reply_bytes`` (4 MiB by default) are read of a reply, stream or not, and the
-  body is asked for uncompressed, so a provider cannot make the server hold more.
+* **Size budget**: at most ``max_reply_bytes`` (4 MiB by default) are read of a reply, stream or not, counted
+  as they arrive. The body is asked for uncompressed, and one that comes compressed anyway is refused
+  (ProviderBadReply) before a byte of it is decoded: a few KiB of gzip can inflate to gigabytes, which
+  httpx would decode a whole network read at a time before the budget could count it.
+* **Error text**: the start of an error reply is kept on the error's ``detail`` for the logs, with anything
+  that looks like a credential in it replaced (:func:`~skillwire.llm._adapter.redact`): a provider may echo
+  the key it was sent.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from skillwire.llm._errors import (
     ProviderReplyTooLarge,
     ProviderTimeout,
     ProviderUnavailable,
+    redact,
 )
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "DEFAULT_TIMEOUT_SECONDS", "RATE_LIMIT_RETRIES", "HTTPAdapter"]
@@ -72,6 +78,8 @@ class _Call:
     request: httpx.Request
     deadline: float
     seconds: float
+    #: The credentials it carries, replaced in what the provider answers before that is kept.
+    secrets: tuple[str, ...] = ()
 
     @contextlib.contextmanager
     def naming_errors(self) -> Iterator[None]:
@@ -204,7 +212,8 @@ class HTTPAdapter(Adapter):
             headers |= self.auth_headers(key)
         url = self._resolved_base_url().rstrip("/") + self.endpoint
         request = httpx.Request("POST", url, json=body, headers=headers)
-        return _Call(request, asyncio.get_running_loop().time() + timeout, timeout)
+        secrets = (key,) if key else ()
+        return _Call(request, asyncio.get_running_loop().time() + timeout, timeout, secrets)
 
     def _client(self) -> httpx.AsyncClient:
         # A client per call: nothing to close between calls; the call's deadline replaces httpx's timeouts.
@@ -215,9 +224,13 @@ class HTTPAdapter(Adapter):
         loop = asyncio.get_running_loop()
         for attempt in range(RATE_LIMIT_RETRIES + 1):
             response = await client.send(call.request, stream=True)
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                await response.aclose()
+                raise self._bad(f"the reply is compressed ({encoding[:40]}), which was not asked for")
             if response.is_success:
                 return response
-            detail = await self._error_body(response)
+            detail = await self._error_body(response, call.secrets)
             if response.status_code != 429:
                 raise self._status_error(response.status_code, detail)
             wait = retry_after(response.headers.get("retry-after"))
@@ -282,8 +295,9 @@ class HTTPAdapter(Adapter):
         if pending:
             yield self._utf8(pending)
 
-    async def _error_body(self, response: httpx.Response) -> str:
-        """The start of an error response's body (for the error's ``detail``); the rest is not read."""
+    async def _error_body(self, response: httpx.Response, secrets: tuple[str, ...]) -> str:
+        """The start of an error response's body (for the error's ``detail``, the call's ``secrets`` and
+        whatever looks like a credential replaced); the rest is not read."""
         kept = bytearray()
         with contextlib.suppress(httpx.HTTPError):
             async with _chunks(response) as chunks:
@@ -292,7 +306,7 @@ class HTTPAdapter(Adapter):
                     if len(kept) >= _ERROR_BODY_LIMIT:
                         break
         await response.aclose()
-        return kept[:_ERROR_BODY_LIMIT].decode("utf-8", "replace")
+        return redact(kept[:_ERROR_BODY_LIMIT].decode("utf-8", "replace"), secrets)
 
     def _whole_reply(self, body: bytes) -> str:
         return self.reply_text(self.decode_json(body))
@@ -399,8 +413,9 @@ class HTTPAdapter(Adapter):
 
 
 def _chunks(response: httpx.Response) -> contextlib.aclosing[AsyncGenerator[bytes, None]]:
-    """The body's chunks (aiter_bytes is an async generator: closed when left, not by the collector)."""
-    return contextlib.aclosing(cast(AsyncGenerator[bytes, None], response.aiter_bytes()))
+    """The body's chunks as they came (never decoded: a compressed reply is refused before it is read; an
+    async generator, closed when left rather than by the collector)."""
+    return contextlib.aclosing(cast(AsyncGenerator[bytes, None], response.aiter_raw()))
 
 
 def url_problem(url: str, *, from_manifest: bool) -> str | None:

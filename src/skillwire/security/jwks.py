@@ -8,8 +8,8 @@ The rules for a fetched key set (:class:`KeyCache` holds the numbers):
 - a token whose ``kid`` is not in the set makes it fetched again (a key rotation), but at most once per
   ``refresh_interval`` whatever the cause, so a flood of made-up ``kid`` values cannot make us hammer the IdP;
 - concurrent reasons to fetch share one fetch;
-- a fetch that fails (times out, answers an error, is larger than ``max_bytes``, is not a key set) changes
-  nothing: the keys fetched before keep verifying while the IdP is down. A token no key we hold can verify
+- a fetch that fails (times out, answers an error, is larger than ``max_bytes`` or compressed, is not a key
+  set) changes nothing: the keys fetched before keep verifying while the IdP is down. A token no key we hold can verify
   while the last fetch failed is answered "try again" (:class:`IdPUnavailable`), not "your token is bad".
 
 joserfc and httpx are imported on first use, never by ``import skillwire``.
@@ -177,12 +177,19 @@ class Documents:
         return document, self.cache.ttl(response.headers.get("cache-control"))
 
     async def _read(self, response: httpx.Response) -> bytes:
+        """The body, within ``max_bytes`` counted as it arrives; a compressed one is refused before any of it
+        is decoded (httpx would inflate a whole network read at once, before the budget could count it)."""
         limit = self.cache.max_bytes
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise FetchError(
+                f"{response.request.url}: the answer is compressed ({encoding[:40]}), not asked for"
+            )
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise FetchError(f"{response.request.url}: the answer is larger than {limit} bytes")
         body = bytearray()
-        async for chunk in response.aiter_bytes():
+        async for chunk in response.aiter_raw():
             body += chunk
             if len(body) > limit:
                 raise FetchError(f"{response.request.url}: the answer is larger than {limit} bytes")

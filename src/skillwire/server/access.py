@@ -39,9 +39,10 @@ def line(
     fields = [binding, operation.value]
     if caller:
         fields.append(f"caller={_printable(caller)}")
-    skill = skill_of(params)
+    skill = _printable(skill_of(params))
     if skill:
         fields.append(f"skill={skill}")
+    task_id = _printable(task_id)
     if task_id:
         fields.append(f"task={task_id}")
     fields.append(state)
@@ -76,9 +77,13 @@ def refused(binding: str, error: Any, started: float, operation: str = "") -> No
         log.info("%s %s %s %.1f ms", binding, operation or "-", reason, elapsed)
 
 
-def _printable(text: str) -> str:
-    """A name from a credential as one log field: no spaces or control characters, at most 100 characters."""
-    return "".join(c if c.isprintable() and not c.isspace() else "?" for c in text[:100])
+def _printable(text: str, limit: int = 100) -> str:
+    """A caller's value (a name from a credential, a skill id, a task id) as one log field: no spaces or
+    characters that are not printable, at most ``limit`` characters (a longer one ends in ``...``)."""
+    if len(text) <= limit and text.isprintable() and " " not in text:  # the common case, at no cost
+        return text
+    cut = "".join(c if c.isprintable() and not c.isspace() else "?" for c in text[:limit])
+    return cut + "..." if len(text) > limit else cut
 
 
 class Tracked:

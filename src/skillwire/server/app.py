@@ -37,6 +37,7 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtensi
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
+from skillwire.server.browser import BrowserPolicy, is_preflight, origin_of
 from skillwire.server.card import CARD_PATHS, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
 from skillwire.server.endpoint import HttpEndpoint
@@ -99,6 +100,7 @@ class A2AApplication:
         console: bool = False,
         telemetry: Telemetry | None = None,
         metrics: Metrics | None = None,
+        cors_origins: Sequence[str] = (),
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
@@ -111,8 +113,11 @@ class A2AApplication:
         A2A calls like any other, with the credentials typed into it); ``telemetry``: OpenTelemetry spans of
         requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported);
         ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
-        (:mod:`skillwire.server.metrics`; None: not counted, no endpoint)."""
+        (:mod:`skillwire.server.metrics`; None: not counted, no endpoint); ``cors_origins``: the origins
+        (``https://app.example``) whose web pages may call the agent, with CORS; requests a browser marks as
+        coming from any other site are refused (:mod:`skillwire.server.browser`)."""
         self.card = card if runtime is None else _with_runtime_extensions(card, runtime)
+        self.browser = BrowserPolicy(cors_origins)
         self.console = ConsoleAssets.served() if console else None
         self.push = push
         self.webhook_policy = webhook_policy or WebhookPolicy()
@@ -179,6 +184,7 @@ class A2AApplication:
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
             guard=self.guard,
+            browser=self.browser,
         )
 
     def _capabilities(self) -> AgentCapabilities:
@@ -349,6 +355,13 @@ class A2AApplication:
         if kind == "http":
             if self.allowed_hosts is not None and not await self._host_allowed(scope, send):
                 return
+            if scope["method"] == "OPTIONS" and is_preflight(scope):  # CORS: granted to allowed origins only
+                await self.browser.preflight(scope, header_map(scope), send)
+                return
+            if self.browser.origins:
+                origin = origin_of(scope)
+                if origin is not None and self.browser.allows(origin):
+                    send = self.browser.with_cors(origin, send)
             if not self._serving:
                 await self._start_on_first_use()
             path = scope["path"]

@@ -5,8 +5,10 @@ is the binding's (:class:`HttpEndpoint`'s abstract methods), while what the byte
 version's codec (:mod:`skillwire.wire.codec`)::
 
     accept      method and path: is this call ours?     JSON-RPC: POST only (405);  REST: a route (404, 405)
+    browser     a page of another site?                 Sec-Fetch-Site, Origin: 403 (:mod:`~skillwire.server.browser`)
     guard       credentials, before the body is read     the agent's Security: 401, 403 (none: anonymous)
-    receive     Content-Type, then the body             JSON (JSON-RPC: an error; REST: 415), max_body_bytes (413)
+    receive     Content-Type, then the body             JSON, required with a body (JSON-RPC: an error;
+                                                        REST: 415), max_body_bytes (413)
     decode      version, codec, operation, params       off the event loop past offload_decode_bytes
     context     extensions activated, CallContext       the same on every binding, gRPC included
     dispatch    Dispatcher.call, a stream's first event  errors raised up front answer as plain errors
@@ -44,6 +46,7 @@ from skillwire.server.asgi import (
     stream_sse,
     until_disconnected,
 )
+from skillwire.server.browser import BrowserPolicy
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.guard import Guard, checked_tenant
 from skillwire.server.handler import Dispatcher
@@ -153,6 +156,7 @@ class HttpEndpoint:
         activate: Callable[[frozenset[str]], frozenset[str]] = lambda requested: frozenset(),
         base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
         guard: Guard | None = None,
+        browser: BrowserPolicy | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.limits = limits
@@ -163,6 +167,8 @@ class HttpEndpoint:
         self._base_url = base_url
         #: the agent's security policy at the door (None: no security, every caller is anonymous)
         self.guard = guard
+        #: which requests of web pages on other sites are refused (:mod:`skillwire.server.browser`)
+        self.browser = browser or BrowserPolicy()
         #: where request spans go (:mod:`skillwire.server.telemetry`; None: no tracing, nothing imported)
         self.telemetry: Telemetry | None = None
         #: what requests are counted in (:mod:`skillwire.server.metrics`; None: not counted)
@@ -199,6 +205,9 @@ class HttpEndpoint:
             route = self.accept(scope, headers)
             if route is None:
                 return False
+            cross_site = self.browser.refusal(headers)
+            if cross_site is not None:  # before credentials: a page's request runs nothing, with any cookie
+                raise self.refuse(route, cross_site, 403)
             principal = ANONYMOUS if self.guard is None else await self._authenticate(route, scope, headers)
             body = await self._receive(route, receive, headers)
             activated = self._activate(requested_extensions(headers))
@@ -239,24 +248,34 @@ class HttpEndpoint:
 
     async def _receive(self, route: Any, receive: Receive, headers: Mapping[str, str]) -> bytes:
         content_type = headers.get("content-type")
-        if (
-            content_type is not None
-            and self.checks_content_type(route)
-            and not is_json_content_type(content_type)
-        ):
-            unsupported = ContentTypeNotSupportedError(
-                f"Content-Type {content_type[:100]!r} is not supported: send application/json",
-                metadata={"contentType": content_type[:100]},
-            )
-            raise self.refuse(route, unsupported, 415)
+        checks = self.checks_content_type(route)
+        if checks and content_type is not None and not is_json_content_type(content_type):
+            raise self._unsupported(route, content_type)
+        if checks and content_type is None and headers.get("content-length", "0").strip() not in ("0", ""):
+            raise self._unsupported(route, None)  # a body without a type: refused before it is read
         try:
-            return await read_body(receive, self.limits.max_body_bytes, headers.get("content-length"))
+            body = await read_body(receive, self.limits.max_body_bytes, headers.get("content-length"))
         except BodyTooLarge:
             error = InvalidRequestError(
                 f"Request body exceeds the limit of {self.limits.max_body_bytes} bytes",
                 metadata={"budget": "max_body_bytes", "limit": self.limits.max_body_bytes},
             )
             raise self.refuse(route, error, 413) from None
+        if checks and content_type is None and body:  # sent chunked, without a length
+            raise self._unsupported(route, None)
+        return body
+
+    def _unsupported(self, route: Any, content_type: str | None) -> Answer:
+        """The refusal of a body that is not said to be JSON. A body without a Content-Type is refused too: a
+        web page on another site can send one (``sendBeacon``, a ``Blob``), never with a JSON type unless the
+        agent allowed its origin (CORS preflight). An empty body needs none (the official SDK's clients
+        POST ``:subscribe`` and ``:cancel`` without one)."""
+        shown = "none, with a body" if content_type is None else repr(content_type[:100])
+        unsupported = ContentTypeNotSupportedError(
+            f"Content-Type {shown} is not supported: send application/json",
+            metadata={"contentType": (content_type or "")[:100]},
+        )
+        return self.refuse(route, unsupported, 415)
 
     def _refused(self, route: Any, error: A2AError, started: float, headers: Mapping[str, str]) -> None:
         refused(

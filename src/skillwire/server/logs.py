@@ -22,6 +22,17 @@ Messages hold what they held before: skillwire never logs message contents or cr
 kept in context variables. The default text format (:class:`TextFormatter`) ends a line logged for a
 request with ``request=<id>``; the task and trace ids are bound only while JSON logs are on
 (:data:`enabled`), so text costs nothing more for them.
+
+**A caller cannot forge or flood a line.** Ids, skill names and tenants come from callers and end up in
+lines (``skill=``, ``task=``, a warning about a task). Both formats (:class:`TextFormatter`, the default
+``skillwire serve`` text lines, and :class:`JsonFormatter`) write every message and every string field
+printable: a line break, a carriage return, an escape sequence (ESC), a bidirectional override or any other
+character that is not printable is written as its escape (``\n``, ``\x1b``, ``\u202e``), so one record is
+one line and a terminal shows it as it is; each string argument of a message and each string field is cut
+at :data:`MAX_VALUE` characters, a message at :data:`MAX_MESSAGE`. A traceback keeps its lines, each
+indented (text) so that no line of it can pass for a record. The access line
+(:mod:`skillwire.server.access`) cuts and cleans its fields itself too, for a process that formats its
+logs its own way.
 """
 
 from __future__ import annotations
@@ -36,12 +47,15 @@ from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
+    "MAX_MESSAGE",
+    "MAX_VALUE",
     "JsonFormatter",
     "TextFormatter",
     "bind_request",
     "bind_task",
     "current_request_id",
     "enabled",
+    "printable",
     "request_id_of",
 ]
 
@@ -54,6 +68,88 @@ _task: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("skillwi
 
 #: Log record attributes that are not extra fields.
 _STANDARD = frozenset(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+#: The most characters of one string argument of a message, or of one string field, that a line shows.
+MAX_VALUE = 1024
+#: The most characters of one message that a line shows.
+MAX_MESSAGE = 16 * 1024
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, limit: int = MAX_VALUE) -> str:
+    """``text`` as one printable line of at most ``limit`` characters (and a note of how many more there
+    were): every character that is not printable written as its escape.
+
+    >>> printable("a\\nb\\x1b[31m"), printable("x" * 12, 4)
+    ('a\\\\nb\\\\x1b[31m', 'xxxx...(8 more)')
+    """
+    more = len(text) - limit
+    if more > 0:
+        text = text[:limit]
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else _escape(c) for c in text)
+    return f"{text}...({more} more)" if more > 0 else text
+
+
+def _escape(char: str) -> str:
+    known = _ESCAPES.get(char)
+    if known is not None:
+        return known
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def message_of(record: logging.LogRecord) -> str:
+    """The record's message with each string argument cut at :data:`MAX_VALUE`, printable, at most
+    :data:`MAX_MESSAGE` characters."""
+    args = record.args
+    if not args:
+        return printable(str(record.msg), MAX_MESSAGE)
+    cut: Any
+    if isinstance(args, Mapping):
+        cut = {key: _cut(value) for key, value in args.items()}
+    else:
+        cut = tuple(_cut(value) for value in args)
+    try:
+        text = str(record.msg) % cut
+    except (TypeError, ValueError, KeyError):  # as logging would report it, from the record itself
+        text = record.getMessage()
+    return printable(text, MAX_MESSAGE)
+
+
+def _cut(value: object) -> object:
+    return value[:MAX_VALUE] + "..." if isinstance(value, str) and len(value) > MAX_VALUE else value
+
+
+def _lines(text: str, indent: str) -> str:
+    """A traceback's lines, each made printable and, past the first, prefixed with ``indent``."""
+    return "\n".join(
+        indent * (n > 0) + printable(line, MAX_MESSAGE) for n, line in enumerate(text.split("\n"))
+    )
+
+
+class TextFormatter(logging.Formatter):
+    """The text lines of ``skillwire serve`` (``LEVEL logger: message``), which a caller cannot break or
+    lengthen past the limits (see the module), with ``request=<id>`` at the end of a line logged for a
+    request; a traceback follows on lines of its own, indented."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        text = super().formatMessage(record)
+        request_id = _request_id.get()
+        return f"{text} request={request_id}" if request_id else text
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.message = message_of(record)
+        if self.usesTime():
+            record.asctime = self.formatTime(record, self.datefmt)
+        text = self.formatMessage(record)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            text += "\n  " + _lines(record.exc_text, "  ")
+        if record.stack_info:
+            text += "\n  " + _lines(self.formatStack(record.stack_info), "  ")
+        return text
 
 
 def request_id_of(headers: Mapping[str, str]) -> str:
@@ -91,15 +187,6 @@ def bind_task(task_id: str, context_id: str) -> None:
     _task.set((task_id, context_id))
 
 
-class TextFormatter(logging.Formatter):
-    """The default text format, with ``request=<id>`` at the end of a line logged for a request."""
-
-    def formatMessage(self, record: logging.LogRecord) -> str:
-        text = super().formatMessage(record)
-        request_id = _request_id.get()
-        return f"{text} request={request_id}" if request_id else text
-
-
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time (UTC, ms), level, logger, message, the ids, the record's extra
     fields, and the formatted exception if there is one."""
@@ -110,7 +197,7 @@ class JsonFormatter(logging.Formatter):
             "time": stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z",
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": message_of(record),
         }
         request_id = _request_id.get()
         if request_id:
@@ -122,10 +209,10 @@ class JsonFormatter(logging.Formatter):
             line["context_id"] = context_id
         for key, value in vars(record).items():
             if key not in _STANDARD and not key.startswith("_"):
-                line[key] = value
+                line[key] = printable(value) if isinstance(value, str) else value
         line.update(_trace_ids())
         if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+            line["exception"] = _lines(self.formatException(record.exc_info), "")
         return json.dumps(line, default=str, ensure_ascii=False)
 
 

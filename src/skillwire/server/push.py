@@ -50,7 +50,7 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.context import CallContext
 from skillwire.server.outbound import Resolver, WebhookPolicy
-from skillwire.server.push_delivery import Deliverer, RetryPolicy
+from skillwire.server.push_delivery import Deliverer, RetryPolicy, header_problem
 from skillwire.stores.base import make_folder, sqlite_path
 from skillwire.stores.push import (
     Lane,
@@ -326,6 +326,15 @@ class PushService:
                 f"{field}.id holds a control character",
                 field_violations=[(f"{field}.id", "printable characters only")],
             )
+        problem = header_problem(config)
+        if (
+            problem
+        ):  # sent as a header value, which holds visible ASCII only: refused now, not at each attempt
+            name = problem.split(" ", 1)[0]
+            raise InvalidParamsError(
+                f"{field}.{problem}: it is sent as an HTTP header value",
+                field_violations=[(f"{field}.{name}", "visible ASCII characters only")],
+            )
         try:
             self.policy.check_url(config.url)
         except WebhookRefusedError as exc:
@@ -340,6 +349,7 @@ class PushService:
         # the protocol the config was set in: 0.3, 1.0, or 1.1 (1.0 with the generations extension)
         shape = codec_version(call.protocol_version, call.extensions)
         issuer = call.base_url.rstrip("/") or self.issuer
+        self.deliverer.know_host((tenant, task_id, stored.id), stored.url)
         return stored, PushConfigRecord(tenant, task_id, stored.id, _encode(stored), shape, issuer)
 
     async def put(
@@ -356,7 +366,9 @@ class PushService:
                 field_violations=[("params.id", f"the task already has {limit} configs")],
                 metadata={"taskId": task_id, "maxConfigs": limit},
             )
-        self.deliverer.forget_config((tenant, task_id, stored.id))
+        lane = (tenant, task_id, stored.id)
+        self.deliverer.forget_config(lane)
+        self.deliverer.know_host(lane, stored.url)
         return stored, shape
 
     async def get(
@@ -423,27 +435,42 @@ class PushService:
     def ready(self, tenant: str, task_id: str, targets: Targets, count: int) -> None:
         """``count`` deliveries to ``targets`` of this task were committed."""
         lanes: list[Lane] = [(tenant, task_id, config_id) for config_id in targets]
-        self.deliverer.ready(lanes, count)
+        self.deliverer.ready(lanes, count, tenant)
 
-    async def admit(self) -> None:
-        """Refuse a new config (ServerBusyError) while more than ``max_pending`` deliveries wait: the backlog
-        of a webhook that cannot keep up is bounded by the tasks already configured, not by new ones."""
+    async def admit(self, owner: str) -> None:
+        """Refuse a new config of ``owner`` (the store partition of its task: tenant and caller) with
+        ServerBusyError while its deliveries wait past its share of ``max_pending`` (a quarter), or while
+        ``max_pending`` deliveries wait in all and it holds at least an equal part of them: the backlog of a
+        webhook that cannot keep up is bounded by the tasks already configured, and one owner's backlog
+        refuses that owner's configs, not everyone's."""
         limit = self.settings.max_pending
+        share = max(1, limit // 4)
         deliverer = self.deliverer
-        if deliverer.pending < limit:
+        if not self._over(owner, limit, share):
             return
         loop = asyncio.get_running_loop()
-        if loop.time() >= self._recounted + 1.0:  # the count drifts (a deleted config's deliveries): recount
+        if loop.time() >= self._recounted + 1.0:  # the counts drift (a deleted config's deliveries): recount
             self._recounted = loop.time()
-            deliverer.pending = await self.store.pending_count()
-            if deliverer.pending < limit:
+            await deliverer.recount()
+            if not self._over(owner, limit, share):
                 return
+        mine = deliverer.pending_by_owner[owner]
         raise ServerBusyError(
-            f"{deliverer.pending} push deliveries are waiting, this server's limit ({limit}): no new push"
-            " configs are taken until they are made; try again shortly",
+            f"{mine} push deliveries of this caller's tasks are waiting ({deliverer.pending} in all, this"
+            f" server's limit {limit}): no new push configs are taken from it until they are made; try again"
+            " shortly",
             retry_after=5,
-            metadata={"budget": "push.max_pending", "limit": limit},
+            metadata={"budget": "push.max_pending", "limit": limit, "waiting": mine},
         )
+
+    def _over(self, owner: str, limit: int, share: int) -> bool:
+        """Whether ``owner`` may set no new config now (see :meth:`admit`)."""
+        deliverer = self.deliverer
+        mine = deliverer.pending_by_owner[owner]
+        if mine >= share:
+            return True
+        owners = len(deliverer.pending_by_owner)
+        return deliverer.pending >= limit and mine > 0 and mine >= limit // max(1, owners)
 
 
 #: Characters of trace context a delivery keeps at most: past it (a large ``baggage``), only the W3C headers.

@@ -8,6 +8,14 @@ costs the store, not the process.
 * **In order per lane, concurrent across lanes.** A lane is delivered by at most one coroutine at a time, its
   head first; at most ``concurrency`` lanes are delivered at once. A slow or dead webhook holds its own lane
   (and one slot, for at most ``timeout`` seconds per attempt), never the task or another webhook.
+* **Fair between owners and between hosts.** The slots are shared between the owners of the lanes (the
+  store partition of the task: its tenant and the caller that owns it) and between the hosts the webhooks
+  are on (host and port). Lanes due are taken in turn, one owner after the other (and, within an owner, one host after
+  the other), and an owner or a host holds at most its *share* of the slots (a quarter of them, at least
+  one), unless more than a share of the slots would still be free after it: so the slots an owner's or a
+  host's slow receivers can hold leave a share free for everyone else, whose next delivery starts at once.
+  A host is known once its lane's config is read (a lane taken over at start-up is first delivered
+  without it).
 * **Retries.** A timeout, a connection error, HTTP 408, 425, 429 or 5xx is retried after an exponential
   backoff with jitter (``first_delay * 2**(n-1)``, at most ``max_delay``, times a random 0.5-1), or after
   ``Retry-After`` when the receiver asks for longer. Any other answer but 2xx (a 3xx is not followed; a 4xx
@@ -39,7 +47,7 @@ import itertools
 import logging
 import random
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -57,7 +65,7 @@ if TYPE_CHECKING:
     from skillwire.server.telemetry import Telemetry
     from skillwire.webhooks import WebhookSigner
 
-__all__ = ["Deliverer", "DeliveryStats", "RetryPolicy"]
+__all__ = ["Deliverer", "DeliveryStats", "RetryPolicy", "header_problem"]
 
 log = logging.getLogger("skillwire.push")
 
@@ -149,8 +157,12 @@ class Deliverer:
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.stats = DeliveryStats()
-        #: Deliveries pending, as far as this worker knows (read from the store at start, then counted).
+        #: The slots one owner or one host holds at most while no more than that many would be left free.
+        self.share = max(1, concurrency // 4)
+        #: Deliveries pending, as far as this worker knows (read from the store at start, then counted), in
+        #: all and by owner (the lanes' store partition).
         self.pending = 0
+        self.pending_by_owner: Counter[str] = Counter()
         # a generator of its own: the worker never moves the process's global random state
         self._rng = rng or random.Random().random
         #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
@@ -158,7 +170,17 @@ class Deliverer:
         self._due: dict[Lane, int] = {}
         self._heap: list[tuple[int, int, Lane]] = []
         self._order = itertools.count()
+        #: lanes due now, waiting for a slot: owner -> host ("" when not known yet) -> lanes, and the owners
+        #: that have some, in the order they get their turn
+        self._ready: dict[str, dict[str, deque[Lane]]] = {}
+        self._turns: deque[str] = deque()
         self._busy: dict[Lane, asyncio.Task[None]] = {}
+        #: slots held by owner and by host; the host each busy lane counts against
+        self._owner_busy: Counter[str] = Counter()
+        self._host_busy: Counter[str] = Counter()
+        self._busy_host: dict[Lane, str] = {}
+        #: the host of each lane's webhook, once known (as many as the configs remembered)
+        self._hosts: OrderedDict[Lane, str] = OrderedDict()
         #: busy lanes that got new deliveries meanwhile
         self._again: set[Lane] = set()
         #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
@@ -186,7 +208,7 @@ class Deliverer:
         if self._loop_task is not None:
             return
         self._connect = connect
-        self.pending = await self.store.pending_count()
+        await self.recount()
         for lane, due in await self.store.pending_lanes():
             self._schedule(lane, due)
         self._loop_task = asyncio.create_task(self._run(), name="skillwire-push")
@@ -207,9 +229,19 @@ class Deliverer:
         for client in self._all_clients:
             await client.aclose()
 
-    def ready(self, lanes: Iterable[Lane], count: int = 0) -> None:
-        """These lanes got ``count`` new deliveries (committed): deliver them soon."""
+    async def recount(self) -> None:
+        """Read the pending deliveries by owner from the store (the counts drift: a deleted config's
+        deliveries go with it)."""
+        counts = await self.store.pending_by_partition()
+        self.pending_by_owner = Counter(counts)
+        self.pending = sum(counts.values())
+
+    def ready(self, lanes: Iterable[Lane], count: int = 0, owner: str = "") -> None:
+        """These lanes got ``count`` new deliveries (committed) of ``owner`` (the lanes' store partition):
+        deliver them soon."""
         self.pending += count
+        if count:
+            self.pending_by_owner[owner] += count
         for lane in lanes:
             if lane in self._busy:
                 self._again.add(lane)
@@ -223,7 +255,7 @@ class Deliverer:
         several processes share)."""
         if self._loop_task is None or self._closing:
             return
-        self.pending = await self.store.pending_count()
+        await self.recount()
         for lane, due in await self.store.pending_lanes():
             if lane not in self._busy and lane not in self._due:
                 self._schedule(lane, due)
@@ -232,6 +264,12 @@ class Deliverer:
     def forget_config(self, lane: Lane) -> None:
         """The config of ``lane`` changed or went: read it again before the next attempt."""
         self._configs.pop(lane, None)
+        self._hosts.pop(lane, None)
+
+    def know_host(self, lane: Lane, url: str) -> None:
+        """The webhook of ``lane`` is at ``url`` (its config was just set): its first delivery waits its
+        host's turn too."""
+        self._remember_host(lane, _host_of(url))
 
     @property
     def pending_lanes(self) -> int:
@@ -257,24 +295,86 @@ class Deliverer:
         while not self._closing:
             self._wake.clear()
             now = _now_us()
-            heap = self._heap
-            while heap and len(self._busy) < self.concurrency:
-                due, _, lane = heap[0]
-                if self._due.get(lane) != due or lane in self._busy:
-                    heapq.heappop(heap)
-                    continue
-                if due > now:
-                    break
-                heapq.heappop(heap)
-                del self._due[lane]
-                self._busy[lane] = asyncio.create_task(self._lane(lane), name="skillwire-push-lane")
+            self._promote(now)
+            self._start_ready()
             if not self._busy:
                 self._idle.set()
-            timeout = None
-            if heap and len(self._busy) < self.concurrency:
-                timeout = max(0.0, (heap[0][0] - now) / 1_000_000)
+            timeout = max(0.0, (self._heap[0][0] - now) / 1_000_000) if self._heap else None
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)
+
+    def _promote(self, now: int) -> None:
+        """Move the lanes due by ``now`` from the timer heap to their owner's and host's queue."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            due, _, lane = heapq.heappop(heap)
+            if self._due.get(lane) != due or lane in self._busy:  # stale: rescheduled, or under way
+                continue
+            owner = lane[0]
+            hosts = self._ready.get(owner)
+            if hosts is None:
+                hosts = self._ready[owner] = {}
+                self._turns.append(owner)
+            hosts.setdefault(self._hosts.get(lane, ""), deque()).append(lane)
+
+    def _start_ready(self) -> None:
+        """Start lanes due, one owner after the other, while slots are free (see the module)."""
+        turns = self._turns
+        passed = 0
+        while turns and passed < len(turns) and len(self._busy) < self.concurrency:
+            owner = turns.popleft()
+            lane = self._pick(owner)
+            if owner in self._ready:
+                turns.append(owner)
+            if lane is None:
+                passed += 1
+                continue
+            passed = 0
+            self._begin(lane)
+
+    def _pick(self, owner: str) -> Lane | None:
+        """The next lane of ``owner`` that may start now, taken off its queue; None if none may."""
+        spare = self.concurrency - len(self._busy) > self.share  # more than a share stays free after it
+        if not spare and self._owner_busy[owner] >= self.share:
+            return None
+        hosts = self._ready[owner]
+        for host, lanes in hosts.items():
+            if spare or not host or self._host_busy[host] < self.share:
+                lane = lanes.popleft()
+                del hosts[host]
+                if lanes:  # the host's turn passes: its other lanes go after the other hosts'
+                    hosts[host] = lanes
+                elif not hosts:
+                    del self._ready[owner]
+                return lane
+        return None
+
+    def _begin(self, lane: Lane) -> None:
+        del self._due[lane]
+        self._owner_busy[lane[0]] += 1
+        host = self._hosts.get(lane)
+        if host:
+            self._hold_host(lane, host)
+        self._busy[lane] = asyncio.create_task(self._lane(lane), name="skillwire-push-lane")
+
+    def _hold_host(self, lane: Lane, host: str) -> None:
+        self._busy_host[lane] = host
+        self._host_busy[host] += 1
+
+    def _release(self, lane: Lane) -> None:
+        del self._busy[lane]
+        _decrement(self._owner_busy, lane[0])
+        host = self._busy_host.pop(lane, None)
+        if host is not None:
+            _decrement(self._host_busy, host)
+
+    def _remember_host(self, lane: Lane, host: str) -> None:
+        self._hosts[lane] = host
+        self._hosts.move_to_end(lane)
+        if len(self._hosts) > _CONFIG_CACHE:
+            self._hosts.popitem(last=False)
+        if lane in self._busy and lane not in self._busy_host:  # learned while it runs: it counts now
+            self._hold_host(lane, host)
 
     async def _lane(self, lane: Lane) -> None:
         due: int | None = None
@@ -287,7 +387,7 @@ class Deliverer:
             log.exception("push delivery of task %s failed unexpectedly", lane[1])
             due = _now_us() + int(_STORE_RETRY * 1_000_000)
         finally:
-            del self._busy[lane]
+            self._release(lane)
             again = lane in self._again
             self._again.discard(lane)
             if due is not None:
@@ -306,12 +406,14 @@ class Deliverer:
             await self._recorded()
             read = await self.store.next_deliveries(lane, _BURST)
             batch = [d for d in read if d.seq not in self._recording]
+        if batch and self.signer is None:
+            await self._connected()
         done: list[int] = []
         try:
             for delivery in batch:
                 if delivery.next_us > _now_us():
                     return delivery.next_us
-                outcome = await self._attempt(delivery)
+                outcome = await self._attempt_once(delivery)
                 if outcome.delivered:
                     done.append(delivery.seq)
                     continue
@@ -319,7 +421,7 @@ class Deliverer:
                 if not outcome.retry or attempts >= self.retry.max_attempts:
                     await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
                     self.stats.failed += 1
-                    self.pending -= 1
+                    self._settled(lane[0], 1)
                     log.warning(
                         "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
                         attempts,
@@ -342,16 +444,21 @@ class Deliverer:
                 return next_us
         finally:
             if done:
-                self._record(done)
+                self._record(lane[0], done)
         # a full batch: more may wait, behind the other lanes; else the lane is empty (or got more meanwhile,
         # which ``ready`` noted)
         return 0 if len(read) == _BURST else None
 
-    def _record(self, seqs: list[int]) -> None:
+    def _settled(self, owner: str, count: int) -> None:
+        """``count`` deliveries of ``owner`` are pending no more."""
+        self.pending -= count
+        _decrement(self.pending_by_owner, owner, count)
+
+    def _record(self, owner: str, seqs: list[int]) -> None:
         """These deliveries were made: record it in the store soon, in one write with those of other lanes
         (the lane goes on meanwhile; a read of the lane skips them until then)."""
         self.stats.delivered += len(seqs)
-        self.pending -= len(seqs)
+        self._settled(owner, len(seqs))
         self._made.extend(seqs)
         self._recording.update(seqs)
         if self._recorder is None or self._recorder.done():
@@ -388,12 +495,32 @@ class Deliverer:
             self._configs.popitem(last=False)
         return record
 
+    async def _attempt_once(self, delivery: Delivery) -> _Outcome:
+        """One attempt, whatever happens in it: an error that is not the store's (a config the HTTP client
+        cannot send, a bug) is a failed attempt, not retried, so that the delivery is recorded as failed
+        rather than tried again forever."""
+        try:
+            return await self._attempt(delivery)
+        except StoreError:
+            raise
+        except Exception as exc:
+            log.warning(
+                "push delivery to task %s's webhook could not be attempted", delivery.task_id, exc_info=exc
+            )
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            return _Outcome(False, error=error, error_type=type(exc).__name__)
+
     async def _attempt(self, delivery: Delivery) -> _Outcome:
         record = await self._config(delivery.lane)
         if record is None:  # the config was deleted: nobody wants it any more
             return _DELIVERED
         config = _decode_config(record.body)
-        headers = {"Content-Type": "application/json"}
+        if delivery.lane not in self._hosts:
+            self._remember_host(delivery.lane, _host_of(config.url))
+        problem = header_problem(config)
+        if problem:  # a config stored before such values were refused when set
+            return _Outcome(False, error=f"the config cannot be sent: {problem}", error_type="InvalidConfig")
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
         auth = config.authentication
         if auth is not None:
             headers["Authorization"] = f"{auth.scheme} {auth.credentials}".strip()
@@ -491,6 +618,36 @@ class Deliverer:
         if 300 <= status < 400:
             return _Outcome(False, error=f"HTTP {status}: redirects are not followed", status=status)
         return _Outcome(False, error=f"HTTP {status}", status=status)
+
+
+def header_problem(config: TaskPushNotificationConfig) -> str:
+    """What in ``config`` cannot be sent as an HTTP header value ("" for nothing): its token and its
+    credentials must be visible ASCII (spaces inside them allowed), as a header value can hold no other
+    character safely."""
+    auth = config.authentication
+    for name, value in (
+        ("token", config.token),
+        ("authentication.credentials", auth.credentials if auth is not None else ""),
+    ):
+        if value and (value != value.strip() or not all(" " <= c <= "~" for c in value)):
+            return f"{name} holds a character that is not visible ASCII"
+    return ""
+
+
+def _host_of(url: str) -> str:
+    """The host and port a webhook URL names (lower case): what the slots are shared by besides owners."""
+    try:
+        return urlsplit(url).netloc.rpartition("@")[2].lower() or url[:100]
+    except ValueError:
+        return url[:100]
+
+
+def _decrement(counter: Counter[str], key: str, count: int = 1) -> None:
+    left = counter[key] - count
+    if left > 0:
+        counter[key] = left
+    else:
+        del counter[key]
 
 
 def _carrier(delivery: Delivery) -> dict[str, str]:

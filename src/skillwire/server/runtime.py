@@ -713,7 +713,7 @@ class TaskRuntime(BaseRequestHandler):
             config = run.request.configuration
             inline = config.task_push_notification_config if config is not None else None
             if inline is not None and self.push is not None:
-                await self._read(self.push.admit())
+                await self._read(self.push.admit(run.tenant))
                 if run.previous is None:  # a new task: the config is stored with its first write
                     stored, record = self.push.record(inline, run.tenant, run.task_id, run.call)
                     run.push_records.append(record)
@@ -1138,7 +1138,7 @@ class TaskRuntime(BaseRequestHandler):
         if keyed is not None and not request.id:  # the same id on every try: storing it again is harmless
             request = _replace(request, id=config_id(keyed))
         push, tenant = await self._push_task(request, call)
-        await self._read(push.admit())
+        await self._read(push.admit(tenant))
         stored, shape = await self._read(push.put(request, tenant, request.task_id, call))
         run = self._runs.get((tenant, request.task_id))
         if run is not None:

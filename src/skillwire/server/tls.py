@@ -10,7 +10,9 @@ then serves HTTPS, and the gRPC server uses the same certificate and client CA::
     app = agent.asgi(tls=tls, grpc_port=50051)
 
 Both listeners accept TLS 1.2 and 1.3 only (1.3 when the client has it), and on TLS 1.2 only the
-forward-secret AEAD cipher suites. A client certificate is verified against the client CA during the
+forward-secret AEAD cipher suites; ``min_version="1.3"`` (``--tls-min-version 1.3``) refuses TLS 1.2 on
+HTTPS. grpcio cannot be held to a minimum version, so gRPC over TLS is refused at start with it (serve gRPC
+behind a proxy that terminates TLS 1.3 instead). A client certificate is verified against the client CA during the
 handshake: one that does not verify fails the handshake, in ``optional`` mode too (a client may send none).
 grpcio can require a client certificate but not ask for an optional one, so under ``optional`` gRPC asks for
 none and its calls carry no peer certificate (a warning says so at start).
@@ -65,6 +67,8 @@ __all__ = [
 log = logging.getLogger("skillwire.tls")
 
 ClientCert = Literal["required", "optional"]
+MinVersion = Literal["1.2", "1.3"]
+_MIN_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
 
 #: TLS 1.2 cipher suites: forward secrecy and AEAD only (TLS 1.3's own suites are all of that kind).
 _CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM:DHE+CHACHA20:!aNULL:!eNULL:!MD5:!DSS"
@@ -78,14 +82,18 @@ _CERT_REQS = {"required": ssl.CERT_REQUIRED, "optional": ssl.CERT_OPTIONAL, "non
 @dataclass(frozen=True)
 class TLSConfig:
     """The server's certificate chain and key (PEM files) and, for mutual TLS, the CA that signs client
-    certificates. ``client_cert``: ``required`` (the default with a ``client_ca``) or ``optional``."""
+    certificates. ``client_cert``: ``required`` (the default with a ``client_ca``) or ``optional``;
+    ``min_version``: the oldest TLS version served, ``"1.2"`` (the default) or ``"1.3"``."""
 
     cert: str
     key: str
     client_ca: str | None = None
     client_cert: ClientCert | None = None
+    min_version: MinVersion = "1.2"
 
     def __post_init__(self) -> None:
+        if self.min_version not in _MIN_VERSIONS:
+            raise SkillwireError(f"TLS minimum version {self.min_version!r}: expected 1.2 or 1.3")
         if self.client_cert not in (None, "required", "optional"):
             raise SkillwireError(
                 f"TLS client certificate {self.client_cert!r}: expected required or optional"
@@ -129,12 +137,17 @@ class TLSConfig:
             except (OSError, ssl.SSLError) as exc:
                 raise SkillwireError(f"cannot load the TLS client CA {self.client_ca}: {exc}") from None
         context.verify_mode = _CERT_REQS[self.client_auth]
-        return harden(context)
+        return harden(context, self.min_version)
 
     def grpc_credentials(self) -> Any:
         """``grpc.ServerCredentials`` for the same certificate, key and client CA (needs grpcio)."""
         import grpc  # type: ignore[import-untyped]
 
+        if self.min_version != "1.2":
+            raise SkillwireError(
+                f"gRPC cannot be held to TLS {self.min_version} (grpcio has no such setting): serve gRPC behind"
+                " a proxy that terminates TLS, or leave the minimum version at 1.2"
+            )
         required = self.client_auth == "required"
         if self.client_auth == "optional":
             log.warning(
@@ -152,31 +165,36 @@ def tls_from(
     client_ca: str | None = None,
     client_cert: str | None = None,
     *,
+    min_version: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> TLSConfig | None:
     """The TLS configuration these options give (None: plain HTTP), its files checked; what is not given
-    comes from ``env``'s ``SKILLWIRE_TLS_CERT``, ``_KEY``, ``_CLIENT_CA`` and ``_CLIENT_CERT`` when ``env``
-    is passed. SkillwireError for an incomplete or unreadable configuration."""
+    comes from ``env``'s ``SKILLWIRE_TLS_CERT``, ``_KEY``, ``_CLIENT_CA``, ``_CLIENT_CERT`` and
+    ``_MIN_VERSION`` when ``env`` is passed. SkillwireError for an incomplete or unreadable configuration."""
     if env is not None:
         cert = cert or env.get("SKILLWIRE_TLS_CERT") or None
         key = key or env.get("SKILLWIRE_TLS_KEY") or None
         client_ca = client_ca or env.get("SKILLWIRE_TLS_CLIENT_CA") or None
         client_cert = client_cert or env.get("SKILLWIRE_TLS_CLIENT_CERT") or None
+        min_version = min_version or env.get("SKILLWIRE_TLS_MIN_VERSION") or None
     if cert is None and key is None:
         if client_ca is not None or client_cert is not None:
             raise SkillwireError("TLS client certificates need the server's own certificate and key too")
+        if min_version is not None:
+            raise SkillwireError("a TLS minimum version (--tls-min-version) needs --tls-cert and --tls-key")
         return None
     if cert is None or key is None:
         raise SkillwireError("TLS needs both the certificate (--tls-cert) and its private key (--tls-key)")
-    config = TLSConfig(cert, key, client_ca, client_cert)  # type: ignore[arg-type]  # checked there
+    config = TLSConfig(cert, key, client_ca, client_cert, min_version or "1.2")  # type: ignore[arg-type]
     config.server_context()
     return config
 
 
-def harden(context: ssl.SSLContext) -> ssl.SSLContext:
-    """Hold ``context`` to TLS 1.2 at least (1.3 is preferred: the highest version both sides have is
-    chosen), forward-secret AEAD suites on TLS 1.2, no compression, no renegotiation."""
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
+def harden(context: ssl.SSLContext, min_version: str = "1.2") -> ssl.SSLContext:
+    """Hold ``context`` to TLS ``min_version`` at least (1.2 by default; 1.3 is preferred: the highest
+    version both sides have is chosen), forward-secret AEAD suites on TLS 1.2, no compression, no
+    renegotiation."""
+    context.minimum_version = _MIN_VERSIONS[min_version]
     context.set_ciphers(_CIPHERS)
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_CIPHER_SERVER_PREFERENCE
     context.options |= getattr(ssl, "OP_NO_RENEGOTIATION", 0)

@@ -35,13 +35,15 @@ log = logging.getLogger("skillwire.tls")
 
 class _HardenedConfig(uvicorn.Config):
     """uvicorn's configuration, whose SSL context is :func:`harden`-ed once uvicorn has made it (after
-    ``load``, which every uvicorn version has; ``ssl_context_factory`` is recent)."""
+    ``load``, which every uvicorn version has; ``ssl_context_factory`` is recent), to ``min_tls`` at least."""
+
+    min_tls = "1.2"
 
     def load(self) -> None:
         super().load()
         context = getattr(self, "ssl", None)
         if isinstance(context, ssl.SSLContext):
-            harden(context)
+            harden(context, self.min_tls)
 
 
 def uvicorn_config(tls: TLSConfig | None, app: Any, **options: Any) -> uvicorn.Config:
@@ -51,7 +53,9 @@ def uvicorn_config(tls: TLSConfig | None, app: Any, **options: Any) -> uvicorn.C
     if tls is None:
         return uvicorn.Config(app, **options)
     options["http"] = with_tls_scope(_protocol_class(options.get("http", "auto")))
-    return _HardenedConfig(app, **options, **tls.uvicorn_options())
+    config = _HardenedConfig(app, **options, **tls.uvicorn_options())
+    config.min_tls = tls.min_version
+    return config
 
 
 def _protocol_class(http: Any) -> type[asyncio.Protocol]:

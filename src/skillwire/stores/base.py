@@ -34,6 +34,7 @@ import base64
 import binascii
 import contextlib
 import os
+import stat
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +62,8 @@ __all__ = [
     "TaskWrite",
     "make_folder",
     "open_store",
+    "private_file",
+    "private_folder",
     "sqlite_path",
     "write_task",
 ]
@@ -472,7 +475,7 @@ def make_folder(folder: str | os.PathLike[str]) -> None:
     default stores and the push signing key live) gets a ``.gitignore`` of its own that ignores everything
     in it, so that a private key never shows in ``git status``."""
     path = Path(folder)
-    path.mkdir(parents=True, exist_ok=True)
+    private_folder(str(path))  # made 0700 if missing; skillwire's own folder made private
     if path.name == PRIVATE_FOLDER and not (path / ".gitignore").exists():
         with contextlib.suppress(OSError):  # a read-only folder: the store fails there on its own terms
             (path / ".gitignore").write_text(_GITIGNORE, encoding="utf-8")
@@ -483,6 +486,38 @@ def sqlite_path(url: str) -> tuple[str, str]:
     ``sqlite:////abs.db`` -> ``/abs.db``)."""
     path, _, query = url[len("sqlite://") :].partition("?")
     return path[1:] if path.startswith("/") else path, query
+
+
+#: The folder skillwire keeps its files in by default (the SQLite store, its key): made private when found.
+OWN_FOLDER = PRIVATE_FOLDER
+
+
+def private_folder(folder: str) -> None:
+    """Make ``folder`` if it is missing, readable by its owner only (0700); skillwire's own folder
+    (:data:`OWN_FOLDER`) is made private if it was not. Another existing folder is left as it is."""
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return
+    if os.path.basename(os.path.normpath(folder)) == OWN_FOLDER:
+        _only_owner(folder)
+
+
+def private_file(path: str) -> None:
+    """Make ``path`` an empty file readable by its owner only (0600) if it is missing, else take away what
+    others may do with it. A SQLite database's ``-wal`` and ``-shm`` files are made with the mode of the
+    database, so a database made this way keeps them private too."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        _only_owner(path)
+
+
+def _only_owner(path: str) -> None:
+    """Take the group's and the others' permissions away from ``path``."""
+    current = stat.S_IMODE(os.stat(path).st_mode)
+    if current & 0o077:
+        with contextlib.suppress(PermissionError):  # not ours to change: it stays as it is
+            os.chmod(path, current & 0o700)
 
 
 def open_store(url: str, *, limits: Limits | None = None, setting: str = "store=") -> TaskStore:

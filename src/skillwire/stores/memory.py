@@ -240,6 +240,9 @@ class MemoryTaskStore:
     async def pending_count(self) -> int:
         return self._push.pending_count()
 
+    async def pending_by_partition(self) -> dict[str, int]:
+        return self._push.pending_by_partition()
+
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
         self._push.retry(seq, attempts, next_us, error)
 

@@ -761,6 +761,15 @@ class PostgresTaskStore:
             )
         return int(count)
 
+    async def pending_by_partition(self) -> dict[str, int]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                f"SELECT tenant, COUNT(*) AS n FROM {self._sql.deliveries} WHERE NOT failed AND owner = $1"
+                " GROUP BY tenant",
+                self.owner,
+            )
+        return {_s(r["tenant"]): int(r["n"]) for r in rows}
+
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None:
         async with self._conn() as conn:
             await conn.execute(

@@ -132,6 +132,11 @@ class PushStore(Protocol):
         """How many deliveries are pending (not failed), all lanes together."""
         ...
 
+    async def pending_by_partition(self) -> dict[str, int]:
+        """How many deliveries are pending (not failed) by the ``tenant`` of their lanes (the store
+        partition: a tenant and the caller owning the task); partitions with none are left out."""
+        ...
+
     async def retry_delivery(self, seq: int, attempts: int, next_us: int, error: str) -> None: ...
 
     async def fail_delivery(self, seq: int, attempts: int, error: str) -> None:
@@ -228,6 +233,13 @@ class MemoryPushState:
 
     def pending_count(self) -> int:
         return len(self.deliveries) - len(self._failed)
+
+    def pending_by_partition(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for (tenant, _, _), seqs in self.lanes.items():
+            if seqs:
+                counts[tenant] = counts.get(tenant, 0) + len(seqs)
+        return counts
 
     def _unqueue(self, delivery: Delivery) -> None:
         seqs = self.lanes.get(delivery.lane)

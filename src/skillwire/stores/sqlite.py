@@ -62,6 +62,7 @@ from skillwire.stores.base import (
     history_start,
     instant_us,
     make_folder,
+    private_file,
     read_log,
     write_task,
 )
@@ -257,6 +258,7 @@ class _OwnerLock:
         if fcntl is None:  # pragma: no cover - not POSIX
             log.warning("no flock on this system: %s is not protected from a second process", store_path)
             return
+        private_file(self.path)
         file = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
         try:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -343,6 +345,10 @@ class SQLiteTaskStore:
         make_folder(os.path.dirname(os.path.abspath(self.path)))
         self._lock.acquire(self.path, self.setting)
         try:
+            # it holds webhook tokens and credentials: its owner's alone, and so are its -wal and -shm
+            for path in (self.path, self.path + "-wal", self.path + "-shm"):
+                if path == self.path or os.path.exists(path):
+                    private_file(path)
             conn = connect(self.path, self.timeout)
             try:
                 _migrate(conn, self.path)
@@ -608,6 +614,13 @@ class SQLiteTaskStore:
     async def pending_count(self) -> int:
         def read(conn: sqlite3.Connection) -> int:
             return int(conn.execute("SELECT COUNT(*) FROM deliveries WHERE failed = 0").fetchone()[0])
+
+        return await self._read(read)
+
+    async def pending_by_partition(self) -> dict[str, int]:
+        def read(conn: sqlite3.Connection) -> dict[str, int]:
+            rows = conn.execute("SELECT tenant, COUNT(*) FROM deliveries WHERE failed = 0 GROUP BY tenant")
+            return {tenant: int(count) for tenant, count in rows}
 
         return await self._read(read)
 

@@ -796,6 +796,11 @@ class PushStoreContract:
         await store.commit(with_deliveries(write_task(task, version=1), b"a", b"b", b"c", b"d"))
         lane = ("", task.id, "c1")
         assert await store.pending_count() == 4
+        other = make_task()
+        await store.commit(with_deliveries(write_task(other, version=1, tenant="acme"), b"e"))
+        assert await store.pending_by_partition() == {"": 4, "acme": 1}
+        await store.finish_deliveries([d.seq for d in await store.next_deliveries(("acme", other.id, "c1"))])
+        assert await store.pending_by_partition() == {"": 4}
         batch = await store.next_deliveries(lane, 3)
         assert [d.body for d in batch] == [b"a", b"b", b"c"]
         assert [d.body for d in await store.next_deliveries(lane, 10)] == [b"a", b"b", b"c", b"d"]
@@ -805,6 +810,7 @@ class PushStoreContract:
         [last] = await store.next_deliveries(lane, 10)
         await store.fail_delivery(last.seq, 1, "HTTP 404")
         assert await store.pending_count() == 0
+        assert await store.pending_by_partition() == {}
         assert await store.next_deliveries(lane, 10) == []
 
     async def test_retry_delivery_records_the_attempt_and_holds_the_lane(self, store: PushTaskStore) -> None:

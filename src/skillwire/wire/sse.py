@@ -27,24 +27,33 @@ def encode_event(data: bytes, event: str | None = None, event_id: int = 0) -> by
 
 
 class SSEDecoder:
-    """Incremental decoder: feed bytes, get the ``data`` of each complete event (comments are skipped)."""
+    """Incremental decoder: feed bytes, get the ``data`` of each complete event (comments are skipped).
 
-    def __init__(self) -> None:
-        self._buffer = b""
+    ``max_event_bytes`` bounds one event (its data lines, and a line still incomplete): past it ``feed``
+    raises ValueError, so a peer that never ends a line or an event cannot make the reader hold more. Each
+    byte is looked at once however it is cut into chunks: a long line arriving in many chunks, or many lines
+    in one, costs time in proportion to its size."""
+
+    def __init__(self, max_event_bytes: int | None = None) -> None:
+        self._buffer = bytearray()
         self._data: list[bytes] = []
+        self._size = 0  # bytes of the data lines of the event so far
+        self.max_event_bytes = max_event_bytes
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         self._buffer += chunk
-        while True:
-            idx = self._buffer.find(b"\n")
-            if idx < 0:
-                return
-            line = self._buffer[:idx].rstrip(b"\r")
-            self._buffer = self._buffer[idx + 1 :]
+        if b"\n" not in chunk:  # no line ends here: nothing to look at again
+            self._check(len(self._buffer))
+            return
+        *lines, rest = self._buffer.split(b"\n")
+        self._buffer = bytearray(rest)
+        for raw in lines:
+            line = bytes(raw).rstrip(b"\r")
             if not line:
                 if self._data:
                     yield b"\n".join(self._data)
                     self._data = []
+                    self._size = 0
                 continue
             if line.startswith(b":"):
                 continue
@@ -53,3 +62,11 @@ class SSEDecoder:
                 value = value[1:]
             if name == b"data":
                 self._data.append(value)
+                self._size += len(value) + 1
+                self._check(0)
+        self._check(len(self._buffer))
+
+    def _check(self, pending: int) -> None:
+        limit = self.max_event_bytes
+        if limit is not None and self._size + pending > limit:
+            raise ValueError(f"a server-sent event is over {limit} bytes")
