@@ -184,7 +184,7 @@ class Agent:
                 skill = self.add_skill(
                     skill_from_function(
                         handler,
-                        id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
+                        id=id or str(getattr(handler, "__name__", "skill")),
                         name=name,
                         description=description,
                         tags=list(tags),
@@ -275,6 +275,7 @@ class Agent:
             schema_steps=limits.schema_steps,
             offload_bytes=limits.offload_decode_bytes,
             security=self.security,
+            default_output_modes=self.default_output_modes,
         )
 
     def card(self) -> AgentCard:
