@@ -15,11 +15,12 @@ from typing import Annotated, Any
 import grpc
 import httpx
 import msgspec
+import pydantic
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 
 from conftest import RunningServer
 from skillwire import Agent, SkillCard
@@ -41,6 +42,18 @@ inputSchema:
 """
 
 
+class Person(pydantic.BaseModel):
+    name: str
+    age: int = pydantic.Field(ge=0)
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def capitalised(cls, value: str) -> str:
+        if not value[:1].isupper():
+            raise ValueError("the name must start with a capital letter")
+        return value
+
+
 def typed_agent() -> Agent:
     agent = Agent("Typed", "Typed skills")
 
@@ -55,6 +68,12 @@ def typed_agent() -> Agent:
         """Takes a count that must not be negative."""
         assert type(n) is int, type(n)
         return n
+
+    @agent.skill(tags=["typed"])
+    def register(params: Person) -> Person:
+        """Registers a person."""
+        assert type(params.age) is int, type(params.age)
+        return params
 
     def echo_times(params: dict[str, Any], ctx: Any) -> str:
         times = params["times"]
@@ -107,7 +126,9 @@ def result_of(task: pb.Task) -> Any:
     assert task.status.state == pb.TASK_STATE_COMPLETED, task.status
     (artifact,) = task.artifacts
     (part,) = artifact.parts
-    return part.text if part.HasField("text") else part.data.number_value
+    if part.HasField("text"):
+        return part.text
+    return json_format.MessageToDict(part.data)
 
 
 @pytest.mark.parametrize("skill", ["repeat", "echo_times"])
@@ -133,3 +154,12 @@ async def test_an_annotated_constraint_is_enforced(send: Send) -> None:
         await send("at_least", {"n": -5})
 
     assert "/n" in str(refused.value)
+
+
+async def test_a_pydantic_model_is_validated_by_pydantic_with_its_location(send: Send) -> None:
+    assert result_of(await send("register", {"name": "Ada", "age": 36})) == {"name": "Ada", "age": 36}
+
+    with pytest.raises(InvalidParamsError) as refused:
+        await send("register", {"name": "ada", "age": 36})
+
+    assert "/name" in str(refused.value) and "capital letter" in str(refused.value)

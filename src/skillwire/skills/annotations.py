@@ -93,11 +93,12 @@ def pointer(path: str) -> str:
     return "".join("/" + t for t in out)
 
 
-def typed(hint: Any, *, where: str) -> Typed:
-    """The schema and conversions of one annotation (a whole input, or a return value); ``where`` names it in
-    a refusal (``skill 'add': the return annotation``)."""
+def typed(hint: Any, *, where: str, output: bool = False) -> Typed:
+    """The schema and conversions of one annotation (a whole input, or with ``output`` a return value, whose
+    schema is the form it is dumped in); ``where`` names it in a refusal (``skill 'add': the return
+    annotation``)."""
     if _uses_pydantic(hint):
-        return _pydantic(hint, where)
+        return _pydantic(hint, where, mode="serialization" if output else "validation")
     return _msgspec(_translate(hint, where), where)
 
 
@@ -169,7 +170,9 @@ def _parts(hint: Any, seen: set[int] | None = None) -> Iterator[tuple[Any, str]]
         elif isinstance(item, type) and id(item) not in seen:
             seen.add(id(item))
             for name, field in _fields_of(item).items():
-                pending.append((field, f"{path}.{item.__name__}.{name}" if path else f"{item.__name__}.{name}"))
+                pending.append(
+                    (field, f"{path}.{item.__name__}.{name}" if path else f"{item.__name__}.{name}")
+                )
 
 
 def _module(obj: Any) -> str:
@@ -298,15 +301,15 @@ def _show(hint: Any) -> str:
 # -- pydantic -----------------------------------------------------------------------------------------------
 
 
-def _pydantic(hint: Any, where: str) -> Typed:
+def _pydantic(hint: Any, where: str, mode: str = "validation") -> Typed:
     import pydantic
 
     try:
         adapter: Any = pydantic.TypeAdapter(hint)
         if isinstance(hint, type) and issubclass(hint, pydantic.BaseModel):
-            schema = hint.model_json_schema()
+            schema = hint.model_json_schema(mode=mode)  # type: ignore[arg-type]
         else:
-            schema = adapter.json_schema()
+            schema = adapter.json_schema(mode=mode)
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError, TypeError) as exc:
         raise SkillwireError(f"{where}: {_show(hint)} has no JSON Schema: {exc}") from None
     return Typed(schema, _pydantic_loader(adapter), _pydantic_dumper(adapter), engine="pydantic")

@@ -220,9 +220,7 @@ class SkillContext:
         self.delegated: Any = None
         #: The media types the skill's results and artifacts must be (its outputModes, else the agent's
         #: defaultOutputModes; empty: any).
-        self.output_modes = list(
-            skill.agent_skill.output_modes if output_modes is None else output_modes
-        )
+        self.output_modes = list(skill.agent_skill.output_modes if output_modes is None else output_modes)
 
     # -- what was asked -------------------------------------------------------------------------------
 

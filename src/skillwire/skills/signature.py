@@ -3,9 +3,10 @@
 A handler takes its input in one of two forms, and either may be ``def`` (run in a worker thread, as FastAPI
 and FastMCP run sync functions) or ``async def`` (awaited on the event loop):
 
-* **one input parameter**, the first, named ``params`` or annotated with a msgspec Struct or a pydantic
-  model: it receives the whole input, converted to its annotation (``async def order(params: Order,
-  ctx)`` gets an ``Order``); its annotation is the input schema (none for ``Any`` or no annotation).
+* **one input parameter**, the first, named ``params``, or the only one and annotated with a msgspec
+  Struct or a pydantic model (as FastAPI takes a lone model as the whole body): it receives the whole
+  input, converted to its annotation (``async def order(params: Order, ctx)`` gets an ``Order``); its
+  annotation is the input schema (none for ``Any`` or no annotation).
 * **typed parameters**, FastMCP-style: each parameter is one field of the input object, its annotation the
   field's type and its default the field's default; ``def convert(amount: float, currency: str = "EUR")``.
   The input schema is an object of those fields, unknown fields refused; the function is called with
@@ -126,7 +127,9 @@ def read_signature(
     inputs = [p for p in params if p not in context]
     output = _output(skill_id, hints.get("return"), output_schema)
     first = inputs[0] if inputs else None
-    if first is not None and (first.name == "params" or _is_whole(hints.get(first.name))):
+    if first is not None and (
+        first.name == "params" or (inputs == [first] and _is_whole(hints.get(first.name)))
+    ):
         call = _whole_input(target, skill_id, first, hints.get(first.name), input_schema, params)
     else:
         call = _typed(target, skill_id, inputs, hints, context[0].name if context else None, input_schema)
@@ -147,7 +150,7 @@ def _output(skill_id: str, hint: Any, output_schema: Any) -> Typed | None:
             f"skill {skill_id!r}: output_schema= and the return annotation both declare the output schema;"
             " keep one"
         )
-    return typed(hint, where=f"skill {skill_id!r}: the return annotation")
+    return typed(hint, where=f"skill {skill_id!r}: the return annotation", output=True)
 
 
 def _whole_input(
