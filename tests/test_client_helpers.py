@@ -19,9 +19,7 @@ import pytest
 from conftest import RecordingHandler, RunningServer, example_agent
 from skillwire import (
     Agent,
-    AgentExtension,
     Client,
-    Operation,
     RequestContext,
     RetryPolicy,
     SyncClient,
@@ -35,6 +33,7 @@ from skillwire.client.client import select_interface
 from skillwire.client.retry import parse_retry_after
 from skillwire.errors import TaskNotFoundError
 from skillwire.protocol import models as m
+from skillwire.types import AgentExtension, Operation
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 WAIT = 10.0

@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import json_format
 
 from conftest import EXAMPLES, RunningServer, assert_proto
-from skillwire import Agent, Client, Message, Part, Role, SkillContext, SkillwireError, Task, TaskState
+from skillwire import Agent, Client, Message, SkillContext, SkillwireError, Task, TaskState
 from skillwire.cli.main import main
 from skillwire.errors import InvalidParamsError
 from skillwire.skills.registry import skill_from_function
@@ -25,6 +25,7 @@ from skillwire.skills.schema_card import (
     SKILL_SCHEMAS_URI,
     read_skill_schemas,
 )
+from skillwire.types import Part, Role
 
 WAIT = 10.0
 Serve = Callable[[Any], RunningServer]
@@ -312,7 +313,9 @@ def test_an_unresolvable_annotation_of_a_typed_parameter_is_refused() -> None:
     def whole(params: Undefined, ctx: SkillContext) -> None:  # type: ignore[name-defined]  # noqa: F821
         """Whole."""
 
-    with pytest.raises(SkillwireError, match="skill 'whole': the annotation 'Undefined' of parameter 'params'"):
+    with pytest.raises(
+        SkillwireError, match="skill 'whole': the annotation 'Undefined' of parameter 'params'"
+    ):
         agent.skill(tags=["t"])(whole)
 
 

@@ -15,20 +15,13 @@ import pytest
 from skillwire import (
     Agent,
     CallContext,
-    MemoryTaskStore,
     Message,
     Outcome,
-    Part,
-    Role,
-    SendMessageConfiguration,
     SkillContext,
     SkillError,
     SkillwireError,
-    SQLiteTaskStore,
-    StreamResponse,
     Task,
     TaskState,
-    TaskStore,
 )
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import (
@@ -40,6 +33,8 @@ from skillwire.protocol.models import (
 from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
+from skillwire.types import Part, Role, SendMessageConfiguration, StreamResponse
 
 CALL = CallContext()
 WAIT = 10.0

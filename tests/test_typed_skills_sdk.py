@@ -108,9 +108,7 @@ async def send(serve: Callable[[Any], RunningServer], binding: str) -> AsyncIter
         async def _send(skill: str, data: dict[str, Any]) -> pb.Task:
             value = struct_pb2.Value()
             value.struct_value.update(data)
-            message = pb.Message(
-                message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(data=value)]
-            )
+            message = pb.Message(message_id=str(uuid.uuid4()), role=pb.ROLE_USER, parts=[pb.Part(data=value)])
             message.metadata.update({"skillId": skill})
             (response,) = [r async for r in client.send_message(pb.SendMessageRequest(message=message))]
             assert response.WhichOneof("payload") == "task", response
@@ -139,7 +137,9 @@ async def test_an_integral_double_reaches_an_integer_parameter_as_int(send: Send
 
 
 @pytest.mark.parametrize("skill", ["repeat", "echo_times"])
-async def test_a_fractional_number_for_an_integer_is_refused_with_its_location(send: Send, skill: str) -> None:
+async def test_a_fractional_number_for_an_integer_is_refused_with_its_location(
+    send: Send, skill: str
+) -> None:
     with pytest.raises(InvalidParamsError) as refused:
         await send(skill, {"word": "hi", "times": 2.5})
 
