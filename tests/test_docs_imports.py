@@ -26,14 +26,18 @@ def imports(source: str) -> list[tuple[str, str | None]]:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "skillwire":
             found.extend((str(node.module), alias.name) for alias in node.names)
         elif isinstance(node, ast.Import):
-            found.extend((alias.name, None) for alias in node.names if alias.name.split(".")[0] == "skillwire")
+            found.extend(
+                (alias.name, None) for alias in node.names if alias.name.split(".")[0] == "skillwire"
+            )
     return found
 
 
 def page_imports(page: Path) -> list[tuple[str, str | None]]:
     found = []
     for block in _BLOCK.findall(page.read_text()):
-        lines = [line for line in block.splitlines() if line.startswith(("from skillwire", "import skillwire"))]
+        lines = [
+            line for line in block.splitlines() if line.startswith(("from skillwire", "import skillwire"))
+        ]
         found.extend(imports("\n".join(lines)))  # a block may be a fragment: its import lines parse alone
     return found
 
