@@ -438,6 +438,7 @@ class TaskRun:
             context_id=self.context_id,
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now()),
             history=[self.message],
+            metadata={"skillId": self.skill_id} if self.skill_id else None,  # which skill runs it
         )
         self.task = task
         self.version = 1

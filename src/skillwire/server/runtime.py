@@ -619,8 +619,7 @@ class TaskRuntime(BaseRequestHandler):
                 else:
                     stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
                     run.push[stored.id] = shape
-            if self.telemetry is not None or self.metrics is not None:
-                run.skill_id = executor.skill_id(context)
+            run.skill_id = executor.skill_id(context)  # the new task's metadata.skillId, spans and metrics
             await run.start(work or functools.partial(executor.execute, context), eager=eager)
         except BaseException:
             self.forget(run)
