@@ -420,3 +420,40 @@ def test_a_context_parameter_is_not_part_of_the_schema() -> None:
     skill = agent.registry.get("hello")
     assert skill is not None and skill.input_schema is not None
     assert list(skill.input_schema["properties"]) == ["name"]
+
+
+# -- the example in docs/skills.md ----------------------------------------------------------------------------
+
+
+def docs_example() -> dict[str, Any]:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "skills.md").read_text()
+    (block,) = [b for b in text.split("```python\n") if b.startswith("# docs/skills.md: typed skills")]
+    namespace: dict[str, Any] = {"__name__": "docs_skills_example"}
+    exec(compile(block.split("```")[0], "docs/skills.md", "exec", dont_inherit=True), namespace)
+    return namespace
+
+
+async def test_the_docs_example_of_typed_skills_does_what_the_page_says() -> None:
+    example = docs_example()
+    agent: Agent = example["agent"]
+    assert [s.id for s in agent.card().skills] == ["order", "count_words"]
+    async with agent.test_client() as client:
+        task = await client.send(skill="order", data={"lines": [{"item": "tea", "quantity": 2.0}]})
+        assert task.data == 2
+        task = await client.send(skill="count_words", data={"text": "one two three"})
+        assert task.data == 3
+        with pytest.raises(InvalidParamsError, match="/lines/0/quantity"):
+            await client.send(skill="order", data={"lines": [{"item": "tea", "quantity": 0}]})
+
+
+def test_the_readme_example_of_code_skills_prints_what_it_says(capsys: pytest.CaptureFixture[str]) -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    (block,) = [b.split("```")[0] for b in text.split("```python\n") if "class Order(msgspec.Struct)" in b]
+    exec(compile(block, "README.md", "exec", dont_inherit=True), {"__name__": "readme_example"})
+    printed = capsys.readouterr().out.strip()
+    said = block.rsplit("# ", 1)[1].strip()
+    assert printed == said == "completed {'ordered': 'tea', 'count': 2}"
