@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import inspect
 import socket
 from typing import Annotated, Any, Literal, Optional
 
@@ -26,6 +27,7 @@ from skillwire import Agent, SkillContext, SkillwireError
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.states import TaskState
 from skillwire.skills.registry import Skill
+from skillwire.types import AgentSkill, Part
 
 
 class Color(enum.Enum):
@@ -360,12 +362,8 @@ def refusal(annotations: dict[str, Any]) -> str:
         """A handler."""
 
     handler.__annotations__ = annotations
-    handler.__signature__ = __import__("inspect").Signature(  # type: ignore[attr-defined]
-        [
-            __import__("inspect").Parameter(name, __import__("inspect").Parameter.KEYWORD_ONLY)
-            for name in annotations
-            if name != "return"
-        ]
+    handler.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY) for name in annotations if name != "return"]
     )
     with pytest.raises(SkillwireError) as refused:
         Agent("A").skill(id="odd", tags=["t"])(handler)
@@ -457,3 +455,87 @@ def test_the_readme_example_of_code_skills_prints_what_it_says(capsys: pytest.Ca
     printed = capsys.readouterr().out.strip()
     said = block.rsplit("# ", 1)[1].strip()
     assert printed == said == "completed {'ordered': 'tea', 'count': 2}"
+
+
+# -- the descriptor is the contract ---------------------------------------------------------------------------
+
+
+async def echo_handler(params: Any, ctx: Any) -> Any:
+    return params
+
+
+def test_a_skill_whose_card_names_another_id_is_refused() -> None:
+    entry = AgentSkill(id="shown", name="Shown", description="d", tags=["t"])
+    with pytest.raises(SkillwireError, match="its card entry has the id 'shown'; requests are routed by"):
+        Skill(id="routed", agent_skill=entry, handler=echo_handler)
+
+
+async def test_a_skill_added_directly_enforces_the_schema_it_publishes() -> None:
+    agent = Agent("A")
+    agent.add_skill(
+        Skill(
+            id="add",
+            agent_skill=AgentSkill(id="add", name="Add", description="Adds.", tags=["t"]),
+            handler=echo_handler,
+            input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+            output_schema={"type": "object", "required": ["n"]},
+        )
+    )
+    async with agent.test_client() as client:
+        assert (await client.send(skill="add", data={"n": 2.0})).data == {"n": 2}
+        with pytest.raises(InvalidParamsError, match="/n"):
+            await client.send(skill="add", data={"n": "two"})
+    with pytest.raises(SkillwireError, match="its input schema is not valid"):
+        Skill(
+            id="bad",
+            agent_skill=AgentSkill(id="bad", name="Bad", description="d", tags=["t"]),
+            handler=echo_handler,
+            input_schema={"type": "integr"},
+        )
+
+
+async def test_declared_output_modes_are_honoured() -> None:
+    agent = Agent("Modes")
+
+    @agent.skill(tags=["t"], output_modes=["text/plain"])
+    def words(n: int) -> Any:
+        """Text only."""
+        return "one two" if n == 2 else {"n": n}
+
+    @agent.skill(tags=["t"], output_modes=["application/json"])
+    def label(name: str) -> str:
+        """JSON only."""
+        return name.upper()
+
+    assert [s.output_modes for s in agent.card().skills] == [["text/plain"], ["application/json"]]
+    async with agent.test_client() as client:
+        assert (await client.send(skill="words", data={"n": 2})).text == "one two"
+        refused = await client.send(skill="words", data={"n": 3})
+        assert refused.status.state is TaskState.FAILED and refused.status.message is not None
+        assert refused.status.message.text() == (
+            "The skill produced a result of type application/json, which its outputModes (text/plain) do not"
+            " include."
+        )
+        converted = await client.send(skill="label", data={"name": "ada"})
+        assert converted.data == "ADA" and converted.artifacts[0].parts[0].media_type == "application/json"
+
+
+async def test_the_agents_default_output_modes_hold_for_a_skill_without_its_own() -> None:
+    agent = Agent("Texts", default_output_modes=["text/plain"])
+
+    @agent.skill(tags=["t"])
+    async def shape(kind: str, ctx: SkillContext) -> Any:
+        """Text, or not."""
+        if kind == "file":
+            await ctx.artifact([Part(raw=b"x", media_type="image/png")])
+        return kind if kind == "text" else {"kind": kind}
+
+    async with agent.test_client() as client:
+        assert (await client.send(skill="shape", data={"kind": "text"})).text == "text"
+        for kind, what in [
+            ("data", "a result of type application/json"),
+            ("file", "an artifact part of type image/png"),
+        ]:
+            task = await client.send(skill="shape", data={"kind": kind})
+            assert task.status.state is TaskState.FAILED and task.status.message is not None
+            assert what in task.status.message.text() and "(text/plain)" in task.status.message.text()
