@@ -441,7 +441,7 @@ async def test_delegated_work_returns_at_once_and_follows_to_the_end(store: Task
     rt = runtime_for(delegating_agent(job), store)
     task = await send(rt, text("go"))
     assert task.status.state is TaskState.WORKING
-    assert task.metadata == {"delegation": {"skillId": "deploy", "ref": {"job": 42}}}
+    assert task.metadata == {"skillId": "deploy", "delegation": {"skillId": "deploy", "ref": {"job": 42}}}
     for step in ("build", "ship"):
         job.steps.put_nowait(step)
     job.steps.put_nowait(None)
@@ -519,7 +519,7 @@ async def test_a_retryable_skill_runs_again_after_a_restart_at_most_three_times(
         assert await rt.recovered() == []  # taken back, not failed
         await asyncio.wait_for(started.wait(), WAIT)
         running = await rt.on_get_task(GetTaskRequest(id=task_id), CALL)
-        assert running.metadata == {"attempt": attempt}
+        assert running.metadata == {"skillId": "work", "attempt": attempt}
         if attempt == 3:
             stream = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id), CALL)
             release.set()

@@ -150,10 +150,10 @@ def _fields_of(cls: Any) -> dict[str, Any]:
         return {}
 
 
-def _parts(hint: Any, seen: set[int] | None = None) -> Iterator[tuple[Any, str]]:
+def _parts(hint: Any) -> Iterator[tuple[Any, str]]:
     """Every type and metadata object in ``hint``, with the field path that leads to it ("" at the top)
     through the fields of Structs, dataclasses and TypedDicts (each class visited once)."""
-    seen = set() if seen is None else seen
+    seen: set[int] = set()
     pending: list[tuple[Any, str]] = [(hint, "")]
     while pending:
         item, path = pending.pop()
@@ -208,7 +208,7 @@ def _as_meta(meta: Any, where: str) -> list[msgspec.Meta]:
         return [msgspec.Meta(description=meta)]
     kind = type(meta).__name__
     if _module(meta) == "annotated_types":
-        if kind in ("Interval", "Len") or hasattr(meta, "__iter__"):  # GroupedMetadata: its parts
+        if isinstance(meta, sys.modules["annotated_types"].GroupedMetadata):  # Interval, Len: their parts
             return [m for part in meta for m in _as_meta(part, where)]
         if kind in _BOUNDS:
             key = _BOUNDS[kind]

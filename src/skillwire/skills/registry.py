@@ -289,11 +289,15 @@ def skill_from_function(
 
 
 def _media_types(skill_id: str, what: str, modes: list[str] | None) -> None:
-    """Modes are media types (``type/subtype``), as a manifest's must be."""
+    """Modes are media types (``type/subtype``, as a manifest's), or the wildcards ``type/*`` and ``*/*``
+    that matching understands (:mod:`skillwire.protocol.media`)."""
     from skillwire.skills.manifest import _MEDIA_TYPE
 
     for mode in modes or []:
-        if not isinstance(mode, str) or not _MEDIA_TYPE.fullmatch(mode):
+        wild = mode.replace("*/*", "x/x", 1) if isinstance(mode, str) and mode.startswith("*/*") else mode
+        if isinstance(wild, str) and "/*" in wild:
+            wild = wild.replace("/*", "/x", 1)
+        if not isinstance(wild, str) or not _MEDIA_TYPE.fullmatch(wild):
             raise SkillwireError(f"skill {skill_id!r}: {what} holds {mode!r}, which is not a media type")
 
 
