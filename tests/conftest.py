@@ -22,10 +22,11 @@ import httpx
 import pytest
 import uvicorn
 
-from skillwire import Agent, Executor, MemoryTaskStore, RequestContext, SQLiteTaskStore, TaskEvents, TaskStore
+from skillwire import Agent, Executor, RequestContext, TaskEvents
 from skillwire.cli.main import load_agent
 from skillwire.server.app import A2AApplication
 from skillwire.server.serve import build_server
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import enum
 import threading
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import annotated_types as at
+import msgspec
+import pydantic
 
 from skillwire import Agent, SkillContext
-from skillwire.models import Part
+from skillwire.types import Part
 
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold?</b>'
 #: A 1x1 red PNG.
@@ -134,7 +139,7 @@ def console_agent(gate: threading.Event) -> Agent:
         await ctx.artifact(HOSTILE, name=HOSTILE)
         return HOSTILE
 
-    @agent.skill(tags=["files"])
+    @agent.skill(tags=["files"], output_modes=["image/png", "text/plain"])  # what it makes, on its card
     async def picture(params: Any, ctx: SkillContext) -> str:
         """A PNG and a text file."""
         await ctx.artifact([Part(raw=PNG, media_type="image/png", filename="red.png")], name="picture")
@@ -142,5 +147,80 @@ def console_agent(gate: threading.Event) -> Agent:
             [Part(raw=b"plain words\n", media_type="text/plain", filename="notes.txt")], name="notes"
         )
         return "two files"
+
+    return agent
+
+
+# -- typed skills: forms drawn from the schemas their Python types make -------------------------------------
+
+
+class Address(msgspec.Struct):
+    street: str
+    city: str
+    country: Annotated[str, msgspec.Meta(min_length=2, max_length=2)] = "NO"
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Line(msgspec.Struct):
+    item: str
+    quantity: Annotated[int, msgspec.Meta(ge=1)] = 1
+    color: Color = Color.RED
+
+
+class Shipment(msgspec.Struct):
+    to: Address
+    lines: list[Line]
+    express: bool = False
+    notes: str | None = None
+
+
+class Cat(pydantic.BaseModel):
+    kind: Literal["cat"] = "cat"
+    indoor: bool = True
+
+
+class Dog(pydantic.BaseModel):
+    kind: Literal["dog"] = "dog"
+    good: bool = False
+
+
+class Owner(pydantic.BaseModel):
+    name: str = pydantic.Field(min_length=1)
+    age: int = pydantic.Field(ge=0, le=150)
+    pet: Annotated[Cat | Dog, pydantic.Field(discriminator="kind")]
+    nickname: str | None = None
+
+
+def typed_console_agent() -> Agent:
+    """Three typed skills: ``plan`` (decorator parameters: constraints, a Literal, an optional number, a
+    list and a map), ``ship`` (a msgspec Struct with nested Structs, an array of them and an Enum) and
+    ``adopt`` (a pydantic model with a discriminated union)."""
+    agent = Agent("Typed console agent", "Typed skills, drawn as forms.")
+
+    @agent.skill(tags=["typed"])
+    def plan(
+        city: str,
+        days: Annotated[int, at.Ge(1), at.Le(14)] = 3,
+        mode: Literal["walk", "bike"] = "walk",
+        budget: float | None = None,
+        stops: list[str] = [],  # noqa: B006 - a default msgspec copies
+        scores: dict[str, int] = {},  # noqa: B006
+    ) -> dict[str, Any]:
+        """Plans a trip."""
+        return {"city": city, "days": days, "mode": mode, "budget": budget, "stops": stops, "scores": scores}
+
+    @agent.skill(tags=["typed"])
+    def ship(params: Shipment) -> Shipment:
+        """Ships an order."""
+        return params
+
+    @agent.skill(tags=["typed"])
+    def adopt(params: Owner) -> Owner:
+        """Registers a pet's owner."""
+        return params
 
     return agent

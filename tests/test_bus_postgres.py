@@ -19,7 +19,7 @@ import msgspec
 import pytest
 
 from conftest import LongTask, skip_without_service
-from skillwire import Executor, Message, Part, RequestContext, Role, TaskEvents, TaskState
+from skillwire import Executor, Message, RequestContext, TaskEvents, TaskState
 from skillwire.errors import InternalError, StoreError, StreamDroppedError
 from skillwire.protocol.models import (
     SendMessageRequest,
@@ -34,6 +34,7 @@ from skillwire.server.bus_postgres import PostgresEventBus, parse_url, stream_ha
 from skillwire.server.context import CallContext
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores.memory import MemoryTaskStore
+from skillwire.types import Part, Role
 
 WAIT = 10.0
 

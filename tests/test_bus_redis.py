@@ -18,14 +18,7 @@ pytest.importorskip("redis")
 
 import redis.asyncio as redis
 
-from skillwire import (
-    CallContext,
-    Executor,
-    MemoryTaskStore,
-    RequestContext,
-    TaskEvents,
-    TaskState,
-)
+from skillwire import CallContext, Executor, RequestContext, TaskEvents, TaskState
 from skillwire.errors import SkillwireError, StreamDroppedError
 from skillwire.protocol.models import (
     Message,
@@ -41,6 +34,7 @@ from skillwire.server import bus_redis
 from skillwire.server.bus import Behind, InProcessEventBus, open_bus
 from skillwire.server.bus_redis import RedisEventBus
 from skillwire.server.runtime import TaskRuntime
+from skillwire.stores import MemoryTaskStore
 
 REDIS = "redis://127.0.0.1:6379/0"
 WAIT = 10.0

@@ -19,7 +19,7 @@ from joserfc.jwk import ECKey, KeySet, OctKey, OKPKey, RSAKey
 from jwt.api_jwk import PyJWK
 
 from conftest import example_agent
-from skillwire import AgentCard, CardSignatureError, CardSigner, verify_card
+from skillwire import CardSignatureError, CardSigner, verify_card
 from skillwire.models import (
     AgentCapabilities,
     AgentCardSignature,
@@ -30,6 +30,7 @@ from skillwire.models import (
     SecurityRequirement,
 )
 from skillwire.protocol.models import StringList
+from skillwire.types import AgentCard
 from skillwire.wire import card_signing
 from skillwire.wire.card_signing import ALGORITHMS, canonical_card, signed_part
 

@@ -19,10 +19,11 @@ import pytest
 
 from conftest import RunningServer
 from hostile import CardServer, Running, card, running
-from skillwire import Agent, AgentProvider, AgentSkill
+from skillwire import Agent
 from skillwire.cli.main import main
 from skillwire.cli.terminal import safe_text
 from skillwire.protocol import models as m
+from skillwire.types import AgentProvider, AgentSkill
 
 #: One of each kind of thing a terminal acts on, named by a visible tag. Every payload says "evil", which
 #: must never reach the output.

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conftest import RunningServer, collect, example_agent, gated_agent, state_of
-from skillwire import Client, Operation, RetryPolicy, TaskFailedError, TaskState
+from skillwire import Client, RetryPolicy, TaskFailedError, TaskState
 from skillwire.client import AgentConnectionError, HTTPStatusError, NoCompatibleInterfaceError
 from skillwire.client.client import select_interface
 from skillwire.errors import (
@@ -25,6 +25,7 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol import models as m
+from skillwire.types import Operation
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 #: The behaviour tests run on every binding; retry and resume tests on the HTTP ones (gRPC has its own in

@@ -23,16 +23,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from conftest import RunningServer, collect, example_agent, free_port, gated_agent, state_of
-from skillwire import (
-    Agent,
-    CallContext,
-    Client,
-    Operation,
-    RequestContext,
-    RetryPolicy,
-    TaskEvents,
-    TaskState,
-)
+from skillwire import Agent, CallContext, Client, RequestContext, RetryPolicy, TaskEvents, TaskState
 from skillwire.client import AgentConnectionError, HTTPStatusError, InvalidResponseError
 from skillwire.client.client import select_interface
 from skillwire.client.grpc import GrpcTransport, grpc_target
@@ -47,6 +38,7 @@ from skillwire.errors import (
 from skillwire.protocol import models as m
 from skillwire.security import APIKey, Security
 from skillwire.server.handler import RequestHandler
+from skillwire.types import Operation
 
 FAST = RetryPolicy(retries=3, base=0.0, cap=0.01)
 WAIT = 10.0  # the cap on every wait in this module, in seconds

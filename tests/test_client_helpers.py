@@ -20,9 +20,7 @@ import pytest
 from conftest import RecordingHandler, RunningServer, example_agent
 from skillwire import (
     Agent,
-    AgentExtension,
     Client,
-    Operation,
     RequestContext,
     RetryPolicy,
     SyncClient,
@@ -36,6 +34,7 @@ from skillwire.client.client import select_interface
 from skillwire.client.retry import parse_retry_after
 from skillwire.errors import TaskNotFoundError
 from skillwire.protocol import models as m
+from skillwire.types import AgentExtension, Operation
 from skillwire.wire.generations import GENERATIONS_URI
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]

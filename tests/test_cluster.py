@@ -256,7 +256,7 @@ async def test_the_tasks_of_a_killed_process_are_failed_or_run_again_elsewhere(
         assert state_of(ended[1][-1]) is TaskState.COMPLETED
         rerun = await cb.get_task(again.id)
         assert rerun.artifacts[0].parts[0].text == f"done in {b.proc.pid}"
-        assert rerun.metadata == {"attempt": 2}
+        assert rerun.metadata == {"skillId": "again", "attempt": 2}
     finally:
         await ca.aclose()
         await cb.aclose()

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from conftest import RunningServer, TcpProxy, rpc, serve_asgi, skip_without_service, start_server
-from console_agent import HOSTILE, PNG, console_agent
+from console_agent import HOSTILE, PNG, console_agent, typed_console_agent
 from test_client_v03 import peer as v03_peer  # noqa: F401 - a fixture: the a2a-sdk 0.3 agent
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
@@ -113,9 +113,10 @@ def artifact_text(task: dict[str, Any]) -> list[str]:
 
 def test_the_card_is_shown_and_agent_markup_stays_text(page: Any, agent_server: RunningServer) -> None:
     open_console(page, agent_server.url)
+    header = page.locator("header.agent")
+    expect(header.locator("h1")).to_have_text("Console test agent")
+    expect(header).to_contain_text(HOSTILE)  # the description's markup, as text
     card = page.locator("section.card")
-    expect(card.locator("h1")).to_have_text("Console test agent")
-    expect(card).to_contain_text(HOSTILE)  # the description's markup, as text
     expect(card).to_contain_text("JSONRPC")
     expect(card).to_contain_text("push notifications: yes")
     expect(card).to_contain_text("No security schemes")
@@ -213,6 +214,116 @@ def test_nested_objects_arrays_defaults_and_formats(page: Any, agent_server: Run
         "gift": True,
         "deliver_on": "2026-12-24",
     }
+
+
+# -- typed skills: forms from the schemas Python types make ----------------------------------------------
+
+
+@pytest.fixture
+def typed_server() -> Iterator[RunningServer]:
+    server = start_server(typed_console_agent().asgi(store="memory://", console=True))
+    yield server
+    server.stop()
+
+
+def result_of(base: str, page: Any) -> Any:
+    task_id = task_id_of(page)
+    wait_state(page, "completed")
+    return get_task(base, task_id)["artifacts"][0]["parts"][0]["data"]
+
+
+def test_every_typed_skill_has_a_form_and_no_json_box(page: Any, typed_server: RunningServer) -> None:
+    open_console(page, typed_server.url)
+    expect(page.locator("article.skill")).to_have_count(3)
+    for skill_id in ("plan", "ship", "adopt"):
+        article = skill(page, skill_id)
+        expect(article.locator("fieldset.object.root")).to_have_count(1)
+        expect(article).not_to_contain_text("has no form")
+        assert article.locator("textarea.code").count() == 1  # the JSON tab's editor only
+
+
+def test_a_decorator_skill_form_has_its_constraints(page: Any, typed_server: RunningServer) -> None:
+    open_console(page, typed_server.url)
+    plan = skill(page, "plan")
+    days = plan.get_by_label("days")
+    expect(days).to_have_value("3")  # the parameter's default
+    expect(days).to_have_attribute("min", "1")
+    expect(days).to_have_attribute("max", "14")
+    expect(days).to_have_attribute("step", "1")
+    expect(plan.locator("fieldset.object.root")).to_contain_text("a whole number, at least 1, at most 14")
+    plan.get_by_label("city").fill("Oslo")
+    days.fill("20")
+    plan.get_by_role("button", name="Send to Plan").click()
+    expect(plan.locator(".result .error")).to_contain_text("/days")  # the agent's -32602, under the form
+    days.fill("5")
+    plan.get_by_label("mode").select_option(label="bike")
+    plan.get_by_role("button", name="Add stops item").click()
+    plan.get_by_role("textbox", name="stops item").fill("Bergen")
+    plan.get_by_role("button", name="Add scores item").click()
+    plan.get_by_label("scores key").fill("views")
+    plan.get_by_label("scores value").fill("9")
+    plan.get_by_role("button", name="Send to Plan").click()
+    assert result_of(typed_server.url, page) == {
+        "city": "Oslo",
+        "days": 5,
+        "mode": "bike",
+        "budget": None,  # left empty: the parameter's default
+        "stops": ["Bergen"],
+        "scores": {"views": 9},
+    }
+
+
+def test_a_struct_skill_form_nests_its_types(page: Any, typed_server: RunningServer) -> None:
+    open_console(page, typed_server.url)
+    ship = skill(page, "ship")
+    to = ship.locator("fieldset.object", has=page.locator("legend", has_text="to")).first
+    to.get_by_label("street").fill("1 Quay")
+    to.get_by_label("city").fill("Tromso")
+    expect(to.get_by_label("country")).to_have_value("NO")
+    ship.get_by_role("button", name="Add lines item").click()
+    line = ship.locator("fieldset.array li").first
+    line.get_by_role("textbox", name="item", exact=True).fill("rope")
+    expect(line.get_by_label("quantity")).to_have_attribute("min", "1")
+    line.get_by_label("quantity").fill("2")
+    line.get_by_label("color").select_option(label="blue")
+    ship.get_by_label("express").check()
+    ship.get_by_role("button", name="Send to Ship").click()
+    assert result_of(typed_server.url, page) == {
+        "to": {"street": "1 Quay", "city": "Tromso", "country": "NO"},
+        "lines": [{"item": "rope", "quantity": 2, "color": "blue"}],
+        "express": True,
+        "notes": None,
+    }
+
+
+def test_a_pydantic_skill_form_chooses_a_union_member(page: Any, typed_server: RunningServer) -> None:
+    open_console(page, typed_server.url)
+    adopt = skill(page, "adopt")
+    adopt.get_by_role("textbox", name="Name", exact=True).fill("Ada")
+    age = adopt.get_by_role("spinbutton", name="Age")
+    expect(age).to_have_attribute("max", "150")
+    age.fill("36")
+    pet = adopt.locator("fieldset.choice")
+    expect(pet.locator(":scope > select option")).to_have_text(["cat", "dog"])
+    pet.locator(":scope > select").select_option(label="dog")
+    pet.get_by_label("Good").check()
+    adopt.get_by_role("button", name="Send to Adopt").click()
+    assert result_of(typed_server.url, page) == {
+        "name": "Ada",
+        "age": 36,
+        "pet": {"kind": "dog", "good": True},
+        "nickname": None,
+    }
+
+
+def test_the_skills_are_on_the_first_screen(page: Any, typed_server: RunningServer) -> None:
+    open_console(page, typed_server.url)  # the viewport is 1280x900
+    first = page.locator("article.skill").first.locator("h3")
+    box = first.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 900, box
+    skills = page.locator("section.skills").bounding_box()
+    details = page.locator("section.card").bounding_box()
+    assert skills is not None and details is not None and details["y"] > skills["y"]  # the card comes after
 
 
 # -- live tasks -----------------------------------------------------------------------------------------
@@ -368,6 +479,12 @@ def test_tasks_are_listed_filtered_and_paged(page: Any, agent_server: RunningSer
     rows = page.locator("table.tasks tbody tr")
     expect(rows).to_have_count(5, timeout=WAIT_MS)
     expect(page.locator("#tasks-summary")).to_contain_text("Tasks 1-5 of 7")
+    expect(page.locator("table.tasks thead th")).to_have_text(
+        ["Task", "Skill", "State", "Updated", "Context", "Artifacts"]
+    )
+    for i in range(5):  # each task's skill, and its one artifact
+        expect(rows.nth(i).locator("td").nth(1)).to_have_text("greet")
+        expect(rows.nth(i).locator("td").nth(5)).to_have_text("1")
     first_page = [rows.nth(i).locator("a").inner_text() for i in range(5)]
     page.locator("#page-next").click()
     expect(page.locator("#tasks-summary")).to_contain_text("Tasks 6-7 of 7")

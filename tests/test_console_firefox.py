@@ -114,7 +114,7 @@ def send_text(browser: Firefox, skill_id: str, text: str) -> None:
 
 
 def test_the_greeter_form_with_the_keyboard(page: Firefox) -> None:
-    assert "Console test agent" in until(page, "section.card h1", "Console test agent")
+    assert "Console test agent" in until(page, "header.agent h1", "Console test agent")
     focus(page, "#skill-greet input[name='input.name']")
     page.type("Ada")
     assert (

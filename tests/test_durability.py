@@ -37,9 +37,9 @@ from conftest import (
     start_server,
     user_message,
 )
-from skillwire import Agent, RequestContext, SQLiteTaskStore, TaskEvents
+from skillwire import Agent, RequestContext, TaskEvents
 from skillwire.errors import StoreError
-from skillwire.stores import TaskQuery
+from skillwire.stores import SQLiteTaskStore, TaskQuery
 from skillwire.wire.sse import SSEDecoder
 
 INTERNAL = -32603

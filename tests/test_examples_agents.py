@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from conftest import EXAMPLES, RunningServer, Served, example_agent, free_port, start_process
-from skillwire import Agent, Client, Outcome, SkillContext, SkillError, StreamResponse, Task, TaskState
+from skillwire import Agent, Client, Outcome, SkillContext, SkillError, Task, TaskState
 from skillwire.cli.main import main
 from skillwire.errors import UnsupportedOperationError
+from skillwire.types import StreamResponse
 
 WAIT = 20.0
 PLANNER = EXAMPLES / "planner-router"

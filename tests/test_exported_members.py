@@ -14,63 +14,60 @@ import skillwire
 
 EXPORTED = [
     "A2AError",
+    "APIKey",
     "Agent",
-    "AgentCapabilities",
-    "AgentCard",
-    "AgentExtension",
-    "AgentProvider",
-    "AgentSkill",
     "Answer",
-    "Artifact",
     "BaseRequestHandler",
+    "Bearer",
     "CallContext",
     "CardSignatureError",
     "CardSigner",
     "Client",
     "ClientError",
     "Executor",
+    "HTTPBasic",
+    "InvalidParamsError",
     "Limits",
-    "MemoryTaskStore",
     "Message",
-    "Operation",
+    "MutualTLS",
+    "OAuth2",
+    "OpenIDConnect",
     "Outcome",
-    "Part",
+    "Principal",
     "PushSettings",
     "RequestContext",
     "RetryPolicy",
-    "Role",
-    "SQLiteTaskStore",
-    "SendMessageConfiguration",
+    "Security",
     "SkillCard",
     "SkillContext",
     "SkillError",
     "SkillwireError",
-    "StreamResponse",
     "SyncClient",
     "Task",
-    "TaskArtifactUpdateEvent",
     "TaskEvents",
     "TaskFailedError",
+    "TaskNotFoundError",
     "TaskState",
-    "TaskStatus",
-    "TaskStatusUpdateEvent",
-    "TaskStore",
     "WebhookPolicy",
     "__version__",
     "compile_schema",
-    "open_store",
     "validate_json",
     "verify_card",
 ]
 
-#: The documented subpackages; every other module is internal.
+#: The documented subpackages; every other module is internal (``skillwire.models`` is the former name of
+#: ``skillwire.types``, kept working).
 PUBLIC_MODULES = [
     "skillwire.client",
     "skillwire.errors",
+    "skillwire.llm",
     "skillwire.models",
     "skillwire.security",
+    "skillwire.server",
+    "skillwire.stores",
     "skillwire.testing",
     "skillwire.testing.store_contract",
+    "skillwire.types",
     "skillwire.webhooks",
 ]
 
@@ -94,17 +91,8 @@ def test_every_name_of_a_public_subpackage_resolves(module_name: str) -> None:
 
 def test_dir_advertises_only_the_front_door_and_the_public_subpackages() -> None:
     public = [name for name in dir(skillwire) if not name.startswith("_")]
-    assert public == sorted(
-        [
-            *(name for name in EXPORTED if not name.startswith("_")),
-            "client",
-            "errors",
-            "models",
-            "security",
-            "testing",
-            "webhooks",
-        ]
-    )
+    modules = [name.removeprefix("skillwire.") for name in PUBLIC_MODULES if name.count(".") == 1]
+    assert public == sorted([*(name for name in EXPORTED if not name.startswith("_")), *modules])
 
 
 def test_the_namespace_holds_no_public_name_outside_all() -> None:
@@ -132,9 +120,39 @@ def test_public_subpackages_are_reachable_without_importing_them() -> None:
     assert done.stdout.split() == ["MockAgent", "-32001"]
 
 
-def test_the_models_module_is_every_wire_model() -> None:
-    from skillwire import models
+def test_the_types_module_is_every_wire_type() -> None:
+    from skillwire import models, types
     from skillwire.protocol import models as internal
+    from skillwire.protocol.operations import Operation
 
-    assert models.__all__ == internal.__all__
-    assert all(getattr(models, name) is getattr(internal, name) for name in models.__all__)
+    assert types.__all__ == sorted([*internal.__all__, "Operation"])
+    assert all(getattr(types, name) is getattr(internal, name) for name in internal.__all__)
+    assert types.Operation is Operation
+    assert models.__all__ == types.__all__  # the former name, kept working
+
+
+@pytest.mark.parametrize(
+    ("name", "home"),
+    [("AgentCard", "skillwire.types"), ("Part", "skillwire.types"), ("open_store", "skillwire.stores")],
+)
+def test_a_name_that_moved_still_resolves_with_a_warning_naming_its_module(name: str, home: str) -> None:
+    with pytest.warns(DeprecationWarning, match=f"import it from {home}"):
+        value = getattr(skillwire, name)
+    assert value is getattr(importlib.import_module(home), name)
+    assert name not in vars(skillwire)  # not cached: each use warns
+
+
+def test_the_front_door_holds_no_wire_type_but_what_callers_read() -> None:
+    from skillwire import types
+
+    assert sorted(set(EXPORTED) & set(types.__all__)) == ["Message", "Task", "TaskState"]
+
+
+def test_the_server_package_loads_no_bus_driver_until_one_is_asked_for() -> None:
+    code = (
+        "import sys, skillwire.server as s; assert 'skillwire.server.bus_redis' not in sys.modules;"
+        " s.RedisEventBus; print('skillwire.server.bus_redis' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True"]

@@ -28,18 +28,7 @@ from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 
 from conftest import EXAMPLES, assert_proto
-from skillwire import (
-    A2AError,
-    AgentCapabilities,
-    AgentCard,
-    BaseRequestHandler,
-    CallContext,
-    Limits,
-    MemoryTaskStore,
-    Operation,
-    StreamResponse,
-    Task,
-)
+from skillwire import A2AError, BaseRequestHandler, CallContext, Limits, Task
 from skillwire.cli.main import load_agent
 from skillwire.errors import UnsupportedOperationError, VersionNotSupportedError
 from skillwire.protocol.models import AgentInterface, GetTaskRequest
@@ -50,6 +39,8 @@ from skillwire.server.grpc_limits import server_options
 from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.runtime import TaskRuntime
+from skillwire.stores import MemoryTaskStore
+from skillwire.types import AgentCapabilities, AgentCard, Operation, StreamResponse
 from skillwire.wire.grpc_service import RPCS, STATUS_DETAILS_KEY, read_status, rich_status
 
 WAIT = 10.0

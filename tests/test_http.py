@@ -23,19 +23,18 @@ from conftest import (
 )
 from skillwire import (
     Agent,
-    AgentCapabilities,
-    AgentCard,
     BaseRequestHandler,
     CallContext,
     Executor,
     Limits,
     RequestContext,
-    SQLiteTaskStore,
     TaskEvents,
     TaskState,
 )
 from skillwire.protocol.models import GetTaskRequest
 from skillwire.security import APIKey, Security
+from skillwire.stores import SQLiteTaskStore
+from skillwire.types import AgentCapabilities, AgentCard
 from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.sse import SSEDecoder
 
@@ -553,9 +552,10 @@ def test_graceful_shutdown_ends_streams_and_settles_tasks(serve: Any, tmp_path: 
 async def test_an_error_in_the_middle_of_a_stream_is_its_last_event(
     serve: Any, client: httpx.AsyncClient
 ) -> None:
-    from skillwire import Message, Part, Role, StreamResponse
+    from skillwire import Message
     from skillwire.errors import TaskNotFoundError
     from skillwire.protocol.models import SendMessageRequest
+    from skillwire.types import Part, Role, StreamResponse
 
     class Faulty(BaseRequestHandler):
         async def on_send_streaming_message(self, request: SendMessageRequest, call: CallContext) -> Any:

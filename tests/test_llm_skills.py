@@ -20,11 +20,12 @@ import pytest
 
 from conftest import A2A_V1, EXAMPLES, RunningServer, Served, rpc, start_process
 from llm_standin import WAIT, Hang, ProviderStandIn, Reply, SlowStream, Status
-from skillwire import Agent, Client, Part, TaskState
+from skillwire import Agent, Client, TaskState
 from skillwire.errors import ManifestError, SkillwireError, ValidationError
 from skillwire.server.app import A2AApplication
 from skillwire.skills.loader import check_skills_folder, load_skills_folder
 from skillwire.skills.model import parse_reply, repair_request, wants_json
+from skillwire.types import Part
 
 READER = EXAMPLES / "llm-manifest"
 CRITIC = EXAMPLES / "critic"

@@ -185,7 +185,7 @@ def picture_agent(outcomes: list[Outcome]) -> Agent:
     agent = Agent("Pictures")
     agent.on_outcome(outcomes.append)
 
-    @agent.skill(tags=["media"])
+    @agent.skill(tags=["media"], output_modes=["image/png", "text/plain"])  # what it may make
     async def draw(params: Any, ctx: SkillContext) -> str | None:
         """Draws a picture."""
         if ctx.accepts_output("image/png"):

@@ -17,8 +17,9 @@ ALLOWED: dict[str, set[str]] = {
     # the web console's static files and their ASGI handler: served by the server, relayed by the CLI
     "console": set(),
     "protocol": {"errors"},
-    # the public name of protocol.models
-    "models": {"protocol"},
+    # the wire types' public module (protocol.models and the operations), and its former name
+    "types": {"protocol"},
+    "models": {"types"},
     "wire": {"errors", "protocol"},
     "stores": {"errors", "protocol"},
     "security": {"errors", "protocol"},

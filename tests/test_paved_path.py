@@ -12,12 +12,13 @@ import msgspec
 import pytest
 
 from conftest import EXAMPLES, RunningServer
-from skillwire import Agent, Client, Part, SkillContext, SkillwireError, SyncClient, Task
+from skillwire import Agent, Client, SkillContext, SkillwireError, SyncClient, Task
 from skillwire.errors import InvalidParamsError, ManifestError
 from skillwire.server.app import A2AApplication
 from skillwire.skills.manifest import SkillCard
 from skillwire.skills.registry import implied_text_input, skill_from_function
 from skillwire.testing import MockAgent
+from skillwire.types import Part
 
 Serve = Callable[[A2AApplication], RunningServer]
 

@@ -8,23 +8,21 @@ import msgspec
 import pytest
 
 from conftest import assert_proto
-from skillwire import (
-    Artifact,
-    Message,
-    Operation,
-    Part,
-    Role,
-    StreamResponse,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatus,
-)
+from skillwire import Message, Task, TaskState
 from skillwire.errors import VersionNotSupportedError
 from skillwire.protocol.models import GetTaskRequest, ListTasksResponse, SendMessageRequest
 from skillwire.protocol.operations import OPERATIONS_BY_METHOD, Capability
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES, TRANSITIONS, can_transition
 from skillwire.protocol.versions import negotiate_version
+from skillwire.types import (
+    Artifact,
+    Operation,
+    Part,
+    Role,
+    StreamResponse,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+)
 
 encode = msgspec.json.encode
 T0 = datetime(2026, 11, 29, 12, 30, 5, 123000, tzinfo=UTC)

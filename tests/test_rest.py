@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, RunningServer, assert_proto, assert_rpc_error, example_agent, rpc, user_message
-from skillwire import Agent, AgentExtension, RequestContext, TaskEvents
+from skillwire import Agent, RequestContext, TaskEvents
+from skillwire.types import AgentExtension
 from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.sse import SSEDecoder
 
@@ -249,8 +250,9 @@ class Busy:
         self.busy_gets = 1
 
     async def handle(self, operation: Any, params: Any, context: Any) -> Any:
-        from skillwire import Operation, Task, TaskState, TaskStatus
+        from skillwire import Task, TaskState
         from skillwire.errors import ServerBusyError
+        from skillwire.types import Operation, TaskStatus
 
         if operation is Operation.GET_TASK:
             if self.busy_gets:

@@ -11,21 +11,13 @@ import msgspec
 import pytest
 
 from skillwire import (
-    AgentCapabilities,
     BaseRequestHandler,
     CallContext,
     Executor,
     Message,
-    Operation,
-    Part,
     RequestContext,
-    Role,
-    SendMessageConfiguration,
-    SQLiteTaskStore,
-    StreamResponse,
     TaskEvents,
     TaskState,
-    TaskStore,
 )
 from skillwire.errors import (
     ExtendedAgentCardNotConfiguredError,
@@ -49,6 +41,8 @@ from skillwire.protocol.models import (
 from skillwire.server.executor import Work, as_executor
 from skillwire.server.handler import Dispatcher
 from skillwire.server.runtime import TaskRuntime
+from skillwire.stores import SQLiteTaskStore, TaskStore
+from skillwire.types import AgentCapabilities, Operation, Part, Role, SendMessageConfiguration, StreamResponse
 
 CALL = CallContext()
 WAIT = 10.0

@@ -14,22 +14,7 @@ from typing import Any
 
 import pytest
 
-from skillwire import (
-    CallContext,
-    Executor,
-    Limits,
-    MemoryTaskStore,
-    Message,
-    Part,
-    RequestContext,
-    Role,
-    SendMessageConfiguration,
-    SQLiteTaskStore,
-    StreamResponse,
-    TaskEvents,
-    TaskState,
-    TaskStore,
-)
+from skillwire import CallContext, Executor, Limits, Message, RequestContext, TaskEvents, TaskState
 from skillwire.errors import (
     InvalidParamsError,
     ServerBusyError,
@@ -43,8 +28,10 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.bus import Behind, InProcessEventBus
 from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import make_task, save
+from skillwire.types import Part, Role, SendMessageConfiguration, StreamResponse
 
 CALL = CallContext()
 WAIT = 10.0

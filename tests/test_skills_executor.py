@@ -18,17 +18,12 @@ from conftest import A2A_V1, EXAMPLES, RunningServer, assert_rpc_result, rpc, us
 from skillwire import (
     Agent,
     CallContext,
-    MemoryTaskStore,
     Message,
     Outcome,
-    Part,
     RequestContext,
-    Role,
-    SendMessageConfiguration,
     SkillContext,
     SkillwireError,
     TaskState,
-    TaskStore,
 )
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import CancelTaskRequest, SendMessageRequest
@@ -37,6 +32,8 @@ from skillwire.server.runtime import TaskRuntime
 from skillwire.skills.context import NotJson
 from skillwire.skills.executor import SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, skill_from_function
+from skillwire.stores import MemoryTaskStore, TaskStore
+from skillwire.types import Part, Role, SendMessageConfiguration
 
 WAIT = 10.0
 

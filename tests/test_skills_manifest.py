@@ -20,11 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_proto
-from skillwire import AgentSkill, SkillCard
+from skillwire import SkillCard
 from skillwire.errors import ManifestError
 from skillwire.protocol.models import SecurityRequirement, StringList
 from skillwire.skills import _yaml
 from skillwire.skills.manifest import MAX_FILE_BYTES, ExecutionHints
+from skillwire.types import AgentSkill
 
 FIXTURES = Path(__file__).parent / "fixtures" / "manifests"
 MINIMAL = "---\nid: greet\nname: Greet\ndescription: Says hello.\ntags: [demo]\n---\nHello!\n"

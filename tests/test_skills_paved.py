@@ -16,7 +16,7 @@ import pytest
 from google.protobuf import json_format
 
 from conftest import EXAMPLES, RunningServer, assert_proto
-from skillwire import Agent, Client, Message, Part, Role, SkillContext, SkillwireError, Task, TaskState
+from skillwire import Agent, Client, Message, SkillContext, SkillwireError, Task, TaskState
 from skillwire.cli.main import main
 from skillwire.errors import InvalidParamsError
 from skillwire.skills.registry import skill_from_function
@@ -25,6 +25,7 @@ from skillwire.skills.schema_card import (
     SKILL_SCHEMAS_URI,
     read_skill_schemas,
 )
+from skillwire.types import Part, Role
 
 WAIT = 10.0
 Serve = Callable[[Any], RunningServer]
@@ -91,9 +92,9 @@ async def test_typed_parameters_are_validated_and_passed_as_keywords(serve: Serv
         assert isinstance(good, Task) and good.status.state is TaskState.COMPLETED
         assert good.artifacts[0].parts[0].data["currency"] == "USD"  # type: ignore[index]
         for bad, where, reason in (
-            ({"amount": "ten"}, "/amount", "Expected `float`, got `str`"),
-            ({"currency": "USD"}, "/", "missing required field `amount`"),
-            ({"amount": 1, "colour": "red"}, "/", "unknown field `colour`"),
+            ({"amount": "ten"}, "/amount", "expected number, got string"),
+            ({"currency": "USD"}, "/", "missing required property 'amount'"),
+            ({"amount": 1, "colour": "red"}, "/", "additional property 'colour' is not allowed"),
         ):
             with pytest.raises(InvalidParamsError) as info:
                 await client.send(data(bad, "convert"))
@@ -106,7 +107,8 @@ async def test_typed_parameters_are_validated_and_passed_as_keywords(serve: Serv
 def test_the_input_schema_of_typed_parameters_is_built_from_the_signature() -> None:
     skill = money().registry.get("convert")
     assert skill is not None and skill.input_schema is not None
-    (body,) = skill.input_schema["$defs"].values()
+    body = skill.input_schema  # the object itself, at the top
+    assert "$defs" not in body and "title" not in body
     assert body["properties"] == {
         "amount": {"type": "number"},
         "currency": {"type": "string", "default": "EUR"},
@@ -120,7 +122,7 @@ def test_the_input_schema_of_typed_parameters_is_built_from_the_signature() -> N
 def test_contradictory_input_declarations_are_refused_when_decorated() -> None:
     agent = Agent("A")
     with pytest.raises(
-        SkillwireError, match=r"skill 'both': input_schema= and the Struct annotation `params: Order`"
+        SkillwireError, match=r"skill 'both': input_schema= and the annotation `params: Order`"
     ):
 
         @agent.skill(tags=["t"], input_schema={"type": "object"})
@@ -189,7 +191,7 @@ def test_the_card_publishes_the_schemas_in_a_strict_protobuf_extension(serve: Se
     for skill in agent.registry:
         assert params[skill.id]["input"] == skill.input_schema
     assert params["whoami"]["output"] == {"type": "string"}
-    assert "output" not in params["convert"]
+    assert params["convert"]["output"] == {"type": "object"}  # its return annotation, dict[str, Any]
     # Through protobuf's Struct the numbers are doubles; the schemas still compare equal as JSON.
     (parsed,) = [e for e in proto.capabilities.extensions if e.uri == SKILL_SCHEMAS_URI]
     assert json_format.MessageToDict(parsed.params) == params
@@ -254,7 +256,7 @@ def test_skills_list_reads_the_extension_of_a_running_agent(
     assert rows["whoami"]["output"] == {"type": "string"}
     assert main(["skills", "list", srv.url]) == 0
     out = capsys.readouterr().out
-    assert "convert: Converts an amount. [money]\n  input: {" in out and "  output: (no schema)" in out
+    assert "convert: Converts an amount. [money]\n  input: {" in out and '  output: {"type":"object"}' in out
 
 
 def test_skills_check_reports_every_problem_of_code_skills(
@@ -281,7 +283,7 @@ def test_skills_check_reports_every_problem_of_code_skills(
     assert main(["skills", "check", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"{agent_py}:10: skill 'untagged' has no description" in err  # the line the decorator is on
-    assert f"{agent_py}:13: skill 'both': input_schema= and the Struct annotation" in err
+    assert f"{agent_py}:13: skill 'both': input_schema= and the annotation `params: Order`" in err
     assert "2 problem(s) in 3 skill(s)" in err
     agent_py.write_text(agent_py.read_text().split("@agent.skill()")[0])
     assert main(["skills", "check", str(agent_py)]) == 0
@@ -311,7 +313,10 @@ def test_an_unresolvable_annotation_of_a_typed_parameter_is_refused() -> None:
     def whole(params: Undefined, ctx: SkillContext) -> None:  # type: ignore[name-defined]  # noqa: F821
         """Whole."""
 
-    assert agent.skill(tags=["t"])(whole) is whole  # the whole input, unchecked, as before
+    with pytest.raises(
+        SkillwireError, match="skill 'whole': the annotation 'Undefined' of parameter 'params'"
+    ):
+        agent.skill(tags=["t"])(whole)
 
 
 def test_the_schemas_round_trip_exactly_through_protobuf() -> None:

@@ -157,9 +157,13 @@ VALID: list[tuple[object, object]] = [
             "deprecated": True,
             "readOnly": False,
             "writeOnly": False,
+            "contentEncoding": "base64",
+            "contentMediaType": "image/png",
         },
         "anything",
     ),
+    # msgspec and pydantic write OpenAPI's discriminator beside the oneOf/anyOf that does the checking
+    ({"oneOf": [{"const": 1}, {"const": 2}], "discriminator": {"propertyName": "kind"}}, 2),
 ]
 
 

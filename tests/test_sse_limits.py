@@ -24,9 +24,10 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, RunningServer, assert_rpc_error, rpc, start_server, user_message
-from skillwire import Agent, BaseRequestHandler, CallContext, Limits, StreamResponse
+from skillwire import Agent, BaseRequestHandler, CallContext, Limits
 from skillwire.errors import ServerBusyError
 from skillwire.server.asgi import PUMP_BYTES
+from skillwire.types import StreamResponse
 from skillwire.wire.sse import SSEDecoder
 
 WAIT = 15.0
@@ -256,7 +257,8 @@ class FallsBehind(BaseRequestHandler):
     """A stream that sends one event and then fails the way a dropped bus subscriber does."""
 
     async def on_send_streaming_message(self, request: Any, call: CallContext) -> Any:
-        from skillwire import Message, Part, Role
+        from skillwire import Message
+        from skillwire.types import Part, Role
 
         async def events() -> AsyncIterator[StreamResponse]:
             hello = Message(message_id="r", context_id="c", role=Role.AGENT, parts=[Part(text="hi")])

@@ -16,7 +16,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from skillwire import MemoryTaskStore, SkillwireError, SQLiteTaskStore, TaskState, TaskStore, open_store
+from skillwire import SkillwireError, TaskState
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.push import MemoryPushState, Outgoing
 from skillwire.stores.sqlite import SCHEMA_VERSION

@@ -13,9 +13,10 @@ import msgspec
 import pytest
 
 from conftest import ROOT, TcpProxy, free_port, postgres_address, postgres_dsn, postgres_schema, via_proxy
-from skillwire import SkillwireError, TaskState, open_store
+from skillwire import SkillwireError, TaskState
 from skillwire.errors import ConcurrentUpdateError, StoreError, install_command
 from skillwire.protocol.models import TaskStatus
+from skillwire.stores import open_store
 from skillwire.stores.base import TaskQuery, TaskStore, write_task
 from skillwire.stores.postgres import SCHEMA_VERSION, PostgresTaskStore, upgrade
 from skillwire.stores.push import PushConfigRecord, PushStore

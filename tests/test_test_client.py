@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 
-from skillwire import Agent, Client, MemoryTaskStore, SyncClient
+from skillwire import Agent, Client, SyncClient
 from skillwire.errors import SkillwireError
 from skillwire.protocol.models import Message, Part, Role, Task, TaskStatus, new_id
 from skillwire.protocol.states import TaskState
 from skillwire.server.runtime import RESTART_MESSAGE, SHUTDOWN_MESSAGE
 from skillwire.skills.context import SkillContext
+from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task
 
 CAP = 10.0  # seconds: no wait in these tests may take longer

@@ -18,21 +18,10 @@ from a2a.types import a2a_pb2 as pb
 from a2a.utils import errors as sdk_errors
 
 from conftest import A2A_V1, ROOT, assert_rpc_error, rpc, user_message
-from skillwire import (
-    Artifact,
-    Client,
-    Message,
-    Operation,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    StreamResponse,
-    Task,
-    TaskFailedError,
-    TaskState,
-)
+from skillwire import Client, Message, Task, TaskFailedError, TaskState
 from skillwire.errors import InvalidParamsError, TaskNotFoundError, UnsupportedOperationError
 from skillwire.testing import MockAgent, Pause, ReceivedRequest, StreamingASGITransport, artifact, status
+from skillwire.types import Artifact, Operation, Part, Role, SendMessageConfiguration, StreamResponse
 
 WAIT = 10.0
 

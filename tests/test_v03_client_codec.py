@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import assert_proto
-from skillwire import A2AError, Operation, TaskState
+from skillwire import A2AError, TaskState
 from skillwire.errors import (
     ERRORS_BY_CODE,
     ContentTypeNotSupportedError,
@@ -39,6 +39,7 @@ from skillwire.errors import (
     VersionNotSupportedError,
 )
 from skillwire.protocol import models as m
+from skillwire.types import Operation
 from skillwire.wire import v03
 from test_v03_codec import (
     AGENT_MSG,

@@ -34,26 +34,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from skillwire import (
-    A2AError,
-    AgentCapabilities,
-    AgentCard,
-    AgentExtension,
-    AgentProvider,
-    AgentSkill,
-    Artifact,
-    Message,
-    Operation,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    StreamResponse,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskState,
-    TaskStatus,
-    TaskStatusUpdateEvent,
-)
+from skillwire import A2AError, Message, Task, TaskState
 from skillwire.errors import (
     ERRORS_BY_CODE,
     ContentTypeNotSupportedError,
@@ -78,6 +59,22 @@ from skillwire.protocol.models import (
     TaskPushNotificationConfig,
 )
 from skillwire.protocol.states import INTERRUPTED_STATES, TERMINAL_STATES
+from skillwire.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentProvider,
+    AgentSkill,
+    Artifact,
+    Operation,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    StreamResponse,
+    TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
 from skillwire.wire import v03
 
 Op = Operation

@@ -7,7 +7,8 @@
 
 from __future__ import annotations
 
-from skillwire import Agent, AgentSkill, RequestContext, TaskEvents
+from skillwire import Agent, RequestContext, TaskEvents
+from skillwire.types import AgentSkill
 
 MAX_CHUNKS = 100_000
 

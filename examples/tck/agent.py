@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from skillwire import Agent, AgentSkill, Part, RequestContext, TaskEvents
+from skillwire import Agent, RequestContext, TaskEvents
 from skillwire.security import APIKey, Security, keys_from_env
+from skillwire.types import AgentSkill, Part
 
 Behaviour = Callable[[RequestContext, TaskEvents], Awaitable[None]]
 LONG_RUNNING_SECONDS = 300.0

@@ -1,68 +1,78 @@
 """skillwire: build, serve and call A2A agents made of skills.
 
-The front door: what the README and the docs teach is importable from here, and adding a name to
-``__all__`` is an API decision (``tests/test_exported_members.py`` holds it to the intended set)::
+The front door: what authors and callers use is importable from here, and adding a name to ``__all__`` is
+an API decision (``tests/test_exported_members.py`` holds it to the intended set)::
 
-    from skillwire import Agent, SkillContext
+    from skillwire import Agent
 
-    agent = Agent("Echo", "Says it back.")
+    agent = Agent("Adder", "Adds numbers.")
 
-    @agent.skill(tags=["echo"])
-    async def echo(params: dict, ctx: SkillContext) -> str:
-        \"\"\"Says the text back.\"\"\"
-        return params["text"]
+    @agent.skill(tags=["math"])
+    def add(a: int, b: int = 1) -> int:
+        \"\"\"Adds two numbers.\"\"\"
+        return a + b
 
-Public modules: this one, and six documented subpackages for what is advanced or numerous:
+Here: the agent and its decorator (:class:`Agent`), what a skill sees and raises (:class:`SkillContext`,
+:class:`Answer`, :class:`SkillError`, :class:`Outcome`), the clients (:class:`Client`,
+:class:`SyncClient`, :class:`RetryPolicy`), what a caller reads (:class:`Task`, :class:`Message`,
+:class:`TaskState`), the security schemes and policy (:class:`Security`, :class:`APIKey`,
+:class:`HTTPBasic`, :class:`Bearer`, :class:`OAuth2`, :class:`OpenIDConnect`, :class:`MutualTLS`,
+:class:`Principal`), the errors users catch (:class:`SkillwireError`, :class:`A2AError`,
+:class:`InvalidParamsError`, :class:`TaskNotFoundError`, :class:`ClientError`, :class:`TaskFailedError`,
+:class:`CardSignatureError`), and the pieces for going further: your own executor or request handler
+(:class:`Executor`, :class:`RequestContext`, :class:`TaskEvents`, :class:`BaseRequestHandler`,
+:class:`CallContext`), limits and push settings (:class:`Limits`, :class:`PushSettings`,
+:class:`WebhookPolicy`), card signing (:class:`CardSigner`, :func:`verify_card`), manifests and schemas
+(:class:`SkillCard`, :func:`compile_schema`, :func:`validate_json`).
 
+Public modules, for what is advanced or numerous:
+
+* :mod:`skillwire.types`: the protocol's wire types, every A2A message as a Struct (``Part``,
+  ``AgentCard``, ``SendMessageConfiguration``, ``GetTaskRequest``, ...), the states, roles and operations.
 * :mod:`skillwire.errors`: the one error tree, every class with its JSON-RPC code, HTTP status and gRPC
-  status (``except skillwire.errors.TaskNotFoundError``). The front door carries its roots,
-  :class:`SkillwireError` and :class:`A2AError`, :class:`SkillError`, which skills raise, and
-  :class:`CardSignatureError`, for a card whose signatures do not verify (:class:`CardSigner` signs cards,
-  :func:`verify_card` checks them; docs/security.md).
+  status (``except skillwire.errors.UnsupportedOperationError``).
 * :mod:`skillwire.client`: the client's own failures (``AgentConnectionError``, ``HTTPStatusError``, ...,
   under :class:`ClientError`) and credentials (``Credentials``, ``CredentialsProvider``, ``Secret``).
-* :mod:`skillwire.security`: who may call an agent: the schemes (``APIKey``, ``HTTPBasic``, ``Bearer``,
-  ``OAuth2``, ``OpenIDConnect``, ``MutualTLS``), the ``Security`` policy given to ``Agent(security=...)``,
-  and the ``Principal`` a skill sees as ``ctx.principal`` (docs/security.md).
-* :mod:`skillwire.models`: every A2A message as a Struct, the request and response messages a
-  :class:`BaseRequestHandler` receives and returns among them (``GetTaskRequest``, ``ListTasksResponse``).
+* :mod:`skillwire.security`: every scheme, ``keys_from_env``, ``hash_password`` (docs/security.md).
 * :mod:`skillwire.testing`: the test kit (``MockAgent``, ``StreamingASGITransport``;
   ``skillwire.testing.store_contract``, which needs pytest).
-* ``PushSettings`` (``Agent(push=...)``: push notifications, on by default) and ``WebhookPolicy`` (the SSRF
-  guard of the webhook URLs callers name: ``agent.asgi(webhook_policy=...)``).
-* :mod:`skillwire.webhooks`: signed push-notification deliveries: ``WebhookSigner`` (and ``WebhookKeys``,
-  for rotation) signs each delivery with a JWT, ``WebhookVerifier`` checks it on the receiving side
-  (docs/push.md).
+* :mod:`skillwire.webhooks`: signed push-notification deliveries (``WebhookSigner``, ``WebhookVerifier``).
+* :mod:`skillwire.stores`: the task stores (``MemoryTaskStore``, ``SQLiteTaskStore``,
+  ``PostgresTaskStore``, ``open_store``).
+* :mod:`skillwire.server`: running the server yourself (``TaskRuntime``, the event buses, ``TLSConfig``,
+  ``Telemetry``, ``Metrics``).
+* :mod:`skillwire.llm`: the model adapters of model-backed skills.
 
-Everything else (``skillwire.protocol``, ``.wire``, ``.stores``, ``.server``, ``.skills``, ``.cli``,
-``.agent`` and the modules of the public subpackages) is internal: it may change in any release; import
-from here.
+Everything else (the modules of ``skillwire.protocol``, ``.wire``, ``.stores``, ``.server``, ``.skills``,
+``.cli``, ``.agent`` and of the public subpackages) is internal: it may change in any release. The wire
+types that this module carried before (``skillwire.AgentCard``, ``skillwire.Part``, ...) still resolve, with a
+DeprecationWarning naming their module.
 """
 
 import typing as _typing
 
 from skillwire.agent import Agent
-from skillwire.errors import A2AError, CardSignatureError, SkillError, SkillwireError
-from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import (
-    AgentCapabilities,
-    AgentCard,
-    AgentExtension,
-    AgentProvider,
-    AgentSkill,
-    Artifact,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    StreamResponse,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskStatus,
-    TaskStatusUpdateEvent,
+from skillwire.errors import (
+    A2AError,
+    CardSignatureError,
+    InvalidParamsError,
+    SkillError,
+    SkillwireError,
+    TaskNotFoundError,
 )
-from skillwire.protocol.operations import Operation
+from skillwire.protocol.limits import Limits
+from skillwire.protocol.models import Message, Task
 from skillwire.protocol.states import TaskState
+from skillwire.security import (
+    APIKey,
+    Bearer,
+    HTTPBasic,
+    MutualTLS,
+    OAuth2,
+    OpenIDConnect,
+    Principal,
+    Security,
+)
 from skillwire.server.context import CallContext
 from skillwire.server.executor import Executor, RequestContext, TaskEvents
 from skillwire.server.handler import BaseRequestHandler
@@ -70,7 +80,6 @@ from skillwire.server.outbound import WebhookPolicy
 from skillwire.server.push import PushSettings
 from skillwire.skills.context import Answer, SkillContext
 from skillwire.skills.executor import Outcome
-from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
 
 if _typing.TYPE_CHECKING:
     from skillwire.client import Client, ClientError, RetryPolicy, SyncClient, TaskFailedError
@@ -94,8 +103,43 @@ _LAZY = {
     "CardSigner": "skillwire.wire.card_signing",
     "verify_card": "skillwire.wire.card_signing",
 }
+# Names this module carried before they moved to their own public modules: they still resolve, with a
+# DeprecationWarning (and are not cached here, so each use says so).
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "AgentCapabilities",
+            "AgentCard",
+            "AgentExtension",
+            "AgentProvider",
+            "AgentSkill",
+            "Artifact",
+            "Operation",
+            "Part",
+            "Role",
+            "SendMessageConfiguration",
+            "StreamResponse",
+            "TaskArtifactUpdateEvent",
+            "TaskStatus",
+            "TaskStatusUpdateEvent",
+        ),
+        "skillwire.types",
+    ),
+    **dict.fromkeys(("MemoryTaskStore", "SQLiteTaskStore", "TaskStore", "open_store"), "skillwire.stores"),
+}
 # The public subpackages, reachable as attributes (``skillwire.testing.MockAgent``) without an import.
-_PUBLIC_MODULES = ("client", "errors", "models", "security", "testing", "webhooks")
+_PUBLIC_MODULES = (
+    "client",
+    "errors",
+    "llm",
+    "models",
+    "security",
+    "server",
+    "stores",
+    "testing",
+    "types",
+    "webhooks",
+)
 
 
 def __getattr__(name: str) -> _typing.Any:
@@ -103,6 +147,16 @@ def __getattr__(name: str) -> _typing.Any:
 
     if name in _PUBLIC_MODULES:
         return importlib.import_module(f"skillwire.{name}")
+    moved = _MOVED.get(name)
+    if moved is not None:
+        import warnings
+
+        warnings.warn(
+            f"skillwire.{name} moved: import it from {moved} (from {moved} import {name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(moved), name)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'skillwire' has no attribute {name!r}")
@@ -118,51 +172,43 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "A2AError",
+    "APIKey",
     "Agent",
-    "AgentCapabilities",
-    "AgentCard",
-    "AgentExtension",
-    "AgentProvider",
-    "AgentSkill",
     "Answer",
-    "Artifact",
     "BaseRequestHandler",
+    "Bearer",
     "CallContext",
     "CardSignatureError",
     "CardSigner",
     "Client",
     "ClientError",
     "Executor",
+    "HTTPBasic",
+    "InvalidParamsError",
     "Limits",
-    "MemoryTaskStore",
     "Message",
-    "Operation",
+    "MutualTLS",
+    "OAuth2",
+    "OpenIDConnect",
     "Outcome",
-    "Part",
+    "Principal",
     "PushSettings",
     "RequestContext",
     "RetryPolicy",
-    "Role",
-    "SQLiteTaskStore",
-    "SendMessageConfiguration",
+    "Security",
     "SkillCard",
     "SkillContext",
     "SkillError",
     "SkillwireError",
-    "StreamResponse",
     "SyncClient",
     "Task",
-    "TaskArtifactUpdateEvent",
     "TaskEvents",
     "TaskFailedError",
+    "TaskNotFoundError",
     "TaskState",
-    "TaskStatus",
-    "TaskStatusUpdateEvent",
-    "TaskStore",
     "WebhookPolicy",
     "__version__",
     "compile_schema",
-    "open_store",
     "validate_json",
     "verify_card",
 ]

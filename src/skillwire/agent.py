@@ -159,6 +159,8 @@ class Agent:
         text_input: str | None = None,
         security: Sequence[Requirement] = (),
         retryable: bool = False,
+        input_modes: Sequence[str] = (),
+        output_modes: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
@@ -167,24 +169,29 @@ class Agent:
                 \"\"\"Converts an amount.\"\"\"
 
         The handler is ``async def`` or ``def`` (run in a worker thread), and takes the whole input
-        (``params``, maybe annotated with a msgspec Struct) or typed parameters, plus the context (the
-        parameter annotated ``SkillContext``). The id defaults to the function name, the description to its
+        (``params``, maybe annotated with a msgspec Struct or a pydantic model) or typed parameters, plus
+        the context (the parameter annotated ``SkillContext``). The id is the function's name as written
+        (``def count_words`` is ``count_words``) unless ``id=`` says otherwise, the description its
         docstring; like a manifest, a skill needs a description and at least one tag. Without
-        ``input_schema``, the Struct or the typed parameters are the input schema (both at once is refused).
+        ``input_schema``, the parameters' types are the input schema, and without ``output_schema`` the
+        return annotation is the output schema (docs/skills.md has the table; both at once is refused).
         ``timeout_seconds`` is the skill's deadline (like a manifest's ``executionHints.timeoutSeconds``;
         default: ``Limits.task_timeout``); ``retryable=True`` lets another process run it again from the
         task's first message when the process running it died (its ``executionHints.retryable``).
         ``text_input`` names the input property a text message fills (a
         manifest's ``textInput``). ``security`` is the skill's securityRequirements, checked on top of the
         agent's (``[{"bearer": ["deploy"]}]``: a token with that scope); they must name schemes the agent's
-        ``security=`` declares."""
+        ``security=`` declares. ``input_modes`` and ``output_modes`` are the media types the skill takes
+        and gives (its card's inputModes and outputModes; without them, the agent's defaults apply): a
+        message part of another type is refused, and a result or artifact of another type fails the task,
+        except a text where only ``application/json`` is declared, which is sent as a JSON string."""
 
         def register(handler: F) -> F:
             try:
                 skill = self.add_skill(
                     skill_from_function(
                         handler,
-                        id=id or getattr(handler, "__name__", "skill").replace("_", "-"),
+                        id=id or str(getattr(handler, "__name__", "skill")),
                         name=name,
                         description=description,
                         tags=list(tags),
@@ -196,6 +203,8 @@ class Agent:
                         timeout_seconds=timeout_seconds,
                         text_input=text_input,
                         retryable=retryable,
+                        input_modes=list(input_modes),
+                        output_modes=list(output_modes),
                         security_requirements=as_card(requirement_sets(security)),
                     )
                 )
@@ -275,6 +284,7 @@ class Agent:
             schema_steps=limits.schema_steps,
             offload_bytes=limits.offload_decode_bytes,
             security=self.security,
+            default_output_modes=self.default_output_modes,
         )
 
     def card(self) -> AgentCard:

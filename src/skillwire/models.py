@@ -1,16 +1,5 @@
-"""Every A2A v1.0 message as a msgspec Struct: what a request handler receives and returns, and what the
-client's transports carry. The front door (``skillwire``) carries the ones most code needs (``Message``,
-``Task``, ``Part``, ...); this module has all of them, request and response messages included::
+"""The former name of :mod:`skillwire.types`, kept so that ``from skillwire.models import Task`` goes on
+working: import from :mod:`skillwire.types`."""
 
-    from skillwire import BaseRequestHandler, CallContext
-    from skillwire.models import GetTaskRequest, Task
-
-    class Tasks(BaseRequestHandler):
-        async def on_get_task(self, request: GetTaskRequest, context: CallContext) -> Task: ...
-
-Field names are snake_case in Python and camelCase on the wire (ProtoJSON); enums keep their proto names
-(``TaskState.COMPLETED`` is ``"TASK_STATE_COMPLETED"``).
-"""
-
-from skillwire.protocol.models import *  # noqa: F403 - this module is the public name of that one
-from skillwire.protocol.models import __all__ as __all__
+from skillwire.types import *  # noqa: F403 - the same names as skillwire.types
+from skillwire.types import __all__ as __all__

@@ -23,18 +23,9 @@ from typing import Any
 
 from msgspec import UNSET
 
-from skillwire import (
-    A2AError,
-    Client,
-    ClientError,
-    SendMessageConfiguration,
-    SkillContext,
-    SkillError,
-    StreamResponse,
-    Task,
-    TaskState,
-)
+from skillwire import A2AError, Client, ClientError, SkillContext, SkillError, Task, TaskState
 from skillwire.errors import UnsupportedOperationError
+from skillwire.types import SendMessageConfiguration, StreamResponse
 
 AGENTS_ENV = "PLANNER_AGENTS"
 MAX_STEPS_ENV = "PLANNER_MAX_STEPS"

@@ -142,6 +142,14 @@ class TaskStatus(_Proto, kw_only=True):
 
 
 class Task(_Proto, kw_only=True):
+    """A task, as an agent reports it. Its result is in its artifacts; ``task.text`` and ``task.data`` read
+    it without walking them (properties: nothing of them is on the wire)::
+
+        task = await client.send(skill="convert", data={"amount": 2})
+        task.status.state      # TaskState.COMPLETED, printed as "completed"
+        task.data              # {"amount": 4.0, "currency": "EUR"}: the first data part's value
+    """
+
     id: str
     context_id: str = ""
     status: TaskStatus
@@ -151,6 +159,25 @@ class Task(_Proto, kw_only=True):
     #: A2A 1.1: the task's generation, 1 when created, one more with every event (a status change or an
     #: artifact update); 0 where it is not known. Sent only to clients that asked for generations.
     generation: int = 0
+
+    @property
+    def text(self) -> str:
+        """The text parts of the artifacts, in order, joined by newlines ("" when there are none). An
+        artifact sent in chunks reads as one text: its parts are joined without a separator."""
+        return "\n".join(
+            "".join(part.text for part in artifact.parts if isinstance(part.text, str))
+            for artifact in self.artifacts
+            if any(isinstance(part.text, str) for part in artifact.parts)
+        )
+
+    @property
+    def data(self) -> Any:
+        """The value of the artifacts' first data part (a skill's JSON result), or None when none has one."""
+        for artifact in self.artifacts:
+            for part in artifact.parts:
+                if part.data is not UNSET:
+                    return part.data
+        return None
 
 
 class TaskStatusUpdateEvent(_Event, frozen=True, kw_only=True):

@@ -18,7 +18,17 @@ __all__ = ["INTERRUPTED_STATES", "TERMINAL_STATES", "TRANSITIONS", "TaskState", 
 
 
 class TaskState(enum.StrEnum):
-    """The v1.0 TaskState enum, valued by its ProtoJSON names."""
+    """The v1.0 TaskState enum, valued by its ProtoJSON names, printed by its readable one::
+
+        >>> TaskState.INPUT_REQUIRED.value, str(TaskState.INPUT_REQUIRED), f"{TaskState.COMPLETED}"
+        ('TASK_STATE_INPUT_REQUIRED', 'input-required', 'completed')
+
+    The value is what the wire carries (and what the state compares equal to, as a string); ``str()`` and
+    formatting give the name A2A v0.3 used, which people read.
+    """
+
+    def __str__(self) -> str:
+        return self.value.removeprefix("TASK_STATE_").lower().replace("_", "-")
 
     UNSPECIFIED = "TASK_STATE_UNSPECIFIED"
     SUBMITTED = "TASK_STATE_SUBMITTED"

@@ -1,3 +1,67 @@
-"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
+"""Running an agent's server yourself: the task runtime, the event buses, TLS, telemetry and metrics.
 
-The runtime and its bindings: task manager, event bus, request handler, JSON-RPC, card, app."""
+Its modules are internal (they may change in any release); the names in ``__all__`` are public, imported
+from here on first use (so that ``skillwire.server`` loads neither Redis nor PostgreSQL drivers until one
+of their buses is asked for)::
+
+    from skillwire.server import RedisEventBus, TaskRuntime, open_bus
+
+    app = agent.asgi(store=store, bus=open_bus("redis://127.0.0.1:6379/0"))
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillwire.server.bus import EventBus, InProcessEventBus, open_bus
+    from skillwire.server.bus_postgres import PostgresEventBus
+    from skillwire.server.bus_redis import RedisEventBus
+    from skillwire.server.metrics import Metrics
+    from skillwire.server.runtime import TaskRuntime
+    from skillwire.server.telemetry import Telemetry
+    from skillwire.server.tls import (
+        PeerCertificate,
+        TLSConfig,
+        peer_certificate_from_grpc,
+        peer_certificate_from_scope,
+    )
+
+_PUBLIC = {
+    "EventBus": "bus",
+    "InProcessEventBus": "bus",
+    "Metrics": "metrics",
+    "PeerCertificate": "tls",
+    "PostgresEventBus": "bus_postgres",
+    "RedisEventBus": "bus_redis",
+    "TLSConfig": "tls",
+    "TaskRuntime": "runtime",
+    "Telemetry": "telemetry",
+    "open_bus": "bus",
+    "peer_certificate_from_grpc": "tls",
+    "peer_certificate_from_scope": "tls",
+}
+
+__all__ = [
+    "EventBus",
+    "InProcessEventBus",
+    "Metrics",
+    "PeerCertificate",
+    "PostgresEventBus",
+    "RedisEventBus",
+    "TLSConfig",
+    "TaskRuntime",
+    "Telemetry",
+    "open_bus",
+    "peer_certificate_from_grpc",
+    "peer_certificate_from_scope",
+]
+assert sorted(_PUBLIC) == __all__
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skillwire.server' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"skillwire.server.{module}"), name)

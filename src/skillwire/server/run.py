@@ -499,6 +499,7 @@ class TaskRun:
             status=TaskStatus(state=TaskState.SUBMITTED, timestamp=now()),
             history=[self.message],
             generation=1,
+            metadata={"skillId": self.skill_id} if self.skill_id else None,  # which skill runs it
         )
         self.task = task
         self.version = 1

@@ -721,8 +721,7 @@ class TaskRuntime(BaseRequestHandler):
                 else:
                     stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
                     run.push[stored.id] = shape
-            if self.telemetry is not None or self.metrics is not None:
-                run.skill_id = executor.skill_id(context)
+            run.skill_id = executor.skill_id(context)  # the new task's metadata.skillId, spans and metrics
             claimed = claim is not None and self.keys is not None
             if claimed and await self._read(self.keys.store.claim(claim)) is not None:  # type: ignore[union-attr,arg-type]
                 raise KeyClaimedError("the request's idempotency key is claimed already")

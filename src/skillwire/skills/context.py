@@ -29,6 +29,11 @@ Values a handler hands over (its result, a data artifact) must be JSON: ``dict``
 ``list``/``tuple``, ``str``, ``int``, finite ``float``, ``bool``, ``None`` (a msgspec Struct result is converted
 first). Anything else (``object()``, a set, bytes, NaN) fails the task with :class:`NotJson`'s reason, which
 says where the value stops being JSON, instead of a task that cannot be stored.
+
+Output modes: a skill's declared ``outputModes`` (else the agent's ``defaultOutputModes``) are honoured by
+:func:`fit_output`, for results and ``ctx.artifact`` alike. A text that the modes do not take but that
+``application/json`` does becomes a data part holding the same string (exact: the JSON string is the
+text); any other part the modes do not take fails the task with :class:`NotInOutputModes`'s reason.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from msgspec import UNSET
 
 from skillwire.errors import A2AError, ProgressNotStoredError, SkillwireError, TaskClosedError
-from skillwire.protocol.media import accepts
+from skillwire.protocol.media import accepts, media_type_of
 from skillwire.protocol.models import Artifact, Message, Part, Role, Task
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import Principal
@@ -59,8 +64,10 @@ __all__ = [
     "Answer",
     "AuthNeeded",
     "InputNeeded",
+    "NotInOutputModes",
     "NotJson",
     "SkillContext",
+    "fit_output",
     "json_problem",
 ]
 
@@ -114,6 +121,31 @@ class NotJson(TypeError):
         self.reason = reason
 
 
+class NotInOutputModes(NotJson):
+    """A result or artifact part of a media type the skill's output modes do not include."""
+
+
+def fit_output(content: str | Sequence[Part], modes: Sequence[str], what: str) -> str | list[Part]:
+    """``content`` (a text, or parts) in a form ``modes`` take: unchanged when they take it; a text as a
+    JSON string data part when only ``application/json`` takes it; else :class:`NotInOutputModes`. No
+    modes: anything goes. ``what`` names the content in the reason ("a result")."""
+    if not modes:
+        return content if isinstance(content, str) else list(content)
+    parts = [Part(text=content)] if isinstance(content, str) else list(content)
+    for i, part in enumerate(parts):
+        media_type = media_type_of(part)
+        if accepts(modes, media_type):
+            continue
+        if part.text is not UNSET and not part.media_type and accepts(modes, "application/json"):
+            parts[i] = Part(data=part.text, media_type="application/json", metadata=part.metadata)
+            continue
+        raise NotInOutputModes(
+            f"The skill produced {what} of type {media_type}, which its outputModes"
+            f" ({', '.join(modes)}) do not include."
+        )
+    return content if isinstance(content, str) and parts[0].text is not UNSET else parts
+
+
 _SCALARS = (str, int, bool, type(None))
 
 
@@ -159,7 +191,18 @@ def recorded_answers(history: Sequence[Message]) -> list[Message]:
 
 
 class SkillContext:
-    __slots__ = ("_answers", "_asked", "call", "delegated", "events", "message", "params", "skill", "task")
+    __slots__ = (
+        "_answers",
+        "_asked",
+        "call",
+        "delegated",
+        "events",
+        "message",
+        "output_modes",
+        "params",
+        "skill",
+        "task",
+    )
 
     def __init__(
         self,
@@ -171,6 +214,7 @@ class SkillContext:
         task: Task | None,
         params: Any,
         answers: Sequence[Message] = (),
+        output_modes: Sequence[str] | None = None,
     ) -> None:
         self.skill = skill
         self.events = events
@@ -183,6 +227,9 @@ class SkillContext:
         self._answers = list(answers)
         self._asked = 0
         self.delegated: Any = None
+        #: The media types the skill's results and artifacts must be (its outputModes, else the agent's
+        #: defaultOutputModes; empty: any).
+        self.output_modes = list(skill.agent_skill.output_modes if output_modes is None else output_modes)
 
     # -- what was asked -------------------------------------------------------------------------------
 
@@ -313,7 +360,8 @@ class SkillContext:
     ) -> None:
         """Emit an artifact or a chunk of one: text, parts, an Artifact, or any JSON value (a data part).
 
-        A value that is not JSON raises :class:`NotJson` (the task then fails with its reason); an artifact
+        A value that is not JSON raises :class:`NotJson`, a part the skill's output modes do not include
+        :class:`NotInOutputModes` (the task then fails with its reason; see :func:`fit_output`); an artifact
         that reached no one raises TaskClosedError or ProgressNotStoredError."""
         if not isinstance(content, Artifact | str) and not _is_parts(content):
             content = [Part(data=content, media_type="application/json")]
@@ -323,6 +371,19 @@ class SkillContext:
                 problem = None if part.data is UNSET else json_problem(part.data)
                 if problem is not None:
                     raise NotJson(f"The skill produced an artifact that is not JSON: part {i}: {problem}")
+        if isinstance(content, Artifact):
+            fitted = fit_output(content.parts, self.output_modes, "an artifact part")
+            if not isinstance(fitted, str) and fitted != content.parts:
+                content = Artifact(
+                    artifact_id=content.artifact_id,
+                    name=content.name,
+                    description=content.description,
+                    parts=list(fitted),
+                    metadata=content.metadata,
+                    extensions=content.extensions,
+                )
+        else:
+            content = fit_output(content, self.output_modes, "an artifact part")
         await self._report(
             "an artifact",
             lambda: self.events.artifact(

@@ -64,6 +64,7 @@ from skillwire.skills.context import (
     InputNeeded,
     NotJson,
     SkillContext,
+    fit_output,
     json_problem,
     recorded_answers,
 )
@@ -172,7 +173,8 @@ class SkillExecutor(Executor):
 
     ``schema_steps`` bounds each validation of a skill's input or output (``Limits.schema_steps``; None: the
     compiled schema's own default); ``offload_bytes`` is the request size above which input is validated on
-    a worker thread (``Limits.offload_decode_bytes``; None: never).
+    a worker thread (``Limits.offload_decode_bytes``; None: never); ``default_output_modes`` are the
+    agent's, for the skills that declare no outputModes (see :func:`~skillwire.skills.context.fit_output`).
     """
 
     def __init__(
@@ -184,8 +186,11 @@ class SkillExecutor(Executor):
         schema_steps: int | None = _DEFAULTS.schema_steps,
         offload_bytes: int | None = _DEFAULTS.offload_decode_bytes,
         security: Security | None = None,
+        default_output_modes: Sequence[str] = (),
     ) -> None:
         self.registry = registry
+        #: the agent's defaultOutputModes: what a skill that declares no outputModes must produce
+        self.default_output_modes = list(default_output_modes)
         #: the agent's policy: a skill's securityRequirements are checked with it when the skill is chosen
         self.security = security
         self.hooks = list(hooks)
@@ -242,6 +247,11 @@ class SkillExecutor(Executor):
         except A2AError:
             return ""
 
+    def output_modes(self, skill: Skill) -> list[str]:
+        """The media types ``skill``'s results and artifacts must be: its outputModes, else the agent's
+        defaultOutputModes (empty: any)."""
+        return skill.agent_skill.output_modes or self.default_output_modes
+
     def input_modes(self, context: RequestContext) -> list[str] | None:
         """The media types the routed skill accepts (its inputModes), or None for the agent's
         defaultInputModes; a routing error (no such skill) is raised as ``admit`` would."""
@@ -284,7 +294,13 @@ class SkillExecutor(Executor):
         self, skill: Skill, context: RequestContext, params: Any, events: TaskEvents
     ) -> None:
         ctx = SkillContext(
-            skill, events, message=context.message, call=context.call, task=None, params=params
+            skill,
+            events,
+            message=context.message,
+            call=context.call,
+            task=None,
+            params=params,
+            output_modes=self.output_modes(skill),
         )
         await self._run(skill, ctx, skill.handler, params)
 
@@ -304,6 +320,7 @@ class SkillExecutor(Executor):
             task=task,
             params=params,
             answers=recorded_answers([*task.history, context.message]),
+            output_modes=self.output_modes(skill),
         )
         await self._run(skill, ctx, skill.handler, params)
 
@@ -336,6 +353,7 @@ class SkillExecutor(Executor):
                 call=call,
                 task=task,
                 params=params_of(first, skill.text_input) if first is not None else None,
+                output_modes=self.output_modes(skill),
             )
             ctx.delegated = ref
             await self._run(skill, ctx, follow, ref, resumed=True)
@@ -365,6 +383,7 @@ class SkillExecutor(Executor):
                 task=task,
                 params=params,
                 answers=recorded_answers(task.history),
+                output_modes=self.output_modes(skill),
             )
             await self._run(skill, ctx, skill.handler, params)
 
@@ -394,19 +413,7 @@ class SkillExecutor(Executor):
                 assert skill.follow is not None
                 result = await skill.follow(ctx.delegated, ctx)
             if result is not None:
-                if isinstance(result, msgspec.Struct):
-                    result = msgspec.to_builtins(result)
-                problem = json_problem(result)
-                if problem is not None:
-                    raise NotJson(NOT_JSON + problem)
-                try:
-                    skill.validate_output(result, max_steps=self.schema_steps)
-                except ValidationError as exc:
-                    raise _OutputMismatch(exc) from None
-                if isinstance(result, str):
-                    await events.artifact(result, name="result")
-                else:
-                    await events.artifact([Part(data=result, media_type="application/json")], name="result")
+                await self._result(skill, ctx, result)
             current = events.state
             if current is not None and current.is_interrupted:
                 state = current  # the handler asked for input or authorization and returned
@@ -464,6 +471,20 @@ class SkillExecutor(Executor):
             self._notify_later(outcome)
         else:
             await self._notify(outcome)
+
+    async def _result(self, skill: Skill, ctx: SkillContext, result: Any) -> None:
+        """The result as the task's artifact: JSON (as the return type says), valid against the output
+        schema, in a form the output modes take."""
+        result = skill.output_json(result)
+        problem = json_problem(result)
+        if problem is not None:
+            raise NotJson(NOT_JSON + problem)
+        try:
+            skill.validate_output(result, max_steps=self.schema_steps)
+        except ValidationError as exc:
+            raise _OutputMismatch(exc) from None
+        content = result if isinstance(result, str) else [Part(data=result, media_type="application/json")]
+        await ctx.events.artifact(fit_output(content, ctx.output_modes, "a result"), name="result")
 
     def _notify_later(self, outcome: Outcome) -> None:
         """Call the hooks once this run has ended (after the task's earlier outcomes)."""

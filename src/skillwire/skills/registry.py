@@ -27,11 +27,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import msgspec
-
-from skillwire.errors import SkillwireError, ValidationError
+from skillwire.errors import SkillwireError
 from skillwire.protocol.models import AgentSkill, SecurityRequirement
 from skillwire.security.policy import requirement_sets
+from skillwire.skills.annotations import dump_result
 
 if TYPE_CHECKING:
     from skillwire.skills.context import SkillContext
@@ -62,43 +61,14 @@ def _no_check(value: Any) -> Any:
     return value
 
 
-def pointer(path: str) -> str:
-    """msgspec's ``$.a.b[0]`` as the JSON pointer ``/a/b/0``."""
-    out = []
-    for token in path.removeprefix("$").replace("[", ".").replace("]", "").split("."):
-        if token:
-            out.append(token.replace("~", "~0").replace("/", "~1"))
-    return "".join("/" + t for t in out)
-
-
-def _struct_check(struct: type[msgspec.Struct]) -> Check:
-    def check(value: Any) -> Any:
-        try:
-            return msgspec.convert(value, struct)
-        except msgspec.ValidationError as exc:
-            reason, _, where = str(exc).rpartition(" - at `")
-            if not _:
-                reason, where = str(exc), "$"
-            raise ValidationError(reason, instance_path=pointer(where.rstrip("`"))) from None
-
-    return check
-
-
-def _compiled(schema: dict[str, Any]) -> Validator:
+def _compiled(schema: dict[str, Any], skill_id: str, what: str) -> Validator:
+    from skillwire.errors import SchemaError
     from skillwire.skills.schema import compile_schema
 
-    return compile_schema(schema)
-
-
-def _validator_check(validator: Validator | None) -> Check:
-    if validator is None:
-        return _no_check
-
-    def check(value: Any) -> Any:
-        validator.validate(value)
-        return value
-
-    return check
+    try:
+        return compile_schema(schema)
+    except SchemaError as exc:
+        raise SkillwireError(f"skill {skill_id!r}: its {what} schema is not valid: {exc}") from None
 
 
 def _positive(value: float | None, what: str) -> float | None:
@@ -120,9 +90,12 @@ class Skill:
     source: str = "code"
     card: SkillCard | None = None
     follow: Follower | None = None
+    #: After the input schema: the valid JSON input as the handler's Python value (a code skill's types).
     check_input: Check = field(default=_no_check, repr=False)
-    check_output: Check = field(default=_no_check, repr=False)
-    #: The compiled input and output schemas, when the skill has them (``check_input`` uses them too).
+    #: Before the output schema: a result as JSON (a code skill's return type says how).
+    check_output: Check = field(default=dump_result, repr=False)
+    #: The compiled input and output schemas, when the skill has them. Given a schema without its
+    #: validator, the skill compiles it: a skill always enforces the schemas it publishes.
     input_validator: Validator | None = field(default=None, repr=False)
     output_validator: Validator | None = field(default=None, repr=False)
     #: Seconds one run may take (``executionHints.timeoutSeconds``); None: the agent-wide default applies.
@@ -133,6 +106,17 @@ class Skill:
     #: The input property a text message fills: ``{text_input: <text>}``; None: ``{"text": <text>}``.
     text_input: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.agent_skill.id != self.id:
+            raise SkillwireError(
+                f"skill {self.id!r}: its card entry has the id {self.agent_skill.id!r}; requests are routed by"
+                " the skill's id, so the card must list that one"
+            )
+        if self.input_schema is not None and self.input_validator is None:
+            object.__setattr__(self, "input_validator", _compiled(self.input_schema, self.id, "input"))
+        if self.output_schema is not None and self.output_validator is None:
+            object.__setattr__(self, "output_validator", _compiled(self.output_schema, self.id, "output"))
+
     @property
     def security_sets(self) -> Any:
         """The skill's securityRequirements as an OR of AND-sets (empty: the agent's alone)."""
@@ -140,17 +124,27 @@ class Skill:
         return requirement_sets(reqs) if reqs else ()
 
     def validate_input(self, value: Any, *, max_steps: int | None = None) -> Any:
-        """The handler's params for ``value`` (raises ValidationError); ``max_steps`` is the schema budget."""
+        """The handler's params for ``value`` (raises ValidationError): checked against the input schema
+        (``max_steps`` is its budget; an integral number where it says integer becomes an ``int``), then
+        converted to the handler's types."""
         if self.input_validator is not None:
-            self.input_validator.validate(value, max_steps=max_steps)
-            return value
+            value = self.input_validator.convert(value, max_steps=max_steps)
         return self.check_input(value)
 
+    def output_json(self, value: Any) -> Any:
+        """A result as JSON, as the skill's return type (or, without one, the value's own type: a Struct, a
+        dataclass, a pydantic model, an Enum) says; a value that cannot be converted is returned as it is,
+        for the caller to say where it stops being JSON."""
+        try:
+            return self.check_output(value)
+        except Exception:  # not of the declared type: json_problem names what is wrong
+            return value
+
     def validate_output(self, value: Any, *, max_steps: int | None = None) -> Any:
+        """Check a result's JSON against the output schema (raises ValidationError)."""
         if self.output_validator is not None:
             self.output_validator.validate(value, max_steps=max_steps)
-            return value
-        return self.check_output(value)
+        return value
 
 
 # Keywords that could require more than the top level's ``required`` says: with any of them, nothing is implied.
@@ -191,8 +185,6 @@ def skill_from_manifest(
         source=source,
         card=card,
         follow=follow,
-        check_input=_validator_check(card.input_validator),
-        check_output=_validator_check(card.output_validator),
         input_validator=card.input_validator,
         output_validator=card.output_validator,
         timeout_seconds=card.execution_hints.timeout_seconds,
@@ -246,11 +238,14 @@ def skill_from_function(
     """A programmatic skill (see :mod:`skillwire.skills.signature` for the handler's two forms).
 
     ``def`` handlers run in a worker thread, ``async def`` ones on the event loop. The input schema is
-    ``input_schema=``, or the Struct the ``params`` parameter is annotated with (the handler then receives
-    an instance), or the typed parameters (``def convert(amount: float, currency: str = "EUR")``, called with
-    keyword arguments); ``skill.input_schema`` is the JSON Schema msgspec derives. Like a manifest, a skill
-    needs a description (``description=`` or the docstring's first paragraph) and at least one tag; a
-    contradiction (``input_schema=`` with a Struct annotation or typed parameters) is refused.
+    ``input_schema=``, or the annotation of the ``params`` parameter (a Struct or a pydantic model, which
+    the handler then receives), or the typed parameters (``def convert(amount: float, currency: str =
+    "EUR")``, called with keyword arguments); the output schema is ``output_schema=`` or the return
+    annotation (:mod:`skillwire.skills.annotations` makes both). Like a manifest, a skill needs a
+    description (``description=`` or the docstring's first paragraph) and at least one tag; a contradiction
+    (``input_schema=`` with a typed input, ``output_schema=`` with a typed return) or an annotation that has
+    no JSON Schema is refused. ``input_modes`` and ``output_modes`` are the media types the skill takes and
+    gives (its card's inputModes and outputModes).
     ``timeout_seconds`` is the manifest's ``executionHints.timeoutSeconds``: how long one run may take;
     ``retryable`` its ``executionHints.retryable`` (run again when the process running it died).
     ``text_input`` is the input property a text message fills (the manifest's ``textInput``; default: see
@@ -260,16 +255,13 @@ def skill_from_function(
     doc = inspect.getdoc(handler) or ""
     description = description or doc.split("\n\n")[0].strip() or None
     _described(id, handler, name, description, list(tags or []))
-    call = read_signature(handler, skill_id=id, input_schema=input_schema)
-    check_input: Check = _no_check
-    input_validator = _compiled(input_schema) if input_schema is not None else None
-    output_validator = _compiled(output_schema) if output_schema is not None else None
-    if input_validator is not None:
-        check_input = _validator_check(input_validator)
-    elif call.struct is not None:
-        input_schema = msgspec.json.schema(call.struct)
-        check_input = _struct_check(call.struct)
-    check_output = _validator_check(output_validator)
+    _media_types(id, "input_modes", input_modes)
+    _media_types(id, "output_modes", output_modes)
+    call = read_signature(handler, skill_id=id, input_schema=input_schema, output_schema=output_schema)
+    if call.input is not None:
+        input_schema = call.input.schema
+    if call.output is not None:
+        output_schema = call.output.schema
     agent_skill = AgentSkill(
         id=id,
         name=name or id.replace("-", " ").replace("_", " ").title(),
@@ -288,14 +280,25 @@ def skill_from_function(
         output_schema=output_schema,
         read_only=read_only,
         follow=follow,
-        check_input=check_input,
-        check_output=check_output,
-        input_validator=input_validator,
-        output_validator=output_validator,
+        check_input=call.input.load if call.input is not None else _no_check,
+        check_output=call.output.dump if call.output is not None else dump_result,
         timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
         retryable=bool(retryable),
         text_input=_text_input(id, text_input, input_schema),
     )
+
+
+def _media_types(skill_id: str, what: str, modes: list[str] | None) -> None:
+    """Modes are media types (``type/subtype``, as a manifest's), or the wildcards ``type/*`` and ``*/*``
+    that matching understands (:mod:`skillwire.protocol.media`)."""
+    from skillwire.skills.manifest import _MEDIA_TYPE
+
+    for mode in modes or []:
+        wild = mode.replace("*/*", "x/x", 1) if isinstance(mode, str) and mode.startswith("*/*") else mode
+        if isinstance(wild, str) and "/*" in wild:
+            wild = wild.replace("/*", "/x", 1)
+        if not isinstance(wild, str) or not _MEDIA_TYPE.fullmatch(wild):
+            raise SkillwireError(f"skill {skill_id!r}: {what} holds {mode!r}, which is not a media type")
 
 
 def _text_input(skill_id: str, declared: str | None, schema: dict[str, Any] | None) -> str | None:

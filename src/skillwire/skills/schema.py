@@ -33,7 +33,10 @@ Supported keywords (``SUPPORTED_KEYWORDS``); any other keyword is a :class:`~ski
     logic         allOf, anyOf, oneOf, not, if, then, else
     structure     $ref (local JSON pointers only: "#", "#/$defs/Name", "#/properties/a"; recursion allowed),
                   $defs, definitions (same as $defs), $schema (2020-12 only), $id (root only, ignored)
-    annotations   $comment, title, description, default, examples, deprecated, readOnly, writeOnly
+    annotations   $comment, title, description, default, examples, deprecated, readOnly, writeOnly,
+                  contentEncoding, contentMediaType (the content vocabulary, which 2020-12 makes annotations),
+                  discriminator (OpenAPI's, which msgspec and pydantic write beside a oneOf/anyOf of
+                  objects; the oneOf/anyOf is what is checked)
 
 ``true`` and ``false`` are schemas. Values are compared as JSON: ``bool`` is neither an integer nor a number,
 ``3.0`` is an integer, ``1 == 1.0`` but ``true != 1``, and objects are equal regardless of key order. Instances
@@ -124,6 +127,7 @@ SUPPORTED_KEYWORDS: Final = frozenset(
         "$ref", "$defs", "definitions", "$schema", "$id",
         # annotations
         "$comment", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+        "contentEncoding", "contentMediaType", "discriminator",
     }
 )  # fmt: skip
 
@@ -144,6 +148,9 @@ _ANNOTATIONS: Final[dict[str, tuple[type, str]]] = {
     "deprecated": (bool, "a boolean"),
     "readOnly": (bool, "a boolean"),
     "writeOnly": (bool, "a boolean"),
+    "contentEncoding": (str, "a string"),
+    "contentMediaType": (str, "a string"),
+    "discriminator": (dict, "an object"),
 }
 
 _TYPE_NAMES: Final = ("null", "boolean", "object", "array", "number", "integer", "string")
@@ -184,6 +191,24 @@ class Validator:
                 raise ValidationError(_TOO_DEEP) from None
         if failure is not None:
             raise failure.error()
+
+    def convert(self, instance: object, *, max_steps: int | None = None) -> Any:
+        """Validate ``instance`` as ``validate`` does, and return it with each integral float that a ``type:
+        integer`` accepted made an ``int``: 2.0 is an integer in JSON Schema, and a handler whose schema
+        says integer gets one (a protobuf ``Value``, in which the official A2A clients send data, holds only
+        doubles). ``instance`` itself is not changed: the containers of a changed number are copied.
+
+        >>> compile_schema({"type": "array", "items": {"type": "integer"}}).convert([2.0, 3])
+        [2, 3]
+        """
+        outer = getattr(_local, "integral", None)
+        noted: set[int] = set()
+        _local.integral = noted
+        try:
+            self.validate(instance, max_steps=max_steps)
+        finally:
+            _local.integral = outer
+        return _with_integers(instance, noted) if noted else instance
 
     def is_valid(self, instance: object, *, max_steps: int | None = None) -> bool:
         try:
@@ -374,6 +399,29 @@ def _is_integer(value: object) -> bool:
     if isinstance(value, int):
         return not isinstance(value, bool)
     return isinstance(value, float) and value.is_integer()
+
+
+def _is_integer_noted(value: object) -> bool:
+    """``_is_integer``, noting an integral float for ``Validator.convert`` (when one is converting)."""
+    if isinstance(value, float):
+        if not value.is_integer():
+            return False
+        noted = getattr(_local, "integral", None)
+        if noted is not None:
+            noted.add(id(value))  # the instance holds the float while it is validated: its id is stable
+        return True
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _with_integers(value: Any, noted: set[int]) -> Any:
+    """``value`` with the floats whose ids are ``noted`` made ints (containers copied)."""
+    if isinstance(value, float):
+        return int(value) if id(value) in noted else value
+    if isinstance(value, dict):
+        return {key: _with_integers(item, noted) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_integers(item, noted) for item in value]
+    return value
 
 
 _TYPE_TESTS: Final[dict[str, Callable[[object], bool]]] = {
@@ -685,7 +733,10 @@ def _type(c: _Compiler, schema: dict[str, Any], kw: str, path: str) -> _Check | 
             return _Failure(lambda: f"expected {expected}, got {_type_of(instance)}", at)
 
         return check_class
-    tests = tuple(_TYPE_TESTS[name] for name in names)
+    # an integral float that only "integer" admits becomes an int in Validator.convert (not when "number"
+    # admits it too: then the value is a number, whatever its spelling)
+    integer = _is_integer_noted if "number" not in names else _is_integer
+    tests = tuple(integer if name == "integer" else _TYPE_TESTS[name] for name in names)
 
     def check_type(instance: Any) -> _Failure | None:
         for test in tests:
@@ -1267,5 +1318,6 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "$id": _id,
     **dict.fromkeys(("$comment", "title", "description", "default", "examples"), _annotation),
     **dict.fromkeys(("format", "deprecated", "readOnly", "writeOnly"), _annotation),
+    **dict.fromkeys(("contentEncoding", "contentMediaType", "discriminator"), _annotation),
 }
 assert _HANDLERS.keys() == SUPPORTED_KEYWORDS

@@ -1,17 +1,34 @@
-"""Internal: import the public names from :mod:`skillwire` (the front door); this package may change.
+"""Task stores: where tasks live. Public: the names in ``__all__`` (the modules are internal).
 
-Task stores: where tasks live. ``open_store(url)`` picks one from a URL. The store protocol and its values
-are :mod:`skillwire.stores.base`'s (its ``__all__`` lists them, once); the stores are
-:class:`MemoryTaskStore` and :class:`SQLiteTaskStore`, and :class:`~skillwire.stores.postgres.PostgresTaskStore`
-(imported on first use: it needs the ``postgres`` extra, asyncpg).
+``open_store(url)`` picks one from a URL (``memory://``, ``sqlite:///path``, ``postgresql://...``), as
+``agent.asgi(store=URL)`` does. The store protocol and its values are :mod:`skillwire.stores.base`'s (its
+``__all__`` lists them, once); the stores are :class:`MemoryTaskStore`, :class:`SQLiteTaskStore` and
+``PostgresTaskStore`` (imported on first use: it needs the ``postgres`` extra, asyncpg)::
+
+    from skillwire.stores import PostgresTaskStore
+
+    store = PostgresTaskStore("postgresql://app@db.internal/agents?schema=skillwire")
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from skillwire.stores import base
 from skillwire.stores.base import *  # noqa: F403 - the protocol's names, listed once in base.__all__
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.stores.sqlite import SQLiteTaskStore
 
-__all__ = ["MemoryTaskStore", "SQLiteTaskStore"]
+if TYPE_CHECKING:
+    from skillwire.stores.postgres import PostgresTaskStore
+
+__all__ = ["MemoryTaskStore", "PostgresTaskStore", "SQLiteTaskStore"]
 __all__ += base.__all__
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresTaskStore":  # needs asyncpg: imported when asked for
+        from skillwire.stores.postgres import PostgresTaskStore
+
+        return PostgresTaskStore
+    raise AttributeError(f"module 'skillwire.stores' has no attribute {name!r}")

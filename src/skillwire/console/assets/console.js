@@ -291,6 +291,17 @@ function outgoing(parts, { skillId, taskId, contextId } = {}) {
   return { message };
 }
 
+// The skill a task runs: the one the agent recorded (metadata.skillId), else the one its first message
+// named, else the agent's only skill.
+function taskSkill(task) {
+  const recorded = task.metadata?.skillId;
+  if (typeof recorded === "string") return recorded;
+  const named = (task.history || []).map((m) => m?.metadata?.skillId).find((id) => typeof id === "string");
+  if (named) return named;
+  const skills = state.card?.skills || [];
+  return skills.length === 1 ? String(skills[0].id) : "";
+}
+
 function streaming() {
   return Boolean(state.card?.capabilities?.streaming);
 }
@@ -488,88 +499,146 @@ function messageText(message) {
 
 // ---------------------------------------------------------------------------------------------------
 // Forms from JSON Schema. Each field is {el, get(), set(value)}; get() is undefined for "left empty".
+//
+// A schema is read as a skill's types make it: `$ref` into `$defs` (and any local JSON pointer) is
+// followed, `allOf` merged, `anyOf`/`oneOf` with `null` made an optional field and other alternatives a
+// choice of forms, `type` lists likewise; objects are fieldsets, maps (`additionalProperties`) rows of
+// key and value, arrays and tuples (`prefixItems`) lists, enums a select, numbers and strings inputs with
+// their bounds. What has no form (`not`, `if`, a schema nested deeper than FORM_DEPTH) is a JSON box.
 
-function schemaField(schema, label, required, path) {
-  schema = schema && typeof schema === "object" ? schema : {};
+const FORM_DEPTH = 12;
+
+function pointerTarget(root, ref) {
+  if (typeof ref !== "string" || !ref.startsWith("#")) return undefined;
+  let node = root;
+  for (const raw of ref.slice(1).split("/").slice(1)) {
+    const key = decodeURIComponent(raw).replace(/~1/g, "/").replace(/~0/g, "~");
+    if (node === null || typeof node !== "object" || !(key in node)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+// The schema with its $refs followed (the referring schema's own keys win: a default, a description)
+// and a lone or all-object allOf merged. Undefined when a $ref points nowhere.
+function resolved(schema, root) {
+  if (schema === true || schema === undefined || schema === null) return {};
+  if (typeof schema !== "object") return undefined;
+  for (let hops = 0; schema.$ref !== undefined; hops++) {
+    const target = pointerTarget(root, schema.$ref);
+    if (hops > 32 || target === undefined || target === null || typeof target !== "object") return undefined;
+    const { $ref, ...own } = schema;
+    schema = { ...target, ...own };
+  }
+  if (Array.isArray(schema.allOf)) {
+    const parts = schema.allOf.map((s) => resolved(s, root));
+    if (parts.every((p) => p && (parts.length === 1 || p.type === "object" || p.properties))) {
+      const { allOf, ...own } = schema;
+      let merged = {};
+      for (const part of parts) {
+        merged = { ...merged, ...part, properties: { ...merged.properties, ...part.properties }, required: [...(merged.required || []), ...(part.required || [])] };
+      }
+      schema = { ...merged, ...own };
+      if (!Object.keys(schema.properties).length && !parts.some((p) => p.properties)) delete schema.properties;
+      if (!schema.required.length) delete schema.required;
+    }
+  }
+  return schema;
+}
+
+function isNull(schema) {
+  return schema && (schema.type === "null" || (schema.const === null && Object.keys(schema).length === 1));
+}
+
+// anyOf/oneOf/type lists as alternatives: {alternatives, nullable}.
+function alternativesOf(schema) {
+  let list = null;
+  if (Array.isArray(schema.anyOf)) list = schema.anyOf;
+  else if (Array.isArray(schema.oneOf)) list = schema.oneOf;
+  else if (Array.isArray(schema.type)) list = schema.type.map((type) => ({ type }));
+  if (!list) return null;
+  const { anyOf, oneOf, discriminator, ...own } = schema;
+  if (Array.isArray(schema.type)) delete own.type;
+  const rest = list.filter((alt) => !isNull(alt));
+  return { alternatives: rest.map((alt) => ({ ...own, ...alt })), nullable: rest.length < list.length };
+}
+
+function constraintHint(schema, type) {
+  const out = [];
+  const n = (v) => String(v);
+  if (type === "number" || type === "integer") {
+    if (schema.minimum !== undefined) out.push(`at least ${n(schema.minimum)}`);
+    if (schema.exclusiveMinimum !== undefined) out.push(`more than ${n(schema.exclusiveMinimum)}`);
+    if (schema.maximum !== undefined) out.push(`at most ${n(schema.maximum)}`);
+    if (schema.exclusiveMaximum !== undefined) out.push(`less than ${n(schema.exclusiveMaximum)}`);
+    if (schema.multipleOf !== undefined) out.push(`a multiple of ${n(schema.multipleOf)}`);
+    if (type === "integer") out.unshift("a whole number");
+  } else if (type === "string") {
+    if (schema.minLength !== undefined && schema.maxLength !== undefined) out.push(`${schema.minLength} to ${schema.maxLength} characters`);
+    else if (schema.minLength !== undefined) out.push(`at least ${schema.minLength} characters`);
+    else if (schema.maxLength !== undefined) out.push(`at most ${schema.maxLength} characters`);
+    if (schema.pattern !== undefined) out.push(`matching ${schema.pattern}`);
+  } else if (type === "array") {
+    if (schema.minItems !== undefined) out.push(`at least ${schema.minItems} items`);
+    if (schema.maxItems !== undefined) out.push(`at most ${schema.maxItems} items`);
+    if (schema.uniqueItems) out.push("no item twice");
+  }
+  return out.join(", ");
+}
+
+function schemaField(schema, label, required, path, root, depth = 0) {
+  root = root === undefined ? schema : root;
+  const target = resolved(schema, root);
   const id = `f-${path.replace(/[^a-zA-Z0-9_-]/g, "-")}-${state.nextId++}`;
-  const title = schema.title || label;
-  const hint = schema.description ? h("small", { class: "hint", id: `${id}-hint`, text: schema.description }) : null;
+  if (target === undefined || depth > FORM_DEPTH) return jsonField(schema && typeof schema === "object" ? schema : {}, label, required, path, id);
+  // a field is named by its own title, else its property name: a $ref'd type's title ("Address") names
+  // the type, not the field
+  const referred = schema && typeof schema === "object" && schema.$ref !== undefined;
+  const ownTitle = schema?.title;  // before the $ref is followed: the referring schema's own
+  schema = target;
+  const title = (referred ? ownTitle : schema.title) || label || schema.title;
+  const bounds = constraintHint(schema, schema.type);
+  const hintText = [schema.description, bounds && `(${bounds})`].filter(Boolean).join(" ");
+  const hint = hintText ? h("small", { class: "hint", id: `${id}-hint`, text: hintText }) : null;
   const describedBy = hint ? `${id}-hint` : undefined;
-  const labelEl = (target) => h("label", { for: target }, title, required ? h("span", { class: "required", "aria-hidden": "true", text: " *" }) : null);
-  const type = Array.isArray(schema.type) ? null : schema.type;
-  const complex = schema.oneOf || schema.anyOf || schema.allOf || schema.$ref || schema.if || schema.not || Array.isArray(schema.type);
+  const labelEl = (forId) => h("label", { for: forId }, title, required ? h("span", { class: "required", "aria-hidden": "true", text: " *" }) : null);
+  const type = schema.type;
+  const choice = alternativesOf(schema);
+  const opaque = schema.not || schema.if || schema.allOf;
+
+  if (choice && !Array.isArray(schema.enum)) {
+    if (choice.alternatives.length === 0) return jsonField(schema, label, required, path, id);
+    if (choice.alternatives.length === 1) return nullableField(choice.alternatives[0], label, required, path, root, depth, choice.nullable);
+    return choiceField(schema, choice, title, required, path, root, depth, id, hint);
+  }
+  if (opaque) return jsonField(schema, label, required, path, id, hint);
 
   if (Array.isArray(schema.enum) || schema.const !== undefined) {
     const options = schema.enum || [schema.const];
     const select = h("select", { id, name: path, "aria-describedby": describedBy, required: required || undefined },
-      required ? null : h("option", { value: "", text: "(none)" }),
+      required && options.length ? null : h("option", { value: "", text: "(none)" }),
       options.map((value, i) => h("option", { value: String(i), text: typeof value === "string" ? value : JSON.stringify(value) })));
     const field = {
       el: h("div", { class: "field" }, labelEl(id), select, hint),
       get: () => (select.value === "" ? undefined : options[Number(select.value)]),
       set: (value) => {
         const i = options.findIndex((o) => JSON.stringify(o) === JSON.stringify(value));
-        select.value = i >= 0 ? String(i) : "";
+        select.value = i >= 0 ? String(i) : (required && options.length ? "0" : "");
       },
     };
     if (schema.default !== undefined) field.set(schema.default);
     return field;
   }
 
-  if (!complex && type === "object" && (schema.properties || !schema.additionalProperties)) {
-    const needed = new Set(schema.required || []);
-    const children = Object.entries(schema.properties || {}).map(([name, sub]) => [name, schemaField(sub, name, needed.has(name), `${path}.${name}`)]);
-    const legend = path === "input" ? null : h("legend", { text: title });
-    const field = {
-      el: h("fieldset", { class: path === "input" ? "object root" : "object" }, legend, hint, children.map(([, c]) => c.el)),
-      get: () => {
-        const out = {};
-        for (const [name, child] of children) {
-          const value = child.get();
-          if (value !== undefined) out[name] = value;
-        }
-        return Object.keys(out).length || required || path === "input" ? out : undefined;
-      },
-      set: (value) => {
-        for (const [name, child] of children) child.set(value && typeof value === "object" ? value[name] : undefined);
-      },
-    };
-    if (schema.default !== undefined) field.set(schema.default);
-    return field;
+  if (type === "object" && schema.properties) return objectField(schema, title, required, path, root, depth, hint);
+  if (type === "object" && schema.additionalProperties && typeof schema.additionalProperties === "object") {
+    return mapField(schema, title, required, path, root, depth, hint);
   }
+  if (type === "object" && !schema.additionalProperties && !schema.patternProperties) return objectField(schema, title, required, path, root, depth, hint);
+  if (type === "array" && Array.isArray(schema.prefixItems)) return tupleField(schema, title, required, path, root, depth, hint);
+  if (type === "array") return arrayField(schema, title, required, path, root, depth, hint);
 
-  if (!complex && type === "array" && schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) {
-    const list = h("ol", { class: "items" });
-    const items = [];
-    const add = (value) => {
-      const child = schemaField(schema.items, `${title} item`, true, `${path}[${items.length}]`);
-      if (value !== undefined) child.set(value);
-      const entry = { child, el: null };
-      entry.el = h("li", {}, child.el, h("button", {
-        type: "button", class: "secondary", "aria-label": `Remove this ${title} item`,
-        onclick: () => { items.splice(items.indexOf(entry), 1); entry.el.remove(); },
-      }, "Remove"));
-      items.push(entry);
-      list.append(entry.el);
-    };
-    const field = {
-      el: h("fieldset", { class: "array" }, h("legend", { text: title }), hint, list,
-        h("button", { type: "button", class: "secondary", onclick: () => add(undefined) }, `Add ${title} item`)),
-      get: () => {
-        const values = items.map((e) => e.child.get()).filter((v) => v !== undefined);
-        return values.length || required ? values : undefined;
-      },
-      set: (value) => {
-        items.splice(0).forEach((e) => e.el.remove());
-        if (Array.isArray(value)) value.forEach(add);
-      },
-    };
-    field.set(schema.default);
-    for (let i = items.length; i < (schema.minItems || 0); i++) add(undefined);
-    return field;
-  }
-
-  if (!complex && type === "boolean") {
+  if (type === "boolean") {
     const box = h("input", { id, name: path, type: "checkbox", "aria-describedby": describedBy });
     let touched = false;
     box.addEventListener("change", () => { touched = true; });
@@ -582,13 +651,17 @@ function schemaField(schema, label, required, path) {
     return field;
   }
 
-  if (!complex && (type === "string" || type === "number" || type === "integer")) {
+  if (type === "string" || type === "number" || type === "integer") {
     const formats = { date: "date", "date-time": "datetime-local", email: "email", uri: "url", url: "url", time: "time" };
     const inputType = type === "string" ? formats[schema.format] || "text" : "number";
     const long = type === "string" && inputType === "text" && schema.maxLength > 200;
     const attrs = { id, name: path, "aria-describedby": describedBy, required: required || undefined };
-    if (type !== "string") Object.assign(attrs, { step: type === "integer" ? "1" : "any", min: schema.minimum, max: schema.maximum });
-    else Object.assign(attrs, { minlength: schema.minLength, maxlength: schema.maxLength, placeholder: schema.examples?.[0] });
+    if (type !== "string") {
+      Object.assign(attrs, {
+        step: schema.multipleOf !== undefined ? String(schema.multipleOf) : type === "integer" ? "1" : "any",
+        min: schema.minimum ?? schema.exclusiveMinimum, max: schema.maximum ?? schema.exclusiveMaximum,
+      });
+    } else Object.assign(attrs, { minlength: schema.minLength, maxlength: schema.maxLength, placeholder: schema.examples?.[0] });
     const input = long ? h("textarea", { ...attrs, rows: 2 }) : h("input", { ...attrs, type: inputType });
     const field = {
       el: h("div", { class: "field" }, labelEl(id), input, hint),
@@ -612,10 +685,190 @@ function schemaField(schema, label, required, path) {
     return field;
   }
 
-  // What a form cannot express (oneOf, $ref, maps, ...): a JSON editor for this value.
-  const area = h("textarea", { id, name: path, rows: 3, class: "code", spellcheck: "false", "aria-describedby": describedBy, placeholder: "JSON" });
+  // Any JSON value (an empty schema), or what a form cannot express: a JSON editor for this value.
+  return jsonField(schema, label, required, path, id, hint);
+}
+
+function objectField(schema, title, required, path, root, depth, hint) {
+  const needed = new Set(schema.required || []);
+  const children = Object.entries(schema.properties || {}).map(([name, sub]) =>
+    [name, schemaField(sub, name, needed.has(name), `${path}.${name}`, root, depth + 1)]);
+  const top = path === "input";
   const field = {
-    el: h("div", { class: "field" }, labelEl(id), area, h("small", { class: "hint", text: "JSON (this part of the schema has no form)" }), hint),
+    el: h("fieldset", { class: top ? "object root" : "object" }, top ? null : h("legend", { text: title }), hint, children.map(([, c]) => c.el)),
+    get: () => {
+      const out = {};
+      for (const [name, child] of children) {
+        const value = child.get();
+        if (value !== undefined) out[name] = value;
+      }
+      return Object.keys(out).length || required || top ? out : undefined;
+    },
+    set: (value) => {
+      for (const [name, child] of children) child.set(value && typeof value === "object" ? value[name] : undefined);
+    },
+  };
+  if (schema.default !== undefined) field.set(schema.default);
+  return field;
+}
+
+// A list of fields added and removed by buttons; `make(index)` makes the field of one entry.
+function listField(title, hint, cssClass, make, wrap) {
+  const list = h("ol", { class: "items" });
+  const entries = [];
+  const add = (value) => {
+    const child = make(entries.length);
+    if (value !== undefined) child.set(value);
+    const entry = { child, el: null };
+    entry.el = h("li", {}, child.el, h("button", {
+      type: "button", class: "secondary", "aria-label": `Remove this ${title} item`,
+      onclick: () => { entries.splice(entries.indexOf(entry), 1); entry.el.remove(); },
+    }, "Remove"));
+    entries.push(entry);
+    list.append(entry.el);
+  };
+  const el = h("fieldset", { class: cssClass }, h("legend", { text: title }), hint, list,
+    h("button", { type: "button", class: "secondary", onclick: () => add(undefined) }, `Add ${title} item`));
+  return { el, entries, add, clearAll: () => entries.splice(0).forEach((e) => e.el.remove()), wrap };
+}
+
+function arrayField(schema, title, required, path, root, depth, hint) {
+  const items = schema.items === undefined || schema.items === true ? {} : schema.items;
+  const list = listField(title, hint, "array", (i) => schemaField(items, `${title} item`, true, `${path}[${i}]`, root, depth + 1));
+  const field = {
+    el: list.el,
+    get: () => {
+      const values = list.entries.map((e) => e.child.get()).filter((v) => v !== undefined);
+      return values.length || required ? values : undefined;
+    },
+    set: (value) => {
+      list.clearAll();
+      if (Array.isArray(value)) value.forEach(list.add);
+    },
+  };
+  field.set(schema.default);
+  for (let i = list.entries.length; i < (schema.minItems || 0); i++) list.add(undefined);
+  return field;
+}
+
+function tupleField(schema, title, required, path, root, depth, hint) {
+  const children = schema.prefixItems.map((sub, i) => schemaField(sub, `${title} ${i + 1}`, true, `${path}[${i}]`, root, depth + 1));
+  const field = {
+    el: h("fieldset", { class: "tuple" }, h("legend", { text: title }), hint, children.map((c) => c.el)),
+    get: () => {
+      const values = children.map((c) => c.get());
+      return values.every((v) => v === undefined) && !required ? undefined : values;
+    },
+    set: (value) => children.forEach((c, i) => c.set(Array.isArray(value) ? value[i] : undefined)),
+  };
+  if (schema.default !== undefined) field.set(schema.default);
+  return field;
+}
+
+// A map ({name: value} under additionalProperties): rows of a key and a value field.
+function mapField(schema, title, required, path, root, depth, hint) {
+  const list = listField(title, hint, "map", (i) => {
+    const keyId = `f-${path.replace(/[^a-zA-Z0-9_-]/g, "-")}-key-${state.nextId++}`;
+    const key = h("input", { id: keyId, type: "text", name: `${path}{${i}}`, required: true });
+    const value = schemaField(schema.additionalProperties, `${title} value`, true, `${path}{${i}}`, root, depth + 1);
+    return {
+      el: h("div", { class: "entry" }, h("div", { class: "field" }, h("label", { for: keyId, text: `${title} key` }), key), value.el),
+      get: () => (key.value === "" ? undefined : [key.value, value.get()]),
+      set: (pair) => { key.value = pair?.[0] ?? ""; value.set(pair?.[1]); },
+    };
+  });
+  const field = {
+    el: list.el,
+    get: () => {
+      const pairs = list.entries.map((e) => e.child.get()).filter((p) => p !== undefined && p[1] !== undefined);
+      return pairs.length || required ? Object.fromEntries(pairs) : undefined;
+    },
+    set: (value) => {
+      list.clearAll();
+      if (value && typeof value === "object" && !Array.isArray(value)) Object.entries(value).forEach(list.add);
+    },
+  };
+  field.set(schema.default);
+  return field;
+}
+
+// One alternative, which may be null (Optional[...]): required and left empty, it is sent as null.
+function nullableField(schema, label, required, path, root, depth, nullable) {
+  const inner = schemaField(schema, label, required && !nullable, path, root, depth + 1);
+  if (!nullable) return inner;
+  return {
+    el: inner.el,
+    get: () => {
+      const value = inner.get();
+      return value === undefined && required ? null : value;
+    },
+    set: (value) => inner.set(value === null ? undefined : value),
+  };
+}
+
+function alternativeLabel(alt, root, i, discriminator) {
+  const shown = resolved(alt, root) || {};
+  const key = discriminator?.propertyName;
+  const tag = key && shown.properties?.[key] ? resolved(shown.properties[key], root) : null;
+  if (tag && tag.const !== undefined) return String(tag.const);
+  if (tag && Array.isArray(tag.enum) && tag.enum.length === 1) return String(tag.enum[0]);
+  return shown.title || (typeof shown.type === "string" ? shown.type : `option ${i + 1}`);
+}
+
+// Two or more alternatives (anyOf/oneOf, a type list): a select, then the chosen one's form (made when
+// chosen, so that a recursive schema is drawn only as deep as it is filled in).
+function choiceField(schema, choice, title, required, path, root, depth, id, hint) {
+  const alternatives = choice.alternatives;
+  const labels = alternatives.map((alt, i) => alternativeLabel(alt, root, i, schema.discriminator));
+  const select = h("select", { id, name: `${path}#choice`, "aria-describedby": hint ? `${id}-hint` : undefined },
+    choice.nullable || !required ? h("option", { value: "", text: choice.nullable ? "(null)" : "(none)" }) : null,
+    labels.map((text, i) => h("option", { value: String(i), text })));
+  const slot = h("div", { class: "chosen" });
+  let current = null;
+  const choose = (value) => {
+    clear(slot);
+    current = select.value === "" ? null : schemaField(alternatives[Number(select.value)], title, true, `${path}<${select.value}>`, root, depth + 1);
+    if (current) {
+      if (value !== undefined) current.set(value);
+      slot.append(current.el);
+    }
+  };
+  select.addEventListener("change", () => choose(undefined));
+  const matches = (alt, value) => {
+    const shown = resolved(alt, root) || {};
+    const key = schema.discriminator?.propertyName;
+    if (key && value && typeof value === "object" && shown.properties?.[key]) {
+      const tag = resolved(shown.properties[key], root) || {};
+      return tag.const === value[key] || (Array.isArray(tag.enum) && tag.enum.includes(value[key]));
+    }
+    const kind = value === null ? "null" : Array.isArray(value) ? "array" : Number.isInteger(value) ? "integer" : typeof value;
+    const types = [].concat(shown.type || []);
+    return types.includes(kind) || (kind === "integer" && types.includes("number")) || (kind === "object" && Boolean(shown.properties));
+  };
+  const field = {
+    el: h("fieldset", { class: "choice" }, h("legend", {}, h("label", { for: id, text: title }),
+      required ? h("span", { class: "required", "aria-hidden": "true", text: " *" }) : null), hint, select, slot),
+    get: () => {
+      if (current) return current.get();
+      return choice.nullable && required ? null : undefined;
+    },
+    set: (value) => {
+      const i = value === undefined || value === null ? -1 : alternatives.findIndex((alt) => matches(alt, value));
+      select.value = i >= 0 ? String(i) : (choice.nullable || !required ? "" : "0");
+      choose(i >= 0 ? value : undefined);
+    },
+  };
+  field.set(schema.default);
+  return field;
+}
+
+function jsonField(schema, label, required, path, id, hint) {
+  const title = schema.title || label;
+  const area = h("textarea", { id, name: path, rows: 3, class: "code", spellcheck: "false", "aria-describedby": hint ? `${id}-hint` : undefined, placeholder: "JSON" });
+  const open = Object.keys(schema).filter((k) => !["title", "description", "default", "examples"].includes(k)).length === 0;
+  const field = {
+    el: h("div", { class: "field" }, h("label", { for: id }, title, required ? h("span", { class: "required", "aria-hidden": "true", text: " *" }) : null), area,
+      h("small", { class: "hint", text: open ? "Any JSON value" : "JSON (this part of the schema has no form)" }), hint),
     get: () => {
       if (area.value.trim() === "") return undefined;
       try { return JSON.parse(area.value); } catch { throw new Error(`${title}: not valid JSON`); }
@@ -672,9 +925,8 @@ function cardView(card) {
   const extensions = caps.extensions || [];
   const signatures = signatureRows(card);
   const chosen = state.iface ? `JSON-RPC, A2A ${state.iface.version}, at ${state.iface.url}` : "none: this console speaks JSON-RPC only";
-  const section = h("section", { class: "card", "aria-labelledby": "card-title" },
-    h("h1", { id: "card-title" }, card.name || "(unnamed agent)", state.extended ? h("span", { class: "badge", text: "extended card" }) : null),
-    card.description ? h("p", { class: "description", text: card.description }) : null,
+  const section = h("section", { class: "card", "aria-labelledby": "card-details-title" },
+    h("h2", { id: "card-details-title", text: "About this agent" }),
     definitionList([
       ["Version", card.version],
       ["Provider", card.provider ? `${card.provider.organization || ""} ${card.provider.url || ""}`.trim() : undefined],
@@ -803,16 +1055,25 @@ function skillView(skill, schemas) {
     formEl, result);
 }
 
+// The agent's name and what it does, then its skills (the first screen), then the rest of its card.
 function agentPage(view) {
   const card = state.card;
   const schemas = skillSchemas(card);
   const skills = card.skills || [];
   append(view, [
-    cardView(card),
+    h("header", { class: "agent", "aria-labelledby": "card-title" },
+      h("h1", { id: "card-title" }, card.name || "(unnamed agent)", state.extended ? h("span", { class: "badge", text: "extended card" }) : null),
+      card.description ? h("p", { class: "description", text: card.description }) : null,
+      skills.length ? h("nav", { class: "skill-index", "aria-label": "Skills" }, h("ul", {}, skills.map((s) => h("li", {},
+        h("a", { href: `#skill-${String(s.id).replace(/[^a-zA-Z0-9_-]/g, "-")}`, text: s.name || s.id, onclick: (e) => {
+          e.preventDefault();
+          document.getElementById(`skill-${String(s.id).replace(/[^a-zA-Z0-9_-]/g, "-")}`)?.scrollIntoView();
+        } }))))) : null),
     h("section", { class: "skills", "aria-labelledby": "skills-title" },
       h("h2", { id: "skills-title", text: `Skills (${skills.length})` }),
       skills.length ? skills.map((s) => skillView(s, schemas)) : h("p", { text: "This agent lists no skills." }),
       skills.length ? null : skillView({ id: "message", name: "the agent", description: "A free text message." }, {})),
+    cardView(card),
   ]);
 }
 
@@ -848,7 +1109,8 @@ function taskPage(view, id) {
     badge.textContent = s;
     badge.className = `state state-${s}`;
     cancel.hidden = TERMINAL.has(s) || s === "unknown";
-    context.textContent = live.task?.contextId ? `Context ${live.task.contextId}` : "";
+    const skill = live.task ? taskSkill(live.task) : "";
+    context.textContent = [skill ? `Skill ${skill}` : "", live.task?.contextId ? `Context ${live.task.contextId}` : ""].filter(Boolean).join(" \u00b7 ");
     const links = { live: "Live.", reconnecting: "Connection lost: reconnecting...", lost: `Disconnected${live.error ? ` (${live.error.message})` : ""}.`, ended: "", idle: "" };
     clear(link).append(links[live.link] || "");
     if (live.link === "lost" && !TERMINAL.has(s)) link.append(" ", h("button", { type: "button", class: "secondary", onclick: () => subscribe() }, "Reconnect"));
@@ -999,12 +1261,13 @@ function tasksPage(view) {
 
   append(view, [h("h1", { text: "Tasks" }), filters, errors, summary,
     h("div", { class: "scroll" }, h("table", { class: "tasks" },
-      h("thead", {}, h("tr", {}, ["Task", "State", "Updated", "Context", "Artifacts"].map((t) => h("th", { scope: "col", text: t })))), table)),
+      h("thead", {}, h("tr", {}, ["Task", "Skill", "State", "Updated", "Context", "Artifacts"].map((t) => h("th", { scope: "col", text: t })))), table)),
     h("nav", { class: "pager", "aria-label": "Pages" }, previous, next)]);
 
   async function fetchPage() {
     clear(errors);
-    const params = { pageSize: listing.pageSize, includeArtifacts: false };
+    // the artifacts are asked for, to count them (without them a task lists none)
+    const params = { pageSize: listing.pageSize, includeArtifacts: true };
     if (listing.tokens[listing.page]) params.pageToken = listing.tokens[listing.page];
     if (listing.status) params.status = stateName(listing.status);
     if (listing.contextId) params.contextId = listing.contextId;
@@ -1021,6 +1284,7 @@ function tasksPage(view) {
     for (const task of tasks) {
       table.append(h("tr", {},
         h("td", {}, h("a", { href: `#/task/${encodeURIComponent(task.id)}`, text: task.id })),
+        h("td", { class: "skill-id" }, h("code", { text: taskSkill(task) })),
         h("td", {}, h("span", { class: `state state-${task.status.state}`, text: task.status.state })),
         h("td", { text: time(task.status.timestamp) }),
         h("td", {}, h("code", { text: task.contextId || "" })),
