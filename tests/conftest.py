@@ -395,11 +395,13 @@ def start_process(
     cwd: Path,
     *extra: str,
     launcher: tuple[str, ...] = ("-m", "skillwire"),
+    port: int | None = None,
     **popen: Any,
 ) -> Served:
     """``skillwire serve TARGET --store STORE`` in a subprocess, once it printed where it serves.
-    ``launcher`` is what python runs (``("-c", code)`` for a script that ends by calling the CLI)."""
-    port = free_port()
+    ``launcher`` is what python runs (``("-c", code)`` for a script that ends by calling the CLI); ``port``
+    the one to serve on (default: a free one)."""
+    port = port or free_port()
     proc = subprocess.Popen(
         [sys.executable, *launcher, "serve", target, "--port", str(port), "--store", store, *extra],
         stdout=subprocess.PIPE,

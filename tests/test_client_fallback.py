@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from conftest import RecordingHandler, RunningServer, collect, state_of
-from skillwire import Agent, Client, SendMessageConfiguration, SkillContext, SyncClient, TaskState
+from skillwire import Agent, Client, SkillContext, SyncClient, TaskState
 from skillwire.protocol import models as m
+from skillwire.types import SendMessageConfiguration
 
 WAIT = 10.0
 Serve = Callable[[Any], RunningServer]

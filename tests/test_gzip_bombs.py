@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from conftest import serve_asgi
-from skillwire import MemoryTaskStore, PushSettings, WebhookPolicy
+from skillwire import PushSettings, WebhookPolicy
 from skillwire.client import Client, InvalidResponseError, JsonRpcTransport, RestTransport
 from skillwire.llm import ProviderBadReply, ProviderReplyTooLarge, adapter_for
 from skillwire.protocol import models as m
@@ -25,6 +25,7 @@ from skillwire.security import OpenIDConnect
 from skillwire.security.jwks import Documents, FetchError, KeyCache
 from skillwire.security.schemes import Presented
 from skillwire.server.push import PushService
+from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task
 from skillwire.stores.push import Outgoing, PushConfigRecord
 from skillwire.testing.store_contract import make_task

@@ -13,12 +13,13 @@ import msgspec
 import pytest
 
 from conftest import example_agent, user_message
-from skillwire import MemoryTaskStore, PushSettings, WebhookPolicy
+from skillwire import PushSettings, WebhookPolicy
 from skillwire.client import Client
 from skillwire.errors import InvalidParamsError
 from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
 from skillwire.security import APIKey, Security
 from skillwire.server.push import PushService
+from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task
 from skillwire.stores.push import Outgoing, PushConfigRecord
 from skillwire.testing.store_contract import make_task

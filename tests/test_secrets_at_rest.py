@@ -15,8 +15,9 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, example_agent, rpc, user_message
-from skillwire import SQLiteTaskStore, WebhookPolicy
+from skillwire import WebhookPolicy
 from skillwire.agent import default_store
+from skillwire.stores import SQLiteTaskStore
 
 
 def mode(path: Path) -> int:

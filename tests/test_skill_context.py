@@ -207,7 +207,7 @@ async def test_progress_on_a_canceled_task_raises_task_closed(serve: Serve) -> N
     seen: dict[str, Any] = {"started": threading.Event(), "done": threading.Event()}
     srv = serve(agent(seen).asgi(store="memory://"))
     async with await Client.connect(srv.url, timeout=WAIT) as client:
-        from skillwire import SendMessageConfiguration
+        from skillwire.types import SendMessageConfiguration
 
         now = SendMessageConfiguration(return_immediately=True)
         task = await client.send("go", skill="lingering", configuration=now)

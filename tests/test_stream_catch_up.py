@@ -20,21 +20,12 @@ from typing import Any
 import pytest
 
 from conftest import A2A_V1, RunningServer, start_server, user_message
-from skillwire import (
-    Agent,
-    CallContext,
-    Executor,
-    Limits,
-    MemoryTaskStore,
-    RequestContext,
-    StreamResponse,
-    TaskEvents,
-    TaskState,
-    TaskStore,
-)
+from skillwire import Agent, CallContext, Executor, Limits, RequestContext, TaskEvents, TaskState
 from skillwire.protocol.models import Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest
 from skillwire.server.bus import Behind, InProcessEventBus
 from skillwire.server.runtime import TaskRuntime
+from skillwire.stores import MemoryTaskStore, TaskStore
+from skillwire.types import StreamResponse
 
 CALL = CallContext()
 WAIT = 30.0

@@ -54,6 +54,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from skillwire.client import Client
+    from skillwire.client.retry import RetryPolicy
 from skillwire.cli.files import LocalError, check_out_dir, file_part
 from skillwire.cli.output import Screen, json_line, parts_text, say_error, say_traceback
 from skillwire.cli.terminal import is_terminal
@@ -217,7 +218,11 @@ def _common() -> argparse.ArgumentParser:
         help="the protocol binding to use (default: the first of JSONRPC, HTTP+JSON, GRPC the card offers)",
     )
     common.add_argument(
-        "--retries", type=int, default=3, help="retries of safe calls on connection failures (default 3)"
+        "--retries",
+        type=int,
+        default=None,
+        help="retries of safe calls on connection failures (default 3; `tasks watch`: 12, so that it outlasts"
+        " a restart of the agent)",
     )
     common.add_argument(
         "--timeout",
@@ -328,6 +333,16 @@ class _Call:
         self.task_id = ""
         self.state: TaskState | None = None
 
+    def _retries(self) -> int | RetryPolicy:
+        from skillwire.client.retry import RetryPolicy
+
+        given: int | None = self.args.retries
+        if given is not None:
+            return max(given, 0)
+        if getattr(self.args, "tasks_command", None) == "watch":
+            return RetryPolicy(retries=12, base=0.25, cap=2.0)  # about 15 s of an agent that restarts
+        return 3
+
     async def connect(self) -> Client:
         from skillwire.client import Client
 
@@ -337,7 +352,7 @@ class _Call:
             headers=dict(self.args.header),
             credentials=dict(self.args.credential) or None,
             allowed_origins=self.args.allow_origin,
-            retries=max(self.args.retries, 0),
+            retries=self._retries(),
             card_keys=self.args.card_keys,
             **({} if self.args.timeout is None else {"timeout": self.args.timeout}),
         )

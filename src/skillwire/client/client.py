@@ -799,7 +799,13 @@ class Client:
                     if progress.finished:
                         return
                 else:
-                    return
+                    if not (resume and progress.started and progress.task_id is not None):
+                        return
+                    # the stream ended but the task has not: the agent let it go (it is stopping, say)
+                    delay = self.retry.delay(attempt)
+                    if delay is None:
+                        return
+                    wait = delay
             except (AgentConnectionError, HTTPStatusError, StreamDroppedError) as exc:
                 can_resume = progress.started and progress.task_id is not None
                 delay = self._retry_wait(exc, attempt) if resume and (can_resume or reopen) else None
