@@ -8,6 +8,7 @@ where the work happened.
 * ``tick``: streams ``count`` artifact chunks, each once the file named by ``gate`` holds at least that many
   lines (the test writes a line to let one more through), then completes.
 * ``again``: retryable; its first run works until its process dies, a run after that completes.
+* ``work``: records that it began, streams ``count`` chunks at its own pace, completes (the chaos test).
 * ``pid``: completes at once with the pid of its process.
 * ``deploy``: delegates to a job that ends when the file ``done`` names exists; its follower completes then.
 """
@@ -80,3 +81,21 @@ async def _follow(ref: Any, ctx: SkillContext) -> str:
 async def deploy(params: Any, ctx: SkillContext) -> None:
     """Starts a job elsewhere (the test ends it by creating a file) and hands the task to its follower."""
     await ctx.delegate({"done": params["done"]}, f"job started by {os.getpid()}")
+
+
+@agent.skill(tags=["test"])
+async def work(params: Any, ctx: SkillContext) -> str:
+    """Records that it began (its ``tag``, a line of the file ``runs`` names), then streams ``count``
+    chunks a little apart, then completes: the chaos test's skill."""
+    await asyncio.to_thread(_record, params["runs"], params["tag"])
+    await ctx.working(f"running in {os.getpid()}")
+    count = int(params["count"])
+    for i in range(count):
+        await asyncio.sleep(0.03)  # the agent's own pace: the test kills processes while tasks run
+        await ctx.artifact(f"chunk {i}", artifact_id="work", append=i > 0, last_chunk=i == count - 1)
+    return f"worked in {os.getpid()}"
+
+
+def _record(path: str, tag: str) -> None:
+    with open(path, "a", encoding="utf-8") as runs:
+        runs.write(tag + "\n")

@@ -157,6 +157,16 @@ class SyncClient:
         return self.aclient.interface
 
     @property
+    def generations(self) -> bool:
+        """Whether the agent keeps A2A 1.1 generations and this client asked for them."""
+        return self.aclient.generations
+
+    @property
+    def idempotency_keys(self) -> bool:
+        """Whether the agent honours idempotency keys (messages and push-config calls are then retried)."""
+        return self.aclient.idempotency_keys
+
+    @property
     def transport(self) -> Transport:
         """The async client's transport (it runs on this client's own event loop)."""
         return self.aclient.transport

@@ -187,6 +187,11 @@ class _CheckedEvents:
     def __aiter__(self) -> _CheckedEvents:
         return self
 
+    @property
+    def opens_at_once(self) -> bool:
+        """The wrapped stream's (see :class:`~skillwire.server.runtime.EventStream`); True by default."""
+        return bool(getattr(self._events, "opens_at_once", True))
+
     async def __anext__(self) -> StreamResponse:
         event = await anext(self._events)
         if type(event) is StreamResponse or isinstance(event, StreamResponse):

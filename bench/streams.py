@@ -1,0 +1,187 @@
+"""Streams and idempotency keys (issue 29), side by side with the official a2a-sdk, in one run.
+
+Each target is the echo agent of bench/run.py (``stream N`` streams N chunks), started as its own process:
+
+- **events/s to a fast reader**: one ``stream N`` request read by curl as fast as it can (``curl -sN``,
+  events counted by ``grep -c``), for N in ``--chunks``, ``--runs`` times each; the median and the range;
+- **peak RSS with slow readers**: ``--slow`` readers at once, each its own ``stream N`` request read about
+  one event a millisecond (4 KiB at a time, 1 ms apart), the server's RSS sampled every 50 ms; the peak, and
+  whether every reader got every event;
+- **the cost of an Idempotency-Key**: blocking JSON-RPC SendMessage with wrk at ``--concurrency``, with and
+  without a fresh key on every request, alternated ``--runs`` times on skillwire's SQLite default.
+
+    python bench/streams.py                              # everything (about 5 minutes)
+    python bench/streams.py --chunks 1000,10000 --targets skillwire-sqlite,a2a-sdk --skip-rss
+
+a2a-sdk runs with its tracing off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``), as in bench/run.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from run import (
+    RPC_HEADERS,
+    WRK_SCRIPT,
+    Server,
+    TargetFailed,
+    jsonrpc_url,
+    rpc_body,
+    run_wrk,
+    skillwire_command,
+    target_spec,
+)
+
+#: The same SendMessage with a fresh Idempotency-Key on every request (wrk.format takes the headers whole).
+WRK_KEYED_SCRIPT = WRK_SCRIPT.replace(
+    "return wrk.format(nil, nil, nil, body)",
+    'return wrk.format(nil, nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0",'
+    ' ["Idempotency-Key"] = tag .. "-" .. counter}, body)',
+)
+
+
+def curl_stream(url: str, chunks: int, timeout: float) -> tuple[int, float]:
+    """Events of one ``stream N`` request read by curl, and the seconds it took."""
+    body = rpc_body("SendStreamingMessage", f"stream {chunks}", f"bench-{time.time_ns()}").decode()
+    headers = [arg for name, value in RPC_HEADERS.items() for arg in ("-H", f"{name}: {value}")]
+    started = time.perf_counter()
+    curl = subprocess.Popen(
+        ["curl", "-sN", "--max-time", str(timeout), *headers, "--data-binary", body, url],
+        stdout=subprocess.PIPE,
+    )
+    count = subprocess.run(["grep", "-c", "^data:"], stdin=curl.stdout, capture_output=True, text=True)
+    curl.wait()
+    elapsed = time.perf_counter() - started
+    events = int(count.stdout.strip() or 0)
+    if events < chunks:
+        raise TargetFailed(f"the stream ended after {events} of {chunks + 2} events")
+    return events, elapsed
+
+
+def slow_reader(port: int, path: str, body: bytes, got: list[int], index: int) -> None:
+    """One stream read 4 KiB at a time, 1 ms apart (about an event a millisecond); its events in ``got``."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    events = 0
+    tail = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(head + body)
+        while chunk := sock.recv(4096):
+            data = tail + chunk
+            events += data.count(b"\ndata:")
+            tail = data[-8:]
+            time.sleep(0.001)
+    got[index] = events
+
+
+def peak_rss(server: Server, url: str, readers: int, chunks: int, timeout: float) -> tuple[float, list[int]]:
+    """The server's peak RSS (MiB) while ``readers`` slow readers each read a ``stream N`` request."""
+    port = server.port
+    path = "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/"
+    got = [0] * readers
+    threads = [
+        threading.Thread(
+            target=slow_reader,
+            args=(port, path, rpc_body("SendStreamingMessage", f"stream {chunks}", f"slow-{i}"), got, i),
+            daemon=True,
+        )
+        for i in range(readers)
+    ]
+    for thread in threads:
+        thread.start()
+    peak, deadline = server.rss_mib(), time.perf_counter() + timeout
+    while any(t.is_alive() for t in threads) and time.perf_counter() < deadline:
+        peak = max(peak, server.rss_mib())
+        time.sleep(0.05)
+    return peak, got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--targets", default="a2a-sdk,skillwire-memory,skillwire-sqlite")
+    parser.add_argument("--chunks", default="1000,10000,100000")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--slow", type=int, default=10, help="slow readers at once (RSS)")
+    parser.add_argument("--slow-chunks", type=int, default=100_000)
+    parser.add_argument("--skip-rss", action="store_true")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args()
+    skillwire = skillwire_command(None)
+    chunk_sizes = [int(c) for c in args.chunks.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="bench-streams-"))
+    print("| target | chunks | events/s (median) | range | seconds (median) |")
+    print("|---|---:|---:|---:|---:|")
+    rss_rows = []
+    for name in args.targets.split(","):
+        server = Server(target_spec(name, skillwire, work), work)
+        try:
+            server.wait_ready(60)
+            url = jsonrpc_url(server, [])
+            for chunks in chunk_sizes:
+                rates, times = [], []
+                for _ in range(args.runs):
+                    events, seconds = curl_stream(url, chunks, args.timeout)
+                    rates.append(events / seconds)
+                    times.append(seconds)
+                print(
+                    f"| {name} | {chunks:,} | {statistics.median(rates):,.0f} | {min(rates):,.0f}-{max(rates):,.0f}"
+                    f" | {statistics.median(times):.2f} |",
+                    flush=True,
+                )
+            if not args.skip_rss:
+                before = server.rss_mib()
+                peak, got = peak_rss(server, url, args.slow, args.slow_chunks, args.timeout)
+                whole = sum(g >= args.slow_chunks for g in got)
+                rss_rows.append((name, before, peak, whole))
+        except TargetFailed as exc:
+            print(f"| {name} | failed: {exc} | | | |")
+        finally:
+            server.stop()
+    if rss_rows:
+        print(
+            f"\n| target | RSS before (MiB) | peak RSS, {args.slow} slow readers of {args.slow_chunks:,} chunks | readers"
+            " that got every event |"
+        )
+        print("|---|---:|---:|---:|")
+        for name, before, peak, whole in rss_rows:
+            print(f"| {name} | {before:.0f} | {peak:.0f} | {whole} of {args.slow} |")
+    server = Server(target_spec("skillwire-sqlite", skillwire, work), work)
+    try:
+        server.wait_ready(60)
+        url = jsonrpc_url(server, [])
+        plain, keyed = [], []
+        for run in range(args.runs):
+            plain.append(run_wrk(url, args.concurrency, args.duration, 1, f"plain{run}").rps)
+            keyed.append(
+                run_wrk(url, args.concurrency, args.duration, 1, f"keyed{run}", WRK_KEYED_SCRIPT).rps
+            )
+        print(f"\n| SendMessage, SQLite, c={args.concurrency} | req/s (median) | range |")
+        print("|---|---:|---:|")
+        print(f"| without a key | {statistics.median(plain):,.0f} | {min(plain):,.0f}-{max(plain):,.0f} |")
+        print(
+            f"| a fresh Idempotency-Key each | {statistics.median(keyed):,.0f} | {min(keyed):,.0f}-{max(keyed):,.0f} |"
+        )
+        print(f"\nkeyed / plain: {statistics.median(keyed) / statistics.median(plain):.3f}")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
