@@ -125,6 +125,8 @@ class Keys:
     async def claiming(self, keyed: Keyed) -> AsyncIterator[None]:
         """While the claim of ``keyed`` is being made in this process (another call with the key waits)."""
         slot = (keyed.scope, keyed.key)
+        while (earlier := self._pending.get(slot)) is not None:  # another call with this key first
+            await asyncio.shield(earlier)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._pending[slot] = future
         try:

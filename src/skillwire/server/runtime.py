@@ -909,9 +909,14 @@ class TaskRuntime(BaseRequestHandler):
 
     # -- operations (continued) ---------------------------------------------------------------------------
 
+    async def _recall_turn(self, keyed: Keyed | None, request: SendMessageRequest) -> Claim | None:
+        """The claim of a message sent again that continues a task (its turn may still be under way here).
+        A message that makes a new task needs no look first: its claim, made before any work, finds it."""
+        return await self._recall(keyed) if request.message.task_id else None
+
     async def on_send_message(self, request: SendMessageRequest, call: CallContext) -> SendMessageResponse:
         keyed = self._keyed(Operation.SEND_MESSAGE, request, call)
-        claim = await self._recall(keyed)
+        claim = await self._recall_turn(keyed, request)
         if claim is not None:
             return await self._send_again(claim, request)
         config = request.configuration
@@ -938,7 +943,7 @@ class TaskRuntime(BaseRequestHandler):
         self, request: SendMessageRequest, call: CallContext
     ) -> AsyncIterator[StreamResponse]:
         keyed = self._keyed(Operation.SEND_MESSAGE, request, call)
-        claim = await self._recall(keyed)
+        claim = await self._recall_turn(keyed, request)
         if claim is not None:
             return await self._stream_again(claim, request, call)
         try:

@@ -74,7 +74,6 @@ from skillwire.stores.sqlite_writer import (
     GroupWriter,
     apply_write,
     connect,
-    put_claim,
 )
 
 try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
@@ -501,13 +500,10 @@ class SQLiteTaskStore:
         return await self._read(read)
 
     async def claim(self, claim: Claim) -> Claim | None:
-        found: list[Claim | None] = []
-
-        def op(conn: sqlite3.Connection) -> None:
-            found.append(put_claim(conn, claim))
-
-        await self._write(op)
-        return found[0]
+        if self._writer is None:
+            raise StoreError("the SQLite store is not open")
+        found: Claim | None = await self._writer.submit(claim)
+        return found
 
     async def settle(self, scope: str, key: str, result: bytes) -> None:
         def op(conn: sqlite3.Connection) -> None:

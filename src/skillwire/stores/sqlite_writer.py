@@ -17,6 +17,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -78,8 +79,8 @@ Op = Callable[[sqlite3.Connection], None]
 
 @dataclass(slots=True, eq=False)  # compared by identity: the writer keeps sets of them
 class _Queued:
-    write: TaskWrite | Op
-    future: asyncio.Future[None]
+    write: TaskWrite | Op | Claim
+    future: asyncio.Future[Any]
 
 
 def connect(path: str, timeout: float) -> sqlite3.Connection:
@@ -183,9 +184,10 @@ class GroupWriter(threading.Thread):
         self._pending: list[_Queued] = []
         self._closing = False
 
-    def submit(self, write: TaskWrite | Op) -> asyncio.Future[None]:
-        """Queue a task write, or an op (a function of the connection) to run in the next transaction."""
-        fut: asyncio.Future[None] = self._loop.create_future()
+    def submit(self, write: TaskWrite | Op | Claim) -> asyncio.Future[Any]:
+        """Queue a task write, an op (a function of the connection) to run in the next transaction, or an
+        idempotency claim (its future's result: None if made, else the live claim of its key)."""
+        fut: asyncio.Future[Any] = self._loop.create_future()
         with self._cond:
             if self._closing:
                 raise StoreError("the SQLite store is closed")
@@ -219,7 +221,29 @@ class GroupWriter(threading.Thread):
         finally:
             self._conn.close()
 
-    def _apply(self, batch: list[_Queued]) -> list[Outcome]:
+    def _apply(self, batch: list[_Queued]) -> list[Outcome | Claim]:
+        """The outcome of each of ``batch``: claims first (one statement for all of them, so that a batch of
+        new tasks and their claims keeps the fast path), then the writes and ops."""
+        claims = [(i, q.write) for i, q in enumerate(batch) if isinstance(q.write, Claim)]
+        if not claims:
+            return list(self._apply_writes(batch))
+        made: list[Outcome | Claim]
+        try:
+            made = list(put_claims(self._conn, [c for _, c in claims]))
+        except sqlite3.Error as exc:
+            made = [StoreError(f"the SQLite store could not commit: {exc}")] * len(claims)
+        rest = [q for q in batch if not isinstance(q.write, Claim)]
+        outcomes: list[Outcome | Claim] = [None] * len(batch)
+        for (i, _), outcome in zip(claims, made, strict=True):
+            outcomes[i] = outcome
+        if rest:
+            others = iter(self._apply_writes(rest))
+            for i, q in enumerate(batch):
+                if not isinstance(q.write, Claim):
+                    outcomes[i] = next(others)
+        return outcomes
+
+    def _apply_writes(self, batch: list[_Queued]) -> list[Outcome]:
         conn = self._conn
         items = [q.write for q in batch]
         try:
@@ -232,7 +256,10 @@ class GroupWriter(threading.Thread):
             ):
                 return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
-            outcomes = [apply_write(conn, w, limit) if isinstance(w, TaskWrite) else w(conn) for w in items]
+            outcomes = [
+                apply_write(conn, w, limit) if isinstance(w, TaskWrite) else w(conn)  # type: ignore[operator]
+                for w in items
+            ]
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -385,6 +412,45 @@ def _insert_params(w: TaskWrite) -> tuple[object, ...]:
     )
 
 
+_claims_sql: dict[int, str] = {}
+
+
+def put_claims(conn: sqlite3.Connection, claims: list[Claim]) -> list[Claim | None]:
+    """Make each of ``claims`` unless a live claim of its key is there (that claim is its outcome), in one
+    statement (a second claim of one key in the batch finds the first); a few lapsed claims go first."""
+    conn.execute(_FORGET_LAPSED, (claims[0].created_us,))
+    outcomes: list[Claim | None] = []
+    for first in range(0, len(claims), _MAX_CLAIM_ROWS):
+        chunk = claims[first : first + _MAX_CLAIM_ROWS]
+        sql = _claims_sql.get(len(chunk))
+        if sql is None:
+            values = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(chunk))
+            sql = _claims_sql[len(chunk)] = _CLAIM.replace(
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", f"VALUES {values}"
+            ).replace("RETURNING 1", "RETURNING scope, key, created_us")
+        params = [value for claim in chunk for value in msgspec.structs.astuple(claim)]
+        made = {tuple(row) for row in conn.execute(sql, params).fetchall()}
+        for claim in chunk:
+            if (claim.scope, claim.key, claim.created_us) in made:
+                made.discard((claim.scope, claim.key, claim.created_us))
+                outcomes.append(None)
+            else:
+                row = conn.execute(
+                    f"SELECT {CLAIM_COLUMNS} FROM idempotency WHERE scope = ? AND key = ?",
+                    (claim.scope, claim.key),
+                ).fetchone()
+                outcomes.append(Claim(*row))
+    return outcomes
+
+
+#: Claims in one multi-row INSERT (9 parameters each).
+_MAX_CLAIM_ROWS = 1000
+_FORGET_LAPSED = (
+    "DELETE FROM idempotency WHERE (scope, key) IN (SELECT scope, key FROM idempotency"
+    " WHERE expires_us <= ? ORDER BY expires_us LIMIT 16)"
+)
+
+
 def put_claim(conn: sqlite3.Connection, claim: Claim) -> Claim | None:
     """Store ``claim`` unless a live claim of its key is there (then that one is returned); a few lapsed
     claims are deleted on the way, so that each claim made pays for the removal of some."""
@@ -479,11 +545,11 @@ def _apply_write(conn: sqlite3.Connection, w: TaskWrite, max_log_bytes: int) -> 
     return None
 
 
-def _resolve(futures: list[asyncio.Future[None]], outcomes: list[Outcome]) -> None:
+def _resolve(futures: list[asyncio.Future[Any]], outcomes: list[Outcome | Claim]) -> None:
     for future, outcome in zip(futures, outcomes, strict=True):
         if future.done():
             continue
-        if outcome is None:
-            future.set_result(None)
+        if outcome is None or isinstance(outcome, Claim):
+            future.set_result(outcome)
         else:
             future.set_exception(outcome)
