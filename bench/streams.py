@@ -4,9 +4,9 @@ Each target is the echo agent of bench/run.py (``stream N`` streams N chunks), s
 
 - **events/s to a fast reader**: one ``stream N`` request read by curl as fast as it can (``curl -sN``,
   events counted by ``grep -c``), for N in ``--chunks``, ``--runs`` times each; the median and the range;
-- **peak RSS with slow readers**: ``--slow`` readers at once, each its own ``stream N`` request read about
-  one event a millisecond (4 KiB at a time, 1 ms apart), the server's RSS sampled every 50 ms; the peak, and
-  whether every reader got every event;
+- **peak RSS with slow readers**: ``--slow`` readers of one ``stream N`` task (its stream, and
+  SubscribeToTask after generation 0 for the others: a generations-extension request), each read about one event a millisecond (4 KiB at a time, 1 ms apart), the
+  server's RSS sampled every 50 ms; the peak, and how many readers got to the task's end;
 - **the cost of an Idempotency-Key**: blocking JSON-RPC SendMessage with wrk at ``--concurrency``, with and
   without a fresh key on every request, alternated ``--runs`` times on skillwire's SQLite default.
 
@@ -19,6 +19,7 @@ a2a-sdk runs with its tracing off (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false`
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import statistics
 import subprocess
@@ -68,41 +69,57 @@ def curl_stream(url: str, chunks: int, timeout: float) -> tuple[int, float]:
     return events, elapsed
 
 
-def slow_reader(port: int, path: str, body: bytes, got: list[int], index: int) -> None:
-    """One stream read 4 KiB at a time, 1 ms apart (about an event a millisecond); its events in ``got``."""
+def slow_reader(
+    port: int, body: bytes, got: list[int], index: int, task_ids: list[str] | None = None
+) -> None:
+    """One JSON-RPC stream read 4 KiB at a time, 1 ms apart (about an event a millisecond), over HTTP/1.0 (no
+    chunked framing to split events); its events in ``got``, the task id it opened with in ``task_ids``."""
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        "POST / HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
     events = 0
     tail = b""
+    completed = False
     with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.sendall(head + body)
         while chunk := sock.recv(4096):
             data = tail + chunk
-            events += data.count(b"\ndata:")
-            tail = data[-8:]
+            events += data.count(b"data:") - tail.count(b"data:")
+            if task_ids is not None and not task_ids and b'"task":{"id":"' in data:
+                start = data.index(b'"task":{"id":"') + 14
+                task_ids.append(data[start : data.index(b'"', start)].decode())
+            completed = completed or b"TASK_STATE_COMPLETED" in data
+            tail = data[-32:]
             time.sleep(0.001)
-    got[index] = events
+    got[index] = events if completed else -events  # negative: the stream ended before the task did
 
 
-def peak_rss(server: Server, url: str, readers: int, chunks: int, timeout: float) -> tuple[float, list[int]]:
-    """The server's peak RSS (MiB) while ``readers`` slow readers each read a ``stream N`` request."""
-    port = server.port
-    path = "/" + url.split("/", 3)[3] if url.count("/") >= 3 else "/"
+def peak_rss(server: Server, readers: int, chunks: int, timeout: float) -> tuple[float, list[int]]:
+    """The server's peak RSS (MiB) while ``readers`` slow readers follow one ``stream N`` task: its own
+    stream, and SubscribeToTask after generation 0 for the others (every event, from the task's log: the
+    task has long ended by the time a slow reader asks)."""
     got = [0] * readers
-    threads = [
-        threading.Thread(
-            target=slow_reader,
-            args=(port, path, rpc_body("SendStreamingMessage", f"stream {chunks}", f"slow-{i}"), got, i),
-            daemon=True,
-        )
-        for i in range(readers)
-    ]
-    for thread in threads:
-        thread.start()
+    task_ids: list[str] = []
+    body = rpc_body("SendStreamingMessage", f"stream {chunks}", f"slow-{time.time_ns()}")
+    threads = [threading.Thread(target=slow_reader, args=(server.port, body, got, 0, task_ids), daemon=True)]
+    threads[0].start()
     peak, deadline = server.rss_mib(), time.perf_counter() + timeout
+    while not task_ids and threads[0].is_alive() and time.perf_counter() < deadline:
+        time.sleep(0.001)
+    for i in range(1, readers):
+        subscribe = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "SubscribeToTask",
+                "params": {"id": task_ids[0], "afterGeneration": 0},
+            }
+        ).encode()
+        thread = threading.Thread(target=slow_reader, args=(server.port, subscribe, got, i), daemon=True)
+        thread.start()
+        threads.append(thread)
     while any(t.is_alive() for t in threads) and time.perf_counter() < deadline:
         peak = max(peak, server.rss_mib())
         time.sleep(0.05)
@@ -147,7 +164,7 @@ def main() -> None:
                 )
             if not args.skip_rss:
                 before = server.rss_mib()
-                peak, got = peak_rss(server, url, args.slow, args.slow_chunks, args.timeout)
+                peak, got = peak_rss(server, args.slow, args.slow_chunks, args.timeout)
                 whole = sum(g >= args.slow_chunks for g in got)
                 rss_rows.append((name, before, peak, whole))
         except TargetFailed as exc:
