@@ -58,8 +58,18 @@ def curl_stream(url: str, chunks: int, timeout: float) -> tuple[int, float]:
     body = rpc_body("SendStreamingMessage", f"stream {chunks}", f"bench-{time.time_ns()}").decode()
     headers = [arg for name, value in RPC_HEADERS.items() for arg in ("-H", f"{name}: {value}")]
     curl = subprocess.Popen(
-        ["curl", "-sN", "--max-time", str(timeout), "-w", "%{stderr}%{time_total}", *headers]
-        + ["--data-binary", body, url],
+        [
+            "curl",
+            "-sN",
+            "--max-time",
+            str(timeout),
+            "-w",
+            "%{stderr}%{time_total}",
+            *headers,
+            "--data-binary",
+            body,
+            url,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
