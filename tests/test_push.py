@@ -834,3 +834,49 @@ def test_an_unreadable_signing_key_makes_the_key_set_unavailable_not_a_500(
     assert answer.json()["error"]["message"] == "The push signing keys are not available yet"
     card = httpx.get(server.url + "/.well-known/agent-card.json")
     assert card.status_code == 200  # the agent itself goes on
+
+
+class _StoreOfAnOlderVersion:
+    """A store of one's own written before ``PushStore.pending_by_partition``: every other method of a
+    real memory store, that one missing."""
+
+    def __init__(self) -> None:
+        self._inner = MemoryTaskStore()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "pending_by_partition":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def test_a_store_with_part_of_push_says_push_is_off(caplog: pytest.LogCaptureFixture) -> None:
+    store = _StoreOfAnOlderVersion()
+    assert not isinstance(store, PushStore)
+    with caplog.at_level("WARNING", logger="skillwire.push"):
+        app = example_agent("echo").asgi(store=store)  # type: ignore[arg-type]
+    assert app.push is None and app.card.capabilities.push_notifications is False
+    warned = [r.getMessage() for r in caplog.records if r.name == "skillwire.push"]
+    assert warned == [
+        "push notifications are off: the store _StoreOfAnOlderVersion implements part of PushStore but not "
+        "pending_by_partition"
+    ]
+
+
+def test_a_store_without_push_turns_it_off_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    class NoPush:
+        def __init__(self) -> None:
+            self._inner = MemoryTaskStore()
+
+        def __getattr__(self, name: str) -> Any:
+            if name in vars(PushStore):
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    with caplog.at_level("WARNING", logger="skillwire.push"):
+        app = example_agent("echo").asgi(store=NoPush())  # type: ignore[arg-type]
+    assert app.push is None
+    assert not [r for r in caplog.records if r.name == "skillwire.push"]
+    with caplog.at_level("WARNING", logger="skillwire.push"):
+        on = example_agent("echo").asgi(store=MemoryTaskStore())
+    assert on.push is not None
+    assert not [r for r in caplog.records if r.name == "skillwire.push"]

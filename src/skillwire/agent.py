@@ -18,6 +18,7 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -52,7 +53,7 @@ from skillwire.skills.registry import (
 )
 from skillwire.skills.schema_card import skill_schemas_extension
 from skillwire.stores.base import TaskStore, open_store
-from skillwire.stores.push import PushStore
+from skillwire.stores.push import PushStore, missing_push_methods
 
 if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
@@ -375,6 +376,7 @@ class Agent:
         runtime: TaskRuntime | None = None
         push_service: PushService | None = None
         if handler is None:
+            _warn_partial_push_store(task_store, settings)
             if settings.enabled and isinstance(task_store, PushStore):
                 issuer = (public_url or "").rstrip("/") or settings.issuer or "urn:skillwire:agent"
                 push_service = PushService(
@@ -563,3 +565,15 @@ def _card_entry(skill: Skill) -> AgentSkill:
     if skill.source.startswith("plugin:"):
         return msgspec.structs.replace(skill.agent_skill, tags=[*skill.agent_skill.tags, skill.source])
     return skill.agent_skill
+
+
+def _warn_partial_push_store(store: TaskStore, settings: PushSettings) -> None:
+    """Say so when a store of one's own keeps push configs but lacks part of ``PushStore`` (a method added
+    in a later version, say): push is then off, which would otherwise pass unseen."""
+    missing = missing_push_methods(store) if settings.enabled else []
+    if missing:
+        logging.getLogger("skillwire.push").warning(
+            "push notifications are off: the store %s implements part of PushStore but not %s",
+            type(store).__name__,
+            ", ".join(missing),
+        )

@@ -277,3 +277,11 @@ class MemoryPushState:
     def failed(self, after: int, limit: int) -> list[Delivery]:
         start = bisect.bisect_right(self._failed, after)
         return [self.deliveries[s] for s in self._failed[start : start + limit]]
+
+
+def missing_push_methods(store: object) -> list[str]:
+    """The ``PushStore`` methods a store that implements some of them lacks (none when it implements all
+    of them, or none of them: a store that keeps no push simply has push off)."""
+    names = sorted(name for name in vars(PushStore) if not name.startswith("_"))
+    missing = [name for name in names if not callable(getattr(store, name, None))]
+    return [] if len(missing) == len(names) else missing
