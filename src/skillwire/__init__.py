@@ -51,52 +51,78 @@ DeprecationWarning naming their module.
 
 import typing as _typing
 
-from skillwire.agent import Agent
-from skillwire.errors import (
-    A2AError,
-    CardSignatureError,
-    InvalidParamsError,
-    SkillError,
-    SkillwireError,
-    TaskNotFoundError,
-)
-from skillwire.protocol.limits import Limits
-from skillwire.protocol.models import Message, Task
-from skillwire.protocol.states import TaskState
-from skillwire.security import (
-    APIKey,
-    Bearer,
-    HTTPBasic,
-    MutualTLS,
-    OAuth2,
-    OpenIDConnect,
-    Principal,
-    Security,
-)
-from skillwire.server.context import CallContext
-from skillwire.server.executor import Executor, RequestContext, TaskEvents
-from skillwire.server.handler import BaseRequestHandler
-from skillwire.server.outbound import WebhookPolicy
-from skillwire.server.push import PushSettings
-from skillwire.skills.context import Answer, SkillContext
-from skillwire.skills.executor import Outcome
-
 if _typing.TYPE_CHECKING:
+    from skillwire.agent import Agent
     from skillwire.client import Client, ClientError, RetryPolicy, SyncClient, TaskFailedError
+    from skillwire.errors import (
+        A2AError,
+        CardSignatureError,
+        InvalidParamsError,
+        SkillError,
+        SkillwireError,
+        TaskNotFoundError,
+    )
+    from skillwire.protocol.limits import Limits
+    from skillwire.protocol.models import Message, Task
+    from skillwire.protocol.states import TaskState
+    from skillwire.security import (
+        APIKey,
+        Bearer,
+        HTTPBasic,
+        MutualTLS,
+        OAuth2,
+        OpenIDConnect,
+        Principal,
+        Security,
+    )
+    from skillwire.server.context import CallContext
+    from skillwire.server.executor import Executor, RequestContext, TaskEvents
+    from skillwire.server.handler import BaseRequestHandler
+    from skillwire.server.outbound import WebhookPolicy
+    from skillwire.server.push import PushSettings
+    from skillwire.skills.context import Answer, SkillContext
+    from skillwire.skills.executor import Outcome
     from skillwire.skills.manifest import SkillCard
     from skillwire.skills.schema import compile_schema, validate_json
     from skillwire.wire.card_signing import CardSigner, verify_card
 
 __version__ = "0.1.0"
 
-# Imported on first use: the client (httpx), manifests (YAML) and the schema compiler are not needed to
-# serve an agent, and start-up time matters.
+# Every name is imported on its first use: a caller (the client, the command line) should not pay for the
+# server, the security schemes or the schema compiler it does not use, and start-up time matters
+# (tests/test_import_cost.py holds the light paths light).
 _LAZY = {
-    "Client": "skillwire.client",
-    "ClientError": "skillwire.client",
-    "RetryPolicy": "skillwire.client",
-    "SyncClient": "skillwire.client",
-    "TaskFailedError": "skillwire.client",
+    "Agent": "skillwire.agent",
+    **dict.fromkeys(
+        ("Client", "ClientError", "RetryPolicy", "SyncClient", "TaskFailedError"), "skillwire.client"
+    ),
+    **dict.fromkeys(
+        (
+            "A2AError",
+            "CardSignatureError",
+            "InvalidParamsError",
+            "SkillError",
+            "SkillwireError",
+            "TaskNotFoundError",
+        ),
+        "skillwire.errors",
+    ),
+    "Limits": "skillwire.protocol.limits",
+    "Message": "skillwire.protocol.models",
+    "Task": "skillwire.protocol.models",
+    "TaskState": "skillwire.protocol.states",
+    **dict.fromkeys(
+        ("APIKey", "Bearer", "HTTPBasic", "MutualTLS", "OAuth2", "OpenIDConnect", "Principal", "Security"),
+        "skillwire.security",
+    ),
+    "CallContext": "skillwire.server.context",
+    **dict.fromkeys(("Executor", "RequestContext", "TaskEvents"), "skillwire.server.executor"),
+    "BaseRequestHandler": "skillwire.server.handler",
+    "WebhookPolicy": "skillwire.server.outbound",
+    "PushSettings": "skillwire.server.push",
+    "Answer": "skillwire.skills.context",
+    "SkillContext": "skillwire.skills.context",
+    "Outcome": "skillwire.skills.executor",
     "SkillCard": "skillwire.skills.manifest",
     "compile_schema": "skillwire.skills.schema",
     "validate_json": "skillwire.skills.schema",

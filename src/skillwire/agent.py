@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -52,7 +51,7 @@ from skillwire.skills.registry import (
     skill_from_function,
 )
 from skillwire.skills.schema_card import skill_schemas_extension
-from skillwire.stores.base import TaskStore, open_store
+from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store, open_store
 from skillwire.stores.push import PushStore, missing_push_methods
 
 if TYPE_CHECKING:
@@ -61,20 +60,6 @@ if TYPE_CHECKING:
     from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["DEFAULT_STORE", "Agent", "RuntimeWrapper", "default_store"]
-
-#: The default task store: a SQLite file named after the agent, in ``.skillwire/`` under the working
-#: directory (``{agent}`` is the agent's slug: ``Agent("Greeter")`` keeps its tasks in
-#: ``.skillwire/greeter.db``), so two agents started in one folder never share their tasks. Passing this
-#: very string as ``store=`` means that default; :func:`default_store` spells it out for one agent.
-DEFAULT_STORE = "sqlite:///.skillwire/{agent}.db"
-
-
-def default_store(name: str) -> str:
-    """The default store URL of the agent called ``name``: ``default_store("Greeter")`` is
-    ``"sqlite:///.skillwire/greeter.db"``."""
-    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
-    return DEFAULT_STORE.format(agent=slug)
-
 
 #: ``wrap=`` of :meth:`Agent.asgi`: makes the request handler that stands in front of the task runtime.
 RuntimeWrapper = Callable[[TaskRuntime], RequestHandler]

@@ -29,23 +29,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillwire.agent import DEFAULT_STORE, Agent, default_store
 from skillwire.cli import calls, console, scaffold
 from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
 from skillwire.protocol.models import AgentCard
-from skillwire.server.bus import open_bus
-from skillwire.server.context import split_partition
-from skillwire.server.hosts import is_loopback, served_hosts
-from skillwire.server.outbound import WebhookPolicy
-from skillwire.server.push import PushSettings
-from skillwire.server.tls import tls_from
-from skillwire.stores.base import open_store
 
 if TYPE_CHECKING:
+    from skillwire.agent import Agent
     from skillwire.server.app import A2AApplication, NotLoadedApplication
     from skillwire.server.metrics import Metrics
+    from skillwire.server.outbound import WebhookPolicy
+    from skillwire.server.push import PushSettings
     from skillwire.server.telemetry import Telemetry
     from skillwire.stores.push import Delivery
     from skillwire.wire.card_signing import CardSigner
@@ -96,6 +91,8 @@ def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
         )
     path = Path(target)
     if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
+        from skillwire.agent import Agent
+
         return Agent.from_folder(path, read_only=read_only, plugins=plugins)
     agent = _load_code_agent(target)
     agent.read_only = agent.read_only or read_only
@@ -131,6 +128,8 @@ def _load_code_agent(target: str) -> Agent:
     else:
         raise SkillwireError(f"{target}: not a folder, a .py file or module:attribute")
     agent = getattr(module, attribute, None)
+    from skillwire.agent import Agent
+
     if not isinstance(agent, Agent):
         raise SkillwireError(
             f"{target}: `{attribute}` must be a skillwire.Agent, found {type(agent).__name__}"
@@ -172,6 +171,8 @@ RELOAD_INCLUDES = ("*.py", "SKILL.md", "agent.yaml")
 
 def _add_serve(sub: Any) -> None:
     """``skillwire serve``: each option's default comes from ``SKILLWIRE_<OPTION>`` when it is set."""
+    from skillwire.stores.base import DEFAULT_STORE
+
     serve = sub.add_parser(
         "serve",
         help="serve an agent over A2A",
@@ -371,6 +372,8 @@ def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:
     if allow is None:
         allow = [text for text in re.split(r"[,\s]+", _env("WEBHOOK_ALLOW", "") or "") if text]
     try:
+        from skillwire.server.outbound import WebhookPolicy
+
         return WebhookPolicy(allow=allow, allow_http=args.webhook_allow_http)
     except ValueError as exc:
         raise SkillwireError(f"--webhook-allow: {exc}") from None
@@ -544,6 +547,8 @@ def _failed_deliveries(store: str, after: int, limit: int) -> list[Delivery]:
 def _delivery_json(d: Delivery) -> str:
     import json
 
+    from skillwire.server.context import split_partition
+
     tenant, owner = split_partition(d.tenant)
     entry = {
         "seq": d.seq,
@@ -559,6 +564,8 @@ def _delivery_json(d: Delivery) -> str:
 
 
 def _delivery_text(d: Delivery) -> str:
+    from skillwire.server.context import split_partition
+
     tenant, owner = split_partition(d.tenant)
     who = f" tenant {tenant!r}" if tenant else ""
     who += f" owner {owner}" if owner else ""
@@ -658,6 +665,11 @@ def _reach(app: A2AApplication) -> None:
 
 def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     """The agent ``args`` name and the application serving it as ``args`` say."""
+    from skillwire.server.bus import open_bus
+    from skillwire.server.hosts import is_loopback, served_hosts
+    from skillwire.server.tls import tls_from
+    from skillwire.stores.base import default_store, open_store
+
     if not args.target:
         raise SkillwireError("serve needs a TARGET (or SKILLWIRE_TARGET)")
     if args.log_level not in _LOG_LEVELS:
@@ -992,7 +1004,7 @@ EXIT_CLOSED_PIPE = 128 + 13
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from skillwire.server.serve import configure_logging
+    from skillwire.server.logs import configure_logging
 
     try:
         args = _parse(argv)

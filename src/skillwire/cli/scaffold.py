@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from skillwire.errors import ManifestError, SkillwireError
-from skillwire.skills.loader import CODE, MANIFEST
-from skillwire.skills.manifest import SkillCard
 
 __all__ = ["COMMANDS", "add_parsers", "run", "skill_files"]
 
@@ -67,6 +65,9 @@ async def run(params: dict[str, Any], ctx: SkillContext) -> str:
 def skill_files(skill_id: str) -> dict[str, str]:
     """The files of a new skill ``skill_id`` (SKILL.md and skill.py), the manifest already checked; a
     ManifestError if ``skill_id`` is not a valid skill id."""
+    from skillwire.skills.loader import CODE, MANIFEST
+    from skillwire.skills.manifest import SkillCard
+
     words = skill_id.replace("-", " ").replace("_", " ").replace(".", " ").split()
     name = " ".join(words).capitalize() or skill_id
     manifest = _MANIFEST.format(
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             (folder / filename).write_text(text, encoding="utf-8")
     except OSError as exc:
         raise SkillwireError(f"cannot write {folder}: {exc}") from None
+    from skillwire.skills.loader import CODE, MANIFEST
+
     print(f"created {folder}/{MANIFEST} and {folder}/{CODE}")
     print(f"  check it: skillwire skills check {args.dir}", file=sys.stderr)
     print(f"  serve it: skillwire serve {args.dir}", file=sys.stderr)

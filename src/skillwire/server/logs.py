@@ -53,6 +53,7 @@ __all__ = [
     "TextFormatter",
     "bind_request",
     "bind_task",
+    "configure_logging",
     "current_request_id",
     "enabled",
     "printable",
@@ -235,3 +236,21 @@ def use_json(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     enabled = True
+
+
+def configure_logging(level: str, log_format: str = "text") -> None:
+    """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
+    :mod:`skillwire.server.access`; a line logged for a request ends with its ``request=<id>``), unless the
+    process has set logging up itself: one line per record, which no caller-supplied value can break or flood
+    (:class:`TextFormatter`); ``log_format`` ``json``: every record of the process as
+    one JSON line with its request, task and trace ids (this module)."""
+    if log_format == "json":
+        use_json(level)
+        return
+    root = logging.getLogger()
+    if root.handlers:  # set up by the process (logging.basicConfig does nothing then either)
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(TextFormatter("%(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
+    root.setLevel(level.upper())

@@ -25,6 +25,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
 from skillwire.server.hosts import is_loopback
+from skillwire.server.logs import configure_logging
 from skillwire.server.tls import TLSConfig
 from skillwire.server.uvicorn_tls import uvicorn_config
 
@@ -159,26 +160,6 @@ def without_secret(url: str) -> str:
     if not sep or not at or ":" not in userinfo or "/" in userinfo:
         return url
     return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
-
-
-def configure_logging(level: str, log_format: str = "text") -> None:
-    """Show skillwire's log records from ``level`` on (on stderr; ``info`` shows the access log of
-    :mod:`skillwire.server.access`; a line logged for a request ends with its ``request=<id>``), unless the
-    process has set logging up itself: one line per record, which no caller-supplied value can break or flood
-    (:class:`~skillwire.server.logs.TextFormatter`); ``log_format`` ``json``: every record of the process as
-    one JSON line with its request, task and trace ids (:mod:`skillwire.server.logs`)."""
-    from skillwire.server import logs
-
-    if log_format == "json":
-        logs.use_json(level)
-        return
-    root = logging.getLogger()
-    if root.handlers:  # set up by the process (logging.basicConfig does nothing then either)
-        return
-    handler = logging.StreamHandler()
-    handler.setFormatter(logs.TextFormatter("%(levelname)s %(name)s: %(message)s"))
-    root.addHandler(handler)
-    root.setLevel(level.upper())
 
 
 def _log_options() -> dict[str, Any]:

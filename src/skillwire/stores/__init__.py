@@ -16,19 +16,31 @@ from typing import TYPE_CHECKING, Any
 
 from skillwire.stores import base
 from skillwire.stores.base import *  # noqa: F403 - the protocol's names, listed once in base.__all__
-from skillwire.stores.memory import MemoryTaskStore
-from skillwire.stores.sqlite import SQLiteTaskStore
 
 if TYPE_CHECKING:
+    from skillwire.stores.memory import MemoryTaskStore
     from skillwire.stores.postgres import PostgresTaskStore
+    from skillwire.stores.sqlite import SQLiteTaskStore
 
 __all__ = ["MemoryTaskStore", "PostgresTaskStore", "SQLiteTaskStore"]
 __all__ += base.__all__
 
 
-def __getattr__(name: str) -> Any:
-    if name == "PostgresTaskStore":  # needs asyncpg: imported when asked for
-        from skillwire.stores.postgres import PostgresTaskStore
+#: The stores, each imported when first asked for (PostgreSQL's needs the ``postgres`` extra, asyncpg; the
+#: others are not needed by a caller that only reads a store's URL).
+_STORES = {
+    "MemoryTaskStore": "skillwire.stores.memory",
+    "PostgresTaskStore": "skillwire.stores.postgres",
+    "SQLiteTaskStore": "skillwire.stores.sqlite",
+}
 
-        return PostgresTaskStore
-    raise AttributeError(f"module 'skillwire.stores' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    module = _STORES.get(name)
+    if module is None:
+        raise AttributeError(f"module 'skillwire.stores' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

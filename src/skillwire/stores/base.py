@@ -34,6 +34,7 @@ import base64
 import binascii
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
@@ -518,6 +519,20 @@ def _only_owner(path: str) -> None:
     if current & 0o077:
         with contextlib.suppress(PermissionError):  # not ours to change: it stays as it is
             os.chmod(path, current & 0o700)
+
+
+#: The default task store: a SQLite file named after the agent, in ``.skillwire/`` under the working
+#: directory (``{agent}`` is the agent's slug: ``Agent("Greeter")`` keeps its tasks in
+#: ``.skillwire/greeter.db``), so two agents started in one folder never share their tasks. Passing this
+#: very string as ``store=`` means that default; :func:`default_store` spells it out for one agent.
+DEFAULT_STORE = "sqlite:///.skillwire/{agent}.db"
+
+
+def default_store(name: str) -> str:
+    """The default store URL of the agent called ``name``: ``default_store("Greeter")`` is
+    ``"sqlite:///.skillwire/greeter.db"``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "agent"
+    return DEFAULT_STORE.format(agent=slug)
 
 
 def open_store(url: str, *, limits: Limits | None = None, setting: str = "store=") -> TaskStore:

@@ -1,0 +1,81 @@
+"""Issue 31: the command line starts like a command line. What a light path imports is held here, by module
+(never by a timing): ``import skillwire``, the client and the CLI's own commands must not load the server,
+the security schemes, the skill loader, telemetry or protobuf, which only serving an agent needs.
+
+Each case runs in a fresh interpreter, since this one has imported everything already."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: Modules (or packages, by their first part) that serving needs and calling does not.
+HEAVY = (
+    "skillwire.agent",
+    "skillwire.server.app",
+    "skillwire.server.runtime",
+    "skillwire.server.push",
+    "skillwire.server.telemetry",
+    "skillwire.security",
+    "skillwire.skills.loader",
+    "skillwire.skills.registry",
+    "skillwire.stores.sqlite",
+    "starlette",
+    "uvicorn",
+    "grpc",
+    "google.protobuf",
+    "opentelemetry",
+    "prometheus_client",
+    "cryptography",
+    "asyncpg",
+    "redis",
+    "yaml",
+)
+
+_REPORT = """
+import json, sys
+{code}
+print(json.dumps(sorted(sys.modules)))
+"""
+
+CASES = {
+    "import skillwire": "import skillwire",
+    "import skillwire.client": "import skillwire.client",
+    "from skillwire import Client, Task, TaskState": "from skillwire import Client, Task, TaskState",
+    "skillwire --version": (
+        "from skillwire.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    ),
+    "skillwire card --help": (
+        "from skillwire.cli.main import main\ntry:\n    main(['card', '--help'])\nexcept SystemExit:\n    pass"
+    ),
+}
+
+
+def _loaded(code: str) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _REPORT.format(code=code)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    modules: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return modules
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [name for name in modules if any(name == h or name.startswith(h + ".") for h in HEAVY)]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_light_path_loads_nothing_serving_needs(case: str) -> None:
+    assert _heavy(_loaded(CASES[case])) == []
+
+
+def test_serving_does_load_them() -> None:
+    """The check can fail: the path that serves an agent loads exactly what the light paths must not."""
+    heavy = _heavy(_loaded("from skillwire import Agent"))
+    assert {"skillwire.agent", "skillwire.server.app", "skillwire.security"} <= set(heavy)
