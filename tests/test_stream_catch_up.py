@@ -21,7 +21,14 @@ import pytest
 
 from conftest import A2A_V1, RunningServer, start_server, user_message
 from skillwire import Agent, CallContext, Executor, Limits, RequestContext, TaskEvents, TaskState
-from skillwire.protocol.models import Message, Part, Role, SendMessageRequest, SubscribeToTaskRequest
+from skillwire.protocol.models import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+)
 from skillwire.server.bus import Behind, InProcessEventBus
 from skillwire.server.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
@@ -201,6 +208,33 @@ async def test_subscribe_resumes_after_a_generation_with_exactly_what_follows(st
     rest = await collect(resumed)
     assert generations(seen + rest) == list(range(1, 44))
     assert chunks_of(seen + rest) == [f"c{i}" for i in range(40)]
+    await rt.stop(grace=0)
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["task ended", "task running"])
+async def test_a_resume_more_than_a_page_of_the_log_behind_gets_every_event_and_ends(
+    store: TaskStore, ended: bool
+) -> None:
+    """Seen before: a subscription resuming after generation 0 of a task that had emitted 2,000 chunks got
+    the first page of its log (256 events), then waited for ever, since what followed had been committed
+    before it subscribed (so never came on the bus) and the task had ended."""
+    burst = Burst(1_000)
+    rt = TaskRuntime(burst, store)
+    burst.go.set()
+    stream = await rt.on_send_streaming_message(send("go"), CALL)
+    first = await anext(stream)
+    task_id = first.task.id if first.task is not None else ""
+    await stream.aclose()
+    await burst.emitted.wait()
+    if ended:
+        burst.finish.set()
+        done = await rt.on_get_task(GetTaskRequest(id=task_id, current_generation=1_002), CALL)  # long-polls
+        assert done.status.state is TaskState.COMPLETED
+    resumed = await rt.on_subscribe_to_task(SubscribeToTaskRequest(id=task_id, after_generation=0), CALL)
+    burst.finish.set()
+    rest = await asyncio.wait_for(collect(resumed), WAIT)
+    assert generations(rest) == list(range(2, 1_004))  # working, 1,000 chunks, completed
+    assert chunks_of(rest) == [f"c{i}" for i in range(1_000)]
     await rt.stop(grace=0)
 
 

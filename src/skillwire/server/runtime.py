@@ -232,6 +232,9 @@ class EventStream:
             if page and generation_of(page[0]) == self._seen + 1:
                 self._backlog.extend(page)
                 self._sub.skip_through(generation_of(page[-1]))
+                # A full page may stop short of where the bus took over (what was committed before the
+                # subscription never comes on it): read on once this page is out.
+                self._behind = len(page) >= CATCH_UP_EVENTS
                 return None
             stored = await store.get(task_id, tenant=tenant)
         except StoreError as exc:
