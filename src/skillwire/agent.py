@@ -31,7 +31,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
-from skillwire.server.app import A2AApplication
+from skillwire.server.app import A2AApplication, Mounted
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
@@ -339,6 +339,7 @@ class Agent:
         telemetry: Telemetry | bool | None = None,
         metrics: Metrics | bool | None = None,
         cors_origins: Sequence[str] = (),
+        mcp: bool = False,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -359,7 +360,9 @@ class Agent:
         requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.metrics.Metrics`;
         docs/observability.md). ``cors_origins`` (``["https://app.example"]``) are the origins whose web pages
         may call the agent (CORS); a request a browser marks as coming from any other site is refused
-        (docs/security.md, "Browsers").
+        (docs/security.md, "Browsers"). ``mcp`` also serves the skills as MCP tools, over Streamable HTTP at
+        ``/mcp`` behind the same security schemes and budgets (needs ``pip install 'skillwire[mcp]'``;
+        docs/mcp.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
@@ -400,7 +403,7 @@ class Agent:
             # as served: off for this app, or with a store or handler that cannot keep deliveries
             offered = msgspec.structs.replace(card.capabilities, push_notifications=push_service is not None)
             card = msgspec.structs.replace(card, capabilities=offered)
-        return A2AApplication(
+        app = A2AApplication(
             card=card,
             handler=handler,
             runtime=runtime,
@@ -424,6 +427,22 @@ class Agent:
             metrics=counting,
             cors_origins=cors_origins,
         )
+        if mcp:
+            app.mounts.append(self._mcp_mount(app, limits))
+        return app
+
+    def _mcp_mount(self, app: A2AApplication, limits: Limits) -> Mounted:
+        try:
+            from skillwire.mcp.http import McpMount
+            from skillwire.mcp.local import local_server
+        except ImportError as exc:
+            raise SkillwireError(
+                f"serving MCP needs the mcp package: pip install 'skillwire[mcp]' ({exc})"
+            ) from None
+        server = local_server(
+            self.name, self.version, self.served_skills(), app.dispatcher, instructions=self.description
+        )
+        return McpMount(server, limits=limits)
 
     def run(
         self,

@@ -13,6 +13,7 @@
 A target of the wrong kind (a URL given to ``serve`` or ``skills check``, a path that is nothing) is one
 line on stderr and exit 2; an agent that cannot be reached, exit 3.
 * ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
+* ``skillwire mcp TARGET|URL``: an agent's skills as MCP tools over stdio (see :mod:`skillwire.cli.mcp`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillwire.agent import DEFAULT_STORE, Agent, default_store
-from skillwire.cli import calls, console, scaffold
+from skillwire.cli import calls, console, mcp, scaffold
 from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
@@ -285,6 +286,13 @@ def _add_serve(sub: Any) -> None:
         help="serve only skills marked readOnly (others are refused)",
     )
     serve.add_argument(
+        "--mcp",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("MCP") or False,
+        help="also serve the skills as MCP tools, Streamable HTTP at /mcp, behind the same security schemes"
+        " (needs `" + install_command("mcp") + "`; docs/mcp.md)",
+    )
+    serve.add_argument(
         "--plugins",
         action=argparse.BooleanOptionalAction,
         default=_env_flag("PLUGINS") or False,
@@ -479,6 +487,7 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     console.add_parsers(sub)
+    mcp.add_parsers(sub)
     return parser
 
 
@@ -711,6 +720,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         telemetry=_telemetry(args, agent.name),
         metrics=_metrics(args, agent.name),
         cors_origins=origins,
+        mcp=args.mcp,
     )
     return agent, app
 
@@ -855,6 +865,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "V03_CARD": args.v03_card,
         "READ_ONLY": args.read_only,
         "PLUGINS": args.plugins,
+        "MCP": args.mcp,
         "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
         "PUSH": args.push,
         "CONSOLE": args.console,
@@ -1013,6 +1024,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return scaffold.run(args)
         if args.command in console.COMMANDS:
             return console.run(args)
+        if args.command in mcp.COMMANDS:
+            return mcp.run(args)
     except SkillwireError as exc:
         say_error(str(exc))  # may quote a remote agent (skills list URL)
         return calls.EXIT_ERROR if isinstance(exc, _Unreachable) else calls.EXIT_USAGE

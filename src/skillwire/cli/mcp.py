@@ -1,0 +1,111 @@
+"""``skillwire mcp TARGET``: an agent's skills as MCP tools over stdio, for MCP hosts that launch a command.
+
+TARGET is what ``skillwire serve`` takes (a folder of skills, ``agent.py``, a ``.py`` file,
+``module:attribute``): its skills run in this process, their tasks kept in ``--store`` (default: the
+agent's own SQLite file, as for ``serve``). TARGET may also be the URL of a running A2A agent (v1.0 or
+v0.3; ``host:port`` and ``:port`` mean ``http://``): its skills are then called with :class:`skillwire.Client`,
+with the credentials of ``--credential`` and ``--header``, as ``skillwire send`` takes them.
+
+Standard output carries MCP's messages only; logs (``--log-level``, default warning) go to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from skillwire.errors import SkillwireError, install_command
+
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+COMMANDS = frozenset({"mcp"})
+
+
+def add_parsers(sub: Any) -> None:
+    from skillwire.cli.calls import ALLOW_ORIGIN_HELP, _card_keys, _credential, _header, _seconds
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve an agent's skills as MCP tools over stdio (a folder, or a running agent's URL)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+    )
+    mcp.add_argument("target", help="a folder of skills, agent.py, a .py file, module:attribute, or a URL")
+    mcp.add_argument("--store", default=None, help="the task store of a local agent (default: its own file)")
+    mcp.add_argument(
+        "--read-only",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="serve only the skills marked readOnly",
+    )
+    mcp.add_argument("--plugins", action="store_true", help="add the skills installed packages offer")
+    mcp.add_argument("--header", "-H", action="append", type=_header, default=[], metavar="K=V")
+    mcp.add_argument(
+        "--credential",
+        action="append",
+        type=_credential,
+        default=[],
+        metavar="SCHEME=SECRET",
+        help="a secret for one of a remote agent card's security schemes (as `skillwire send` takes it)",
+    )
+    mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", help=ALLOW_ORIGIN_HELP)
+    mcp.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "GRPC"], default=None)
+    mcp.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS")
+    mcp.add_argument("--card-keys", type=_card_keys, default=None, metavar="FILE_OR_URL")
+    mcp.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from skillwire.cli.main import is_agent_url
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise SkillwireError(f"skillwire mcp needs the mcp package: {install_command('mcp')}") from None
+    if is_agent_url(args.target):
+        from skillwire.cli.calls import agent_url
+
+        asyncio.run(_serve_remote(args, agent_url(args.target)))
+    else:
+        asyncio.run(_serve_local(args))
+    return 0
+
+
+async def _serve_local(args: argparse.Namespace) -> None:
+    from skillwire.agent import default_store
+    from skillwire.cli.main import load_agent
+    from skillwire.mcp.local import local_server
+    from skillwire.mcp.stdio import serve_stdio
+    from skillwire.stores.base import open_store
+
+    agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
+    store = open_store(args.store or default_store(agent.name), setting="--store")
+    app = agent.asgi(store=store, push=False)
+    await app.startup()
+    try:
+        server = local_server(
+            agent.name, agent.version, agent.served_skills(), app.dispatcher, instructions=agent.description
+        )
+        await serve_stdio(server)
+    finally:
+        await app.shutdown()
+
+
+async def _serve_remote(args: argparse.Namespace, url: str) -> None:
+    from skillwire.client import Client
+    from skillwire.mcp.remote import remote_server
+    from skillwire.mcp.stdio import serve_stdio
+
+    client = await Client.connect(
+        url,
+        bindings=(args.binding,) if args.binding else None,
+        headers=dict(args.header),
+        credentials=dict(args.credential) or None,
+        allowed_origins=args.allow_origin,
+        card_keys=args.card_keys,
+        **({} if args.timeout is None else {"timeout": args.timeout}),
+    )
+    async with client:
+        await serve_stdio(remote_server(client, url))

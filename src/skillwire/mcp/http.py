@@ -1,0 +1,82 @@
+"""The MCP endpoint of ``skillwire serve --mcp``: Streamable HTTP at ``/mcp``, mounted in the A2A application.
+
+The application serves it behind the door its A2A routes have (:class:`~skillwire.server.app.Mounted`): the
+browser guard, the agent's security schemes (each tool call runs as the caller they authenticated, so it
+sees only that caller's tasks), and the ``max_body_bytes`` budget. The SDK's own DNS-rebinding check is
+off: the application's allowed hosts and browser guard do that job, for every route alike.
+
+The SDK's session manager runs in a task of its own from the application's start-up to its shutdown, so the
+endpoint works whether the application is started by its lifespan or, mounted, on its first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from skillwire.protocol.limits import Limits
+from skillwire.server.asgi import Receive, Scope, Send
+
+__all__ = ["MCP_PATH", "McpMount"]
+
+#: Where ``serve --mcp`` serves MCP (Streamable HTTP), below the application's root path.
+MCP_PATH = "/mcp"
+
+
+class McpMount:
+    """An MCP server as a :class:`~skillwire.server.app.Mounted` app at ``path``."""
+
+    def __init__(self, server: Server[Any], *, limits: Limits | None = None, path: str = MCP_PATH) -> None:
+        self.path = path
+        self.server = server
+        self.limits = limits or Limits()
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._stop: asyncio.Event | None = None
+        self._running: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        manager = StreamableHTTPSessionManager(
+            app=self.server, max_request_body_size=self.limits.max_body_bytes, security_settings=None
+        )
+        started, self._stop = asyncio.Event(), asyncio.Event()
+        self._running = asyncio.create_task(self._run(manager, started, self._stop))
+        waiting = asyncio.ensure_future(started.wait())
+        await asyncio.wait({waiting, self._running}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if self._running.done():
+            self._running.result()  # raises why it could not start
+        self._manager = manager
+
+    @staticmethod
+    async def _run(
+        manager: StreamableHTTPSessionManager, started: asyncio.Event, stop: asyncio.Event
+    ) -> None:
+        async with manager.run():
+            started.set()
+            await stop.wait()
+
+    async def stop(self) -> None:
+        self._manager = None
+        if self._stop is not None and self._running is not None:
+            self._stop.set()
+            with contextlib.suppress(Exception):
+                await self._running
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            body = b'{"error": "the MCP endpoint is not running"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [(b"content-type", b"application/json")],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await manager.handle_request(scope, receive, send)
