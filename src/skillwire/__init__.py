@@ -23,7 +23,8 @@ Here: the agent and its decorator (:class:`Agent`), what a skill sees and raises
 (:class:`Executor`, :class:`RequestContext`, :class:`TaskEvents`, :class:`BaseRequestHandler`,
 :class:`CallContext`), limits and push settings (:class:`Limits`, :class:`PushSettings`,
 :class:`WebhookPolicy`), card signing (:class:`CardSigner`, :func:`verify_card`), manifests and schemas
-(:class:`SkillCard`, :func:`compile_schema`, :func:`validate_json`).
+(:class:`SkillCard`, :func:`compile_schema`, :func:`validate_json`), MCP servers whose tools become skills
+(:class:`McpServer`; docs/mcp.md).
 
 Public modules, for what is advanced or numerous:
 
@@ -83,6 +84,7 @@ from skillwire.skills.executor import Outcome
 
 if _typing.TYPE_CHECKING:
     from skillwire.client import Client, ClientError, RetryPolicy, SyncClient, TaskFailedError
+    from skillwire.mcp.config import McpServer
     from skillwire.skills.manifest import SkillCard
     from skillwire.skills.schema import compile_schema, validate_json
     from skillwire.wire.card_signing import CardSigner, verify_card
@@ -97,6 +99,7 @@ _LAZY = {
     "RetryPolicy": "skillwire.client",
     "SyncClient": "skillwire.client",
     "TaskFailedError": "skillwire.client",
+    "McpServer": "skillwire.mcp.config",
     "SkillCard": "skillwire.skills.manifest",
     "compile_schema": "skillwire.skills.schema",
     "validate_json": "skillwire.skills.schema",
@@ -186,6 +189,7 @@ __all__ = [
     "HTTPBasic",
     "InvalidParamsError",
     "Limits",
+    "McpServer",
     "Message",
     "MutualTLS",
     "OAuth2",

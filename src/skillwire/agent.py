@@ -55,6 +55,7 @@ from skillwire.stores.base import TaskStore, open_store
 from skillwire.stores.push import PushStore
 
 if TYPE_CHECKING:
+    from skillwire.mcp.config import McpServer
     from skillwire.server.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
     from skillwire.wire.card_signing import CardSigner
@@ -104,6 +105,7 @@ class Agent:
         security: Security | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
         push: PushSettings | bool = True,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         self.name = name
         self.description = description or name
@@ -136,6 +138,9 @@ class Agent:
         #: Push notifications (on by default; False or ``PushSettings(enabled=False)``: off). They need a store
         #: that keeps deliveries (memory://, SQLite): with another, they are off.
         self.push = push if isinstance(push, PushSettings) else PushSettings(enabled=push)
+        #: MCP servers whose tools become skills when the agent is served (:meth:`load_mcp_tools`).
+        self.mcp_servers = list(mcp_servers)
+        self._mcp_loaded = False
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -217,6 +222,21 @@ class Agent:
 
         return register
 
+    def load_mcp_tools(self) -> list[Skill]:
+        """Make skills of the tools of :attr:`mcp_servers` (once; :meth:`asgi` calls it): each server is
+        asked for its tools, and a server that cannot be reached adds none, with a warning in the log
+        (docs/mcp.md). Needs ``pip install 'skillwire[mcp]'``. Returns the skills added."""
+        if self._mcp_loaded or not self.mcp_servers:
+            return []
+        try:
+            from skillwire.mcp.client import discover_blocking
+        except ImportError as exc:
+            raise SkillwireError(
+                f"mcp_servers need the mcp package: pip install 'skillwire[mcp]' ({exc})"
+            ) from None
+        self._mcp_loaded = True
+        return [self.add_skill(skill) for skill in discover_blocking(self.mcp_servers)]
+
     def on_outcome(self, hook: OutcomeHook) -> OutcomeHook:
         """Call ``hook(outcome)`` after every skill run (in registration order, best effort)."""
         self.hooks.append(hook)
@@ -226,6 +246,7 @@ class Agent:
     def from_folder(cls, folder: str | Path, *, read_only: bool = False, plugins: bool = False) -> Agent:
         """An agent for a folder of skills (sub-folders with SKILL.md and skill.py, optional agent.yaml);
         with ``plugins``, also the skills installed packages offer through the ``skillwire.skills`` group."""
+        from skillwire.mcp.config import McpServer
         from skillwire.skills.loader import load_agent_config, load_skills_folder, plugin_skills
         from skillwire.skills.security_config import build_security
 
@@ -239,6 +260,7 @@ class Agent:
             icon_url=config.icon_url,
             read_only=read_only,
             security=build_security(config.security) if config.security is not None else None,
+            mcp_servers=[McpServer(**entry) for entry in config.mcp_servers],
         )
         for skill in load_skills_folder(folder):
             agent.add_skill(skill)
@@ -366,6 +388,7 @@ class Agent:
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
+        self.load_mcp_tools()
         self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
