@@ -67,6 +67,12 @@ def run(args: argparse.Namespace) -> int:
     if is_agent_url(args.target):
         from skillwire.cli.calls import agent_url
 
+        if args.read_only or args.plugins or args.store:
+            raise SkillwireError(
+                "--read-only, --plugins and --store apply to an agent served here: a remote agent's own"
+                " settings apply to it"
+            )
+
         asyncio.run(_serve_remote(args, agent_url(args.target)))
     else:
         asyncio.run(_serve_local(args))
