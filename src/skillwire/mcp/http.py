@@ -32,6 +32,7 @@ class McpMount:
 
     def __init__(self, server: Server[Any], *, limits: Limits | None = None, path: str = MCP_PATH) -> None:
         self.path = path
+        self.label = "MCP (Streamable HTTP)"
         self.server = server
         self.limits = limits or Limits()
         self._manager: StreamableHTTPSessionManager | None = None

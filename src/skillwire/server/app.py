@@ -96,6 +96,8 @@ class Mounted(Protocol):
     replayed to the app). ``start`` and ``stop`` run with the application's own start-up and shutdown."""
 
     path: str
+    #: What it is, for the banner of ``skillwire serve`` (``MCP``).
+    label: str
 
     async def start(self) -> None: ...
 
