@@ -6,9 +6,9 @@ its default SQLite store, where every call is a stored task; the SDK under uvico
 http on ``auto`` as ``skillwire serve`` has them, no access log). For each concurrency level C the official
 MCP client opens C sessions (Streamable HTTP), warms each up, then the C sessions call ``echo`` one call
 after the other until ``--calls`` calls are made; the report gives calls per second, the latency of one
-call (p50, p99) and the server's CPU time per call (from /proc). The client runs in this process and shares
-the cores with the server: at high concurrency it may be the bottleneck, which the server CPU per call does
-not depend on.
+call (p50, p99), and the CPU time per call of the server (from /proc) and of the client (this process). The
+client runs here and shares the cores with the server: when its CPU per call is near the server's, it is
+as much the bottleneck as the server, and the server CPU per call is the figure that compares servers.
 
     python bench/mcp.py                              # skillwire-memory, skillwire-sqlite, mcp-sdk
     python bench/mcp.py --calls 500 --concurrency 1,4 --json /tmp/mcp.json
@@ -132,12 +132,12 @@ async def level(url: str, pid: int, calls: int, concurrency: int) -> dict[str, A
     if not start.all_warm.is_set():  # a session failed before it warmed up: say why
         warm.cancel()
         await asyncio.gather(*sessions)
-    cpu_before = cpu_seconds(pid)
+    cpu_before, client_before = cpu_seconds(pid), time.process_time()
     began = time.perf_counter()
     start.go.set()
     await asyncio.gather(*sessions)
     wall = time.perf_counter() - began
-    cpu = cpu_seconds(pid) - cpu_before
+    cpu, client_cpu = cpu_seconds(pid) - cpu_before, time.process_time() - client_before
     ordered = sorted(latencies)
     return {
         "concurrency": concurrency,
@@ -146,6 +146,7 @@ async def level(url: str, pid: int, calls: int, concurrency: int) -> dict[str, A
         "p50_ms": statistics.median(ordered) * 1000,
         "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
         "server_cpu_ms_per_call": cpu / len(latencies) * 1000,
+        "client_cpu_ms_per_call": client_cpu / len(latencies) * 1000,
     }
 
 
@@ -164,13 +165,14 @@ def measure(target: str, python: str, calls: int, levels: Sequence[int]) -> list
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| target | concurrency | calls | calls/s | p50 (ms) | p99 (ms) | server CPU per call (ms) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| target | concurrency | calls | calls/s | p50 (ms) | p99 (ms) | server CPU per call (ms) |"
+        " client CPU per call (ms) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['target']} | {r['concurrency']} | {r['calls']} | {r['calls_per_s']:,.0f} | {r['p50_ms']:.2f}"
-            f" | {r['p99_ms']:.2f} | {r['server_cpu_ms_per_call']:.2f} |"
+            f" | {r['p99_ms']:.2f} | {r['server_cpu_ms_per_call']:.2f} | {r['client_cpu_ms_per_call']:.2f} |"
         )
     return "\n".join(lines)
 

@@ -137,9 +137,7 @@ async def _call(server: McpServer, tool: types.Tool, params: Any, ctx: SkillCont
             result = await session.call_tool(tool.name, arguments, progress_callback=progress)
     except SkillwireError as exc:  # a credential missing from the environment
         raise SkillError(str(exc)) from None
-    except Exception as exc:
-        if _is_cancel(exc):
-            raise
+    except Exception as exc:  # (a cancelled run is a BaseException: it passes through)
         log.warning("MCP server %s: calling %s failed: %s", server.label, tool.name, _why(exc))
         raise SkillError(f"The MCP server {server.label} could not be reached: {_why(exc)}") from None
     return await _result(result, tool, ctx)
@@ -171,10 +169,6 @@ def _file_of(block: types.ContentBlock) -> Part | None:
     if isinstance(block, types.ResourceLink):
         return Part(url=str(block.uri), filename=block.name, media_type=block.mime_type or "")
     return None
-
-
-def _is_cancel(exc: BaseException) -> bool:
-    return isinstance(exc, asyncio.CancelledError)
 
 
 def _why(exc: BaseException) -> str:

@@ -18,8 +18,10 @@ from typing import Any
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from skillwire.errors import ServerBusyError
 from skillwire.protocol.limits import Limits
-from skillwire.server.asgi import Receive, Scope, Send
+from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
+from skillwire.wire.rest import encode_status
 
 __all__ = ["MCP_PATH", "McpMount"]
 
@@ -69,15 +71,8 @@ class McpMount:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
-        if manager is None:
-            body = b'{"error": "the MCP endpoint is not running"}'
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 503,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+        if manager is None:  # stopped (shutdown), or never started
+            error = ServerBusyError("The MCP endpoint is not running", retry_after=1)
+            await send_bytes(send, 503, encode_status(error, 503), extra_headers=error_headers(error))
             return
         await manager.handle_request(scope, receive, send)

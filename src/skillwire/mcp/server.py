@@ -28,7 +28,7 @@ from mcp.shared.exceptions import MCPError
 
 from skillwire.errors import A2AError
 from skillwire.mcp.tools import ToolSpec, error_result, task_result, tool_of
-from skillwire.protocol.models import Message, Part, Role, StreamResponse, Task
+from skillwire.protocol.models import Artifact, Message, Part, Role, StreamResponse, Task, TaskStatus
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.server.app import PRINCIPAL_SCOPE_KEY
@@ -48,7 +48,6 @@ class Run:
 
     def __init__(self, progress: Progress) -> None:
         self.task_id = ""
-        self.context_id = ""
         self.progress = progress
 
 
@@ -173,8 +172,6 @@ def _task_id_of(event: StreamResponse) -> str:
 
 def _as_task(message: Message) -> Task:
     """An agent's direct reply (a Message, no task) as a completed task of one artifact."""
-    from skillwire.protocol.models import Artifact, TaskStatus
-
     return Task(
         id=message.task_id or "",
         status=TaskStatus(state=TaskState.COMPLETED),

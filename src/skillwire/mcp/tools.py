@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,7 +143,3 @@ def _content_of(part: Part, task: Task, artifact: Artifact | None) -> types.Cont
             mime_type=part.media_type or None,
         )
     )
-
-
-def specs_by_id(specs: Iterable[ToolSpec]) -> dict[str, ToolSpec]:
-    return {spec.id: spec for spec in specs}
