@@ -140,6 +140,7 @@ async def level(url: str, pid: int, calls: int, concurrency: int) -> dict[str, A
     cpu, client_cpu = cpu_seconds(pid) - cpu_before, time.process_time() - client_before
     ordered = sorted(latencies)
     return {
+        "load_average": os.getloadavg()[0],  # the machine's, other processes included
         "concurrency": concurrency,
         "calls": len(latencies),
         "calls_per_s": len(latencies) / wall,
