@@ -17,6 +17,14 @@ A run:
    with a text output, the tokens are emitted as chunks of one artifact instead and nothing is returned; if
    the whole text then fails its schema, the repaired reply replaces that artifact.
 
+With tools (``providerConfig.tools``: ids of skills of this agent, MCP tools made skills included), the
+run is a tool-calling loop instead of steps 2 to 4's single call: the model is offered each tool (the
+skill's id, description and inputSchema) and either calls some, each call being run through ``ctx.skills``
+with a WORKING status update ("Calling <skill>") and its result (or its error) given back to the model, or
+answers; the answer is read as in step 3. ``providerConfig.toolSteps`` (default 8) is the most model turns
+that call tools: one more fails the task, as the ``timeoutSeconds`` deadline does, which every model call
+and tool call shares. Tokens are not streamed in a tool-calling run.
+
 A provider error fails the task with its caller-safe message (``str(error)``); what the provider said
 (``error.detail``) goes to the log at WARNING only. ``skillwire.llm`` is imported inside functions, so an
 agent without model-backed skills never loads it.
@@ -41,7 +49,7 @@ from skillwire.skills.manifest import SkillCard
 from skillwire.skills.registry import Skill, skill_from_manifest
 
 if TYPE_CHECKING:
-    from skillwire.llm import Adapter, ChatMessage, GenerationParams, ProviderError
+    from skillwire.llm import Adapter, ChatMessage, GenerationParams, ProviderError, Tool, ToolCall, ToolReply
     from skillwire.skills._yaml import LineMap
     from skillwire.skills.context import SkillContext
 
@@ -55,6 +63,9 @@ MISCONFIGURED = "The skill's model provider is not configured correctly on this 
 PROBLEM_LIMIT = 500
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 _KEY_TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
+#: How many model turns that call tools a run may take unless providerConfig.toolSteps says otherwise.
+DEFAULT_TOOL_STEPS = 8
+_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 # -- loading -------------------------------------------------------------------------------------------------
@@ -75,6 +86,17 @@ def check_provider_config(card: SkillCard, lines: LineMap | None = None) -> Adap
     with the file and, given ``lines``, the line, when no adapter can serve it."""
     from skillwire.llm import ProviderConfigError, adapter_for
 
+    config = card.provider_config or {}
+    tools, steps = config.get("tools", []), config.get("toolSteps", DEFAULT_TOOL_STEPS)
+    problem = None
+    if not isinstance(tools, list) or not all(isinstance(t, str) and t for t in tools):
+        problem = ("tools", "expected a list of skill ids (skills of this agent, MCP tools included)")
+    elif isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        problem = ("toolSteps", "expected a number of model turns above 0")
+    if problem is not None:
+        key, reason = problem
+        line = _line_of(lines, key) if lines is not None else None
+        raise ManifestError(reason, path=f"providerConfig.{key}", line=line, source=card.source)
     try:
         return adapter_for(card.provider_config or {})
     except ProviderConfigError as exc:
@@ -155,6 +177,9 @@ class ModelRun:
 
     async def run(self) -> Any:
         messages = self.messages()
+        tools = (self.card.provider_config or {}).get("tools")
+        if tools:
+            return await self.with_tools(messages, list(tools))
         if not self.as_json and self.ctx.streaming:
             return await self.streamed(messages)
         reply = await self.call(messages)
@@ -258,6 +283,81 @@ class ModelRun:
         await self.ctx.artifact(
             text, artifact_id=artifact_id, name="result", append=append, last_chunk=last_chunk
         )
+
+    async def with_tools(self, messages: list[ChatMessage], skill_ids: list[str]) -> Any:
+        """The tool-calling loop (see the module's docstring)."""
+        tools, by_name = self.tools(skill_ids)
+        steps = int((self.card.provider_config or {}).get("toolSteps", DEFAULT_TOOL_STEPS))
+        for step in range(steps + 1):
+            reply = await self.call_tools(messages, tools)
+            if not reply.calls:
+                try:
+                    return self.checked(reply.text)
+                except ValueError as exc:
+                    return await self.repaired(messages, reply.text, str(exc))
+            if step == steps:
+                raise SkillError(
+                    f"The model was still calling tools after {steps} turns, the skill's budget"
+                    " (providerConfig.toolSteps)."
+                )
+            messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.calls)})
+            for call in reply.calls:
+                messages.append(await self.tool_result(call, by_name))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def tools(self, skill_ids: list[str]) -> tuple[list[Tool], dict[str, str]]:
+        """The tools offered to the model, and the skill id of each tool name (a name keeps to letters,
+        digits, ``_`` and ``-``, as the APIs want: ``calc.multiply`` is offered as ``calc_multiply``)."""
+        from skillwire.llm import Tool
+
+        calls = self.ctx.skills
+        tools: list[Tool] = []
+        by_name: dict[str, str] = {}
+        for skill_id in skill_ids:
+            skill = calls.get(skill_id) if calls is not None else None
+            if skill is None:
+                raise SkillError(f"The skill's tool {skill_id!r} is not a skill this agent serves.")
+            name = _TOOL_NAME.sub("_", skill_id)[:64]
+            by_name[name] = skill_id
+            schema = skill.input_schema if skill.input_schema is not None else {"type": "object"}
+            tools.append(Tool(name=name, description=skill.agent_skill.description, parameters=schema))
+        return tools, by_name
+
+    async def tool_result(self, call: ToolCall, by_name: dict[str, str]) -> ChatMessage:
+        """Run one tool call (a WORKING status update says which); the message giving the model its result,
+        or its error."""
+        skill_id = by_name.get(call.name)
+        await self.ctx.working(f"Calling {skill_id or call.name}")
+        if skill_id is None or self.ctx.skills is None:
+            content = json.dumps({"error": f"there is no tool {call.name!r}"})
+        else:
+            try:
+                value = await asyncio.wait_for(
+                    self.ctx.skills.call(skill_id, call.arguments, self.ctx), self.left()
+                )
+            except SkillError as exc:
+                content = json.dumps({"error": exc.message}, ensure_ascii=False)
+            except TimeoutError:
+                raise SkillError(f"The skill ran out of time while calling {skill_id}.") from None
+            else:
+                content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+    def left(self) -> float | None:
+        """Seconds left of the run's deadline (None: none)."""
+        return (
+            None if self.deadline is None else max(self.deadline - asyncio.get_running_loop().time(), 0.001)
+        )
+
+    async def call_tools(self, messages: list[ChatMessage], tools: list[Tool]) -> ToolReply:
+        from skillwire.llm import ProviderError
+
+        try:
+            return await self.adapter.complete_tools(messages, tools, self.params())
+        except ProviderError as exc:
+            raise self._failed(exc) from None
+        except NotImplementedError as exc:
+            raise SkillError(f"The skill's model provider cannot call tools: {exc}") from None
 
     async def call(self, messages: list[ChatMessage]) -> str:
         from skillwire.llm import ProviderError
