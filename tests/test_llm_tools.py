@@ -152,3 +152,58 @@ def test_tools_must_be_skill_ids(tmp_path: Path) -> None:
     )
     with pytest.raises(ManifestError, match=r"providerConfig\.tools"):
         Agent.from_folder(tmp_path)
+
+
+async def test_a_model_calls_a_remote_agents_skill(
+    tmp_path: Path,
+    standin: ProviderStandIn,
+    serve: Callable[[A2AApplication], RunningServer],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcp_agent import secured
+
+    remote = serve(secured({"ada": "k-ada"}).asgi(store="memory://"))
+    monkeypatch.setenv("PARTNER_KEY", "k-ada")
+    manifest = PLAN.format(vendor="openai", steps=2).replace(
+        "tools: [add, calc.multiply]",
+        f"tools:\n    - {{agent: {remote.url!r}, skill: shout, credentialsEnv: [{{scheme: apiKey, variable: PARTNER_KEY}}]}}",
+    )
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "SKILL.md").write_text(manifest)
+    agent = Agent.from_folder(tmp_path)
+    standin.will(ToolCalls([("shout", {"text": "hello"}), ("shout", {"text": 1})]), Reply("It said HELLO."))
+    async with agent.test_client() as client:
+        task = await client.send(skill="plan", data={"question": "shout hello"})
+    assert task.text == "It said HELLO."
+    first, second = (request.body for request in standin.wait_for_requests(2))
+    (offered,) = first["tools"]
+    assert offered["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+        "required": ["text"],
+    }  # the remote card's published schema
+    results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert results[0] == "HELLO"
+    assert "refused the call" in json.loads(results[1])["error"]  # the remote agent validated the input
+    async with await Client.connect(remote.url, headers={"X-API-Key": "k-ada"}) as partner:
+        assert [t.status.state for t in (await partner.list_tasks()).tasks] == [TaskState.COMPLETED]
+
+
+async def test_a_remote_tool_without_its_credential_variable(
+    tmp_path: Path, standin: ProviderStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PARTNER_KEY", raising=False)
+    manifest = PLAN.format(vendor="openai", steps=2).replace(
+        "tools: [add, calc.multiply]",
+        "tools:\n    - {agent: 'http://127.0.0.1:9', skill: shout, credentialsEnv: [{scheme: apiKey, variable: PARTNER_KEY}]}",
+    )
+    (tmp_path / "plan").mkdir()
+    (tmp_path / "plan" / "SKILL.md").write_text(manifest)
+    async with Agent.from_folder(tmp_path).test_client() as client:
+        task = await client.send(skill="plan", data={"question": "?"})
+    assert task.status.state is TaskState.FAILED
+    assert task.status.message is not None
+    assert (
+        task.status.message.text() == "The skill's model provider is not configured correctly on this server."
+    )
+    assert standin.requests == []  # nothing was asked of the model

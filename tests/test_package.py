@@ -32,7 +32,8 @@ ALLOWED: dict[str, set[str]] = {
     # signed push-notification deliveries: the sender's keys and the receiver's verifier
     "webhooks": {"errors", "protocol", "security"},
     # a model-backed skill (skills/model.py) loads the adapters inside its functions, only when one exists
-    "skills": {"errors", "protocol", "wire", "stores", "server", "security", "llm"},
+    # a model-backed skill's remote tools are called with the client (skills/model.py, inside functions)
+    "skills": {"errors", "protocol", "wire", "stores", "server", "security", "llm", "client"},
     # MCP both ways (skillwire[mcp]): skills served as tools over the server's dispatcher or a remote agent's
     # Client, and MCP servers' tools as skills; the agent and the CLI load it only when MCP is asked for
     "mcp": {"errors", "protocol", "wire", "stores", "server", "skills", "security", "client"},
