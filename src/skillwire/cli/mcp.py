@@ -23,12 +23,14 @@ COMMANDS = frozenset({"mcp"})
 
 
 def add_parsers(sub: Any) -> None:
-    from skillwire.cli.calls import ALLOW_ORIGIN_HELP, _card_keys, _credential, _header, _seconds
+    from skillwire.cli.calls import add_connection_options
 
     mcp = sub.add_parser(
         "mcp",
         help="serve an agent's skills as MCP tools over stdio (a folder, or a running agent's URL)",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description="Serve an agent's skills as MCP tools over stdio (standard output carries MCP only):"
+        " a folder of skills, agent.py, a .py file or module:attribute runs here; a URL is a running A2A"
+        " agent, called with skillwire.Client and the credentials given (docs/mcp.md).",
     )
     mcp.add_argument("target", help="a folder of skills, agent.py, a .py file, module:attribute, or a URL")
     mcp.add_argument("--store", default=None, help="the task store of a local agent (default: its own file)")
@@ -39,19 +41,7 @@ def add_parsers(sub: Any) -> None:
         help="serve only the skills marked readOnly",
     )
     mcp.add_argument("--plugins", action="store_true", help="add the skills installed packages offer")
-    mcp.add_argument("--header", "-H", action="append", type=_header, default=[], metavar="K=V")
-    mcp.add_argument(
-        "--credential",
-        action="append",
-        type=_credential,
-        default=[],
-        metavar="SCHEME=SECRET",
-        help="a secret for one of a remote agent card's security schemes (as `skillwire send` takes it)",
-    )
-    mcp.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", help=ALLOW_ORIGIN_HELP)
-    mcp.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "GRPC"], default=None)
-    mcp.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS")
-    mcp.add_argument("--card-keys", type=_card_keys, default=None, metavar="FILE_OR_URL")
+    add_connection_options(mcp)  # how to reach a remote agent, as `skillwire send` takes it
     mcp.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
