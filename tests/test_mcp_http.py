@@ -42,9 +42,8 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 @pytest.fixture
 def server(serve: Callable[[A2AApplication], RunningServer]) -> RunningServer:
-    return serve(
-        secured({"ada": KEY}).asgi(store="memory://", mcp=True, limits=Limits(max_body_bytes=64_000))
-    )
+    agent = secured({"ada": KEY, "bob": "k-bob"})
+    return serve(agent.asgi(store="memory://", mcp=True, limits=Limits(max_body_bytes=64_000)))
 
 
 @asynccontextmanager
@@ -172,3 +171,23 @@ def test_serve_mcp_flag_and_env(monkeypatch: pytest.MonkeyPatch, flag: list[str]
     target = str(Path(__file__).with_name("mcp_agent.py"))
     _, app = _application(_parse(["serve", target, "--store", "memory://", *flag]))
     assert [mount.path for mount in app.mounts] == ([] if "--no-mcp" in flag else ["/mcp"])
+
+
+async def test_a_session_belongs_to_the_caller_that_opened_it(server: RunningServer) -> None:
+    version = {"MCP-Protocol-Version": "2025-11-25"}
+    async with httpx.AsyncClient() as http:
+        opened = await http.post(f"{server.url}/mcp", json=INITIALIZE, headers={**MCP_HEADERS, **HEADERS})
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], **version}
+        as_bob = await http.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={**MCP_HEADERS, "X-API-Key": "k-bob", **session},
+        )
+        as_ada = await http.post(
+            f"{server.url}/mcp",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**MCP_HEADERS, **HEADERS, **session},
+        )
+    assert as_bob.status_code == 404
+    assert as_bob.json()["error"]["message"] == "Session not found"
+    assert as_ada.status_code == 202  # the owner goes on

@@ -5,6 +5,10 @@ browser guard, the agent's security schemes (each tool call runs as the caller t
 sees only that caller's tasks), and the ``max_body_bytes`` budget. The SDK's own DNS-rebinding check is
 off: the application's allowed hosts and browser guard do that job, for every route alike.
 
+An MCP session belongs to the caller that opened it: a request naming another caller's session
+(``Mcp-Session-Id``) is answered 404, as for a session that does not exist, so a session id that leaks
+gives nobody else its stream or its state.
+
 The SDK's session manager runs in a task of its own from the application's start-up to its shutdown, so the
 endpoint works whether the application is started by its lifespan or, mounted, on its first request.
 """
@@ -20,13 +24,17 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from skillwire.errors import ServerBusyError
 from skillwire.protocol.limits import Limits
-from skillwire.server.asgi import Receive, Scope, Send, error_headers, send_bytes
+from skillwire.security.principal import ANONYMOUS, Principal
+from skillwire.server.app import PRINCIPAL_SCOPE_KEY
+from skillwire.server.asgi import Message, Receive, Scope, Send, error_headers, header_map, send_bytes
 from skillwire.wire.rest import encode_status
 
 __all__ = ["MCP_PATH", "McpMount"]
 
 #: Where ``serve --mcp`` serves MCP (Streamable HTTP), below the application's root path.
 MCP_PATH = "/mcp"
+#: Session owners remembered at most (twice the SDK's default cap of open sessions).
+_MAX_OWNERS = 20_000
 
 
 class McpMount:
@@ -40,6 +48,8 @@ class McpMount:
         self._manager: StreamableHTTPSessionManager | None = None
         self._stop: asyncio.Event | None = None
         self._running: asyncio.Task[None] | None = None
+        #: session id -> the owner key of the caller that opened it (oldest first)
+        self._owners: dict[str, str] = {}
 
     async def start(self) -> None:
         manager = StreamableHTTPSessionManager(
@@ -75,4 +85,27 @@ class McpMount:
             error = ServerBusyError("The MCP endpoint is not running", retry_after=1)
             await send_bytes(send, 503, encode_status(error, 503), extra_headers=error_headers(error))
             return
+        principal = scope.get(PRINCIPAL_SCOPE_KEY, ANONYMOUS)
+        owner = principal.owner if isinstance(principal, Principal) else ""
+        session = header_map(scope).get("mcp-session-id")
+        if session is not None and self._owners.get(session, owner) != owner:
+            body = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}'
+            await send_bytes(send, 404, body)
+            return
+        if session is None:
+            send = self._recording(send, owner)
         await manager.handle_request(scope, receive, send)
+
+    def _recording(self, send: Send, owner: str) -> Send:
+        """``send``, noting the owner of the session a response opens."""
+
+        async def recording(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"mcp-session-id":
+                        self._owners[value.decode("latin-1")] = owner
+                        while len(self._owners) > _MAX_OWNERS:  # sessions the SDK let go long ago
+                            del self._owners[next(iter(self._owners))]
+            await send(message)
+
+        return recording
