@@ -203,3 +203,17 @@ async def test_a_missing_credential_fails_the_task_with_its_name(monkeypatch: py
     assert task.status.state.name == "FAILED"
     assert task.status.message is not None
     assert "the environment variable MCP_TEST_TOKEN is not set" in task.status.message.text()
+
+
+def test_skills_list_shows_the_tools_of_mcp_servers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from skillwire.cli.main import main
+
+    (tmp_path / "agent.yaml").write_text(
+        f"name: Calc\nmcpServers:\n  - command: [{sys.executable!r}, {TOOLS_SERVER!r}]\n    name: calc\n"
+    )
+    assert main(["skills", "list", str(tmp_path)]) == 0
+    listed = capsys.readouterr().out
+    assert "calc.multiply: Multiplies two integers. [mcp, calc]" in listed
+    assert '  input: {"properties":{"a":' in listed

@@ -96,7 +96,7 @@ def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
             f" module:attribute (to call it: `skillwire send {target} TEXT`)"
         )
     path = Path(target)
-    if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
+    if path.is_dir() and not (path / "agent.py").is_file() and (is_skills_folder(path) or _names_mcp(path)):
         return Agent.from_folder(path, read_only=read_only, plugins=plugins)
     agent = _load_code_agent(target)
     agent.read_only = agent.read_only or read_only
@@ -106,6 +106,13 @@ def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
         for skill in plugin_skills():
             agent.add_skill(skill)
     return agent
+
+
+def _names_mcp(folder: Path) -> bool:
+    """Whether ``folder`` has an agent.yaml naming MCP servers (its skills may all be their tools)."""
+    from skillwire.skills.loader import load_agent_config
+
+    return (folder / "agent.yaml").is_file() and bool(load_agent_config(folder).mcp_servers)
 
 
 def _load_code_agent(target: str) -> Agent:
@@ -949,7 +956,9 @@ def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] 
     if is_agent_url(target):
         card = asyncio.run(_remote_card(calls.agent_url(target), allowed_origins))
     else:
-        card = load_agent(target).card()
+        agent = load_agent(target)
+        agent.load_mcp_tools()  # the tools of its MCP servers are skills too (servers down: none, logged)
+        card = agent.card()
     schemas = read_skill_schemas(card)
     # A remote agent's card says what it likes: printed through output.say, which strips control sequences.
     if as_json:

@@ -20,9 +20,11 @@ import asyncio
 import base64
 import contextlib
 import logging
+import os
+import sys
 import threading
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -47,7 +49,7 @@ async def mcp_session(server: McpServer) -> AsyncIterator[ClientSession]:
             params = StdioServerParameters(
                 command=server.command[0], args=list(server.command[1:]), env=server.environment()
             )
-            read, write = await stack.enter_async_context(stdio_client(params))
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=_errlog()))
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
@@ -169,6 +171,19 @@ def _file_of(block: types.ContentBlock) -> Part | None:
     if isinstance(block, types.ResourceLink):
         return Part(url=str(block.uri), filename=block.name, media_type=block.mime_type or "")
     return None
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's standard error goes: this process's, which must be a real file (a stream that
+    replaces it, such as a test's capture, has no file descriptor to hand to the child)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # kept open for the children, as stderr would be
 
 
 def _why(exc: BaseException) -> str:
