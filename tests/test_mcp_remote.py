@@ -4,20 +4,25 @@ other."""
 
 from __future__ import annotations
 
+import queue
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
+import httpx2
 import mcp_types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
 
-from conftest import RunningServer
+from conftest import RunningServer, free_port
 from mcp_agent import secured
 from skillwire import Client
 from skillwire.protocol.states import TaskState
@@ -115,3 +120,58 @@ def test_local_options_are_refused_with_a_url() -> None:
     )
     assert done.returncode == 2
     assert "apply to an agent served here" in done.stderr
+
+
+@contextmanager
+def http_bridge(url: str, port: int) -> Iterator[str]:
+    """``skillwire mcp URL --http 127.0.0.1:PORT`` in a process, once its banner says it listens: the banner."""
+    command = [sys.executable, "-m", "skillwire", "mcp", url, "--credential", f"apiKey={KEY}"]
+    proc = subprocess.Popen(
+        [*command, "--http", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    stderr = proc.stderr
+    assert stderr is not None
+    threading.Thread(target=lambda: [lines.put(line) for line in stderr], daemon=True).start()
+    try:
+        yield lines.get(timeout=DEADLINE).strip()  # printed once it listens
+    finally:
+        proc.terminate()
+        proc.wait(DEADLINE)
+        stderr.close()
+
+
+async def test_a_remote_agents_skills_over_streamable_http(server: RunningServer) -> None:
+    port = free_port()
+    mcp_url = f"http://127.0.0.1:{port}/mcp"
+    with http_bridge(server.url, port) as banner:
+        assert banner == f"skillwire: serving the skills of {server.url} as MCP tools at {mcp_url}"
+        async with (
+            httpx2.AsyncClient() as http,
+            streamable_http_client(mcp_url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            with anyio.fail_after(DEADLINE):
+                await session.initialize()
+                added = await session.call_tool("add", {"a": 1, "b": 2})
+        async with httpx.AsyncClient() as plain:
+            rebound = await plain.post(mcp_url, json={}, headers={"Host": "evil.example"})
+            elsewhere = await plain.get(f"http://127.0.0.1:{port}/")
+    assert added.structured_content == {"sum": 3}
+    assert rebound.status_code == 400  # a loopback server answers to its loopback names only
+    assert elsewhere.status_code == 404
+
+
+def test_http_is_for_remote_agents() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "skillwire", "mcp", "examples/greeter", "--http", "9000"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert done.returncode == 2
+    assert "skillwire serve examples/greeter --mcp" in done.stderr

@@ -43,6 +43,13 @@ def add_parsers(sub: Any) -> None:
     mcp.add_argument("--plugins", action="store_true", help="add the skills installed packages offer")
     add_connection_options(mcp)  # how to reach a remote agent, as `skillwire send` takes it
     mcp.add_argument(
+        "--http",
+        default=None,
+        metavar="[HOST:]PORT",
+        help="serve a remote agent's skills over Streamable HTTP at http://HOST:PORT/mcp instead of stdio"
+        " (HOST default 127.0.0.1; whoever reaches it calls the agent with your credentials)",
+    )
+    mcp.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
 
@@ -64,6 +71,11 @@ def run(args: argparse.Namespace) -> int:
             )
 
         asyncio.run(_serve_remote(args, agent_url(args.target)))
+    elif args.http:
+        raise SkillwireError(
+            f"--http serves a remote agent's skills; to serve {args.target}'s over HTTP, beside A2A:"
+            f" skillwire serve {args.target} --mcp"
+        )
     else:
         asyncio.run(_serve_local(args))
     return 0
@@ -104,4 +116,40 @@ async def _serve_remote(args: argparse.Namespace, url: str) -> None:
         **({} if args.timeout is None else {"timeout": args.timeout}),
     )
     async with client:
-        await serve_stdio(remote_server(client, url))
+        server = remote_server(client, url)
+        if args.http:
+            await _serve_http(server, args.http, f"the skills of {url}")
+        else:
+            await serve_stdio(server)
+
+
+async def _serve_http(server: Any, where: str, what: str) -> None:
+    """Serve ``server`` over Streamable HTTP at ``where`` (``[HOST:]PORT``) until interrupted."""
+    import sys
+
+    import uvicorn
+
+    from skillwire.mcp.http import McpMount, McpOnly
+    from skillwire.server.hosts import served_hosts
+
+    host, _, port = where.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise SkillwireError(f"--http {where}: expected [HOST:]PORT")
+    app = McpOnly(McpMount(server), allowed_hosts=served_hosts(host, None))
+    uvicorn_server = uvicorn.Server(
+        uvicorn.Config(app, host=host, port=int(port), log_level="warning", lifespan="on", access_log=False)
+    )
+    started = uvicorn_server.startup
+
+    async def startup(sockets: Any = None) -> None:
+        await started(sockets)
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"skillwire: serving {what} as MCP tools at http://{shown}:{port}/mcp",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    uvicorn_server.startup = startup  # type: ignore[method-assign]
+    await uvicorn_server.serve()

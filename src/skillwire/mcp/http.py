@@ -17,19 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from skillwire.errors import ServerBusyError
+from skillwire.errors import A2AError, MethodNotFoundError, ServerBusyError
 from skillwire.protocol.limits import Limits
 from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.server.app import PRINCIPAL_SCOPE_KEY
 from skillwire.server.asgi import Message, Receive, Scope, Send, error_headers, header_map, send_bytes
+from skillwire.server.browser import BrowserPolicy
+from skillwire.server.hosts import AllowedHosts
 from skillwire.wire.rest import encode_status
 
-__all__ = ["MCP_PATH", "McpMount"]
+__all__ = ["MCP_PATH", "McpMount", "McpOnly"]
 
 #: Where ``serve --mcp`` serves MCP (Streamable HTTP), below the application's root path.
 MCP_PATH = "/mcp"
@@ -109,3 +112,44 @@ class McpMount:
             await send(message)
 
         return recording
+
+
+class McpOnly:
+    """An ASGI app serving one :class:`McpMount` and nothing else (``skillwire mcp TARGET --http``), behind
+    the browser guard and, when given, the allowed hosts (on a loopback address: its loopback names, so a
+    web page cannot reach it through DNS rebinding). Its lifespan starts and stops the mount."""
+
+    def __init__(self, mount: McpMount, *, allowed_hosts: Sequence[str] | None = None) -> None:
+        self.mount = mount
+        self.browser = BrowserPolicy()
+        self.hosts = AllowedHosts(allowed_hosts) if allowed_hosts else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                if message["type"] == "lifespan.startup":
+                    await self.mount.start()
+                    await send({"type": "lifespan.startup.complete"})
+            await self.mount.stop()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        headers = header_map(scope)
+        refused = self._refusal(scope, headers)
+        if refused is not None:
+            error, status = refused
+            await send_bytes(send, status, encode_status(error, status))
+            return
+        await self.mount({**scope, PRINCIPAL_SCOPE_KEY: ANONYMOUS}, receive, send)
+
+    def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[A2AError, int] | None:
+        """Why a request is not served, and its status: a Host not served (400), another path (404), a web
+        page of another site (403)."""
+        host = headers.get("host")
+        if self.hosts is not None and not self.hosts.allows(host, scope.get("scheme", "http")):
+            return self.hosts.refusal(host), 400
+        if scope["path"] != self.mount.path:
+            return MethodNotFoundError(f"No such endpoint: MCP is served at {self.mount.path}"), 404
+        cross_site = self.browser.refusal(headers)
+        return (cross_site, 403) if cross_site is not None else None
