@@ -163,6 +163,7 @@ async def test_a_question_is_asked_by_elicitation(tmp_path: Path) -> None:
     assert asked == ["What is your name?"]
     assert not result.is_error
     assert result.content[0].text == '{"name": "Ada"}'  # type: ignore[union-attr]
+    assert result.structured_content == {"name": "Ada"}  # data, though the skill declares no outputSchema
 
 
 async def test_a_question_without_elicitation_is_a_clear_error(tmp_path: Path) -> None:

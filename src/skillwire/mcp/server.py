@@ -103,9 +103,9 @@ class _Calls:
             while True:
                 ended = await self._until_it_stops(message, principal, run)
                 if isinstance(ended, Message):
-                    return task_result(_as_task(ended), spec)
+                    return task_result(_as_task(ended))
                 if ended.status.state is not TaskState.INPUT_REQUIRED:
-                    return task_result(ended, spec)
+                    return task_result(ended)
                 answer, why = await _elicit(ctx, ended)
                 if answer is None:
                     await self._cancel(run, principal)

@@ -13,7 +13,7 @@ skill                       MCP tool
 ==========================  ====================================================================
 
 A task's end is a tool result: COMPLETED gives its artifacts as content (a text part as text, a data part
-as ``structuredContent`` and a text copy of its JSON, a file as an embedded resource, or a resource link
+as a text copy of its JSON and, the first that is an object, as ``structuredContent``, a file as an embedded resource, or a resource link
 for a file given by URL); FAILED, REJECTED, CANCELED and AUTH_REQUIRED give ``isError`` with the task's
 caller-safe status message.
 """
@@ -97,7 +97,7 @@ def error_result(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
 
 
-def task_result(task: Task, spec: ToolSpec | None) -> types.CallToolResult:
+def task_result(task: Task) -> types.CallToolResult:
     """The tool result of a task that ended (or stopped at a state MCP cannot carry on from)."""
     state = task.status.state
     if state is not TaskState.COMPLETED:
@@ -121,8 +121,6 @@ def task_result(task: Task, spec: ToolSpec | None) -> types.CallToolResult:
             content.append(types.TextContent(text="".join(text)))
     if task.status.message is not None and not content:
         content.extend(_content_of(part, task, None) for part in task.status.message.parts)
-    if spec is not None and not is_object_schema(spec.output_schema):
-        structured = None  # structuredContent only where the tool declares what it is
     return types.CallToolResult(content=content, structured_content=structured)
 
 
