@@ -191,3 +191,13 @@ async def test_a_session_belongs_to_the_caller_that_opened_it(server: RunningSer
     assert as_bob.status_code == 404
     assert as_bob.json()["error"]["message"] == "Session not found"
     assert as_ada.status_code == 202  # the owner goes on
+
+
+def test_serve_reload_hands_mcp_to_its_processes() -> None:
+    from pathlib import Path
+
+    from skillwire.cli.main import _as_env, _parse
+
+    target = str(Path(__file__).with_name("mcp_agent.py"))
+    assert _as_env(_parse(["serve", target, "--mcp"]))["SKILLWIRE_MCP"] == "1"
+    assert _as_env(_parse(["serve", target]))["SKILLWIRE_MCP"] == "0"
