@@ -70,7 +70,15 @@ class SlowStream:
     chunks: Sequence[str]
 
 
-Behaviour = Reply | Status | Raw | RawStream | Hang | SlowStream
+@dataclass(frozen=True)
+class ToolCalls:
+    """A whole (not streamed) reply in which the model calls tools: ``calls`` are (name, arguments), in the
+    request's wire format (OpenAI: ids, arguments as a JSON string; Ollama: arguments as an object)."""
+
+    calls: Sequence[tuple[str, dict[str, Any]]]
+
+
+Behaviour = Reply | Status | Raw | RawStream | Hang | SlowStream | ToolCalls
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,8 @@ class ProviderStandIn:
             await _stream(send, behaviour.content_type, behaviour.pieces)
         elif isinstance(behaviour, Hang):
             await self._until_gone(receive)
+        elif isinstance(behaviour, ToolCalls):
+            await _whole(send, 200, json.dumps(wire.tool_calls(model, behaviour.calls)).encode())
         else:
             pieces = wire.stream(model, behaviour.chunks, end=False)
             await _stream(send, wire.content_type, pieces, more=True)
@@ -165,6 +175,25 @@ class Wire:
     wants_stream: Callable[[dict[str, Any]], bool]
     reply: Callable[[str, str], dict[str, Any]]
     stream: Callable[..., list[bytes]]
+    tool_calls: Callable[[str, Sequence[tuple[str, dict[str, Any]]]], dict[str, Any]]
+
+
+def _openai_tool_calls(model: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    reply = _openai_reply(model, "")
+    message = reply["choices"][0]["message"]
+    message["content"] = None
+    message["tool_calls"] = [
+        {"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for n, (name, args) in enumerate(calls)
+    ]
+    reply["choices"][0]["finish_reason"] = "tool_calls"
+    return reply
+
+
+def _ollama_tool_calls(model: str, calls: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    line = _ollama_line(model, "", True)
+    line["message"]["tool_calls"] = [{"function": {"name": name, "arguments": args}} for name, args in calls]
+    return line
 
 
 def _openai_reply(model: str, text: str) -> dict[str, Any]:
@@ -225,13 +254,20 @@ def _ollama_stream(model: str, chunks: Sequence[str], *, end: bool) -> list[byte
     return [json.dumps(line).encode() + b"\n" for line in lines]
 
 
-OPENAI = Wire("text/event-stream", lambda body: body.get("stream") is True, _openai_reply, _openai_stream)
+OPENAI = Wire(
+    "text/event-stream",
+    lambda body: body.get("stream") is True,
+    _openai_reply,
+    _openai_stream,
+    _openai_tool_calls,
+)
 # Ollama streams unless the request says "stream": false
 OLLAMA = Wire(
     "application/x-ndjson",
     lambda body: body.get("stream", True) is not False,
     lambda model, text: _ollama_line(model, text, True),
     _ollama_stream,
+    _ollama_tool_calls,
 )
 
 

@@ -158,3 +158,22 @@ async def test_cluster_quick_reports_every_configuration(tmp_path: Path) -> None
         line for line in done.stdout.splitlines() if line.startswith("| pg-redis-2 | 2 + supervisor |")
     )
     assert "x |" in scaled
+
+
+def test_mcp_quick_measures_every_target(tmp_path: Path) -> None:
+    out = tmp_path / "mcp.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "mcp.py"), "--quick", "--json", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [(row["target"], row["concurrency"]) for row in rows] == [
+        (target, level) for target in ("skillwire-memory", "skillwire-sqlite", "mcp-sdk") for level in (1, 2)
+    ]
+    for row in rows:
+        assert row["calls"] == 40 and row["calls_per_s"] > 0 and row["p99_ms"] >= row["p50_ms"] > 0

@@ -28,6 +28,7 @@ EXPORTED = [
     "HTTPBasic",
     "InvalidParamsError",
     "Limits",
+    "McpServer",
     "Message",
     "MutualTLS",
     "OAuth2",

@@ -33,6 +33,7 @@ HEAVY = (
     "asyncpg",
     "redis",
     "yaml",
+    "mcp",
 )
 
 _REPORT = """

@@ -32,11 +32,15 @@ ALLOWED: dict[str, set[str]] = {
     # signed push-notification deliveries: the sender's keys and the receiver's verifier
     "webhooks": {"errors", "protocol", "security"},
     # a model-backed skill (skills/model.py) loads the adapters inside its functions, only when one exists
-    "skills": {"errors", "protocol", "wire", "stores", "server", "security", "llm"},
+    # a model-backed skill's remote tools are called with the client (skills/model.py, inside functions)
+    "skills": {"errors", "protocol", "wire", "stores", "server", "security", "llm", "client"},
+    # MCP both ways (skillwire[mcp]): skills served as tools over the server's dispatcher or a remote agent's
+    # Client, and MCP servers' tools as skills; the agent and the CLI load it only when MCP is asked for
+    "mcp": {"errors", "protocol", "wire", "stores", "server", "skills", "security", "client"},
     # the public test kit sits on top: its mock agent is a real agent, driven by a real client
     "testing": {"errors", "protocol", "wire", "stores", "server", "skills", "agent", "client", "security"},
     # agent.test_client() loads the test kit lazily, in that method only: agent never imports the client
-    "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing", "security"},
+    "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing", "security", "mcp"},
     "cli": {
         "errors",
         "protocol",
@@ -48,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
         "client",
         "security",
         "console",
+        "mcp",
     },
 }
 

@@ -23,7 +23,8 @@ Here: the agent and its decorator (:class:`Agent`), what a skill sees and raises
 (:class:`Executor`, :class:`RequestContext`, :class:`TaskEvents`, :class:`BaseRequestHandler`,
 :class:`CallContext`), limits and push settings (:class:`Limits`, :class:`PushSettings`,
 :class:`WebhookPolicy`), card signing (:class:`CardSigner`, :func:`verify_card`), manifests and schemas
-(:class:`SkillCard`, :func:`compile_schema`, :func:`validate_json`).
+(:class:`SkillCard`, :func:`compile_schema`, :func:`validate_json`), MCP servers whose tools become skills
+(:class:`McpServer`; docs/mcp.md).
 
 Public modules, for what is advanced or numerous:
 
@@ -62,6 +63,7 @@ if _typing.TYPE_CHECKING:
         SkillwireError,
         TaskNotFoundError,
     )
+    from skillwire.mcp.config import McpServer
     from skillwire.protocol.limits import Limits
     from skillwire.protocol.models import Message, Task
     from skillwire.protocol.states import TaskState
@@ -123,6 +125,7 @@ _LAZY = {
     "Answer": "skillwire.skills.context",
     "SkillContext": "skillwire.skills.context",
     "Outcome": "skillwire.skills.executor",
+    "McpServer": "skillwire.mcp.config",
     "SkillCard": "skillwire.skills.manifest",
     "compile_schema": "skillwire.skills.schema",
     "validate_json": "skillwire.skills.schema",
@@ -212,6 +215,7 @@ __all__ = [
     "HTTPBasic",
     "InvalidParamsError",
     "Limits",
+    "McpServer",
     "Message",
     "MutualTLS",
     "OAuth2",

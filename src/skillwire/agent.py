@@ -31,7 +31,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
-from skillwire.server.app import A2AApplication
+from skillwire.server.app import A2AApplication, Mounted
 from skillwire.server.bus import EventBus
 from skillwire.server.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.handler import RequestHandler
@@ -55,6 +55,7 @@ from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store, open_
 from skillwire.stores.push import PushStore, missing_push_methods
 
 if TYPE_CHECKING:
+    from skillwire.mcp.config import McpServer
     from skillwire.server.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
     from skillwire.wire.card_signing import CardSigner
@@ -90,6 +91,7 @@ class Agent:
         security: Security | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
         push: PushSettings | bool = True,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> None:
         self.name = name
         self.description = description or name
@@ -122,6 +124,9 @@ class Agent:
         #: Push notifications (on by default; False or ``PushSettings(enabled=False)``: off). They need a store
         #: that keeps deliveries (memory://, SQLite): with another, they are off.
         self.push = push if isinstance(push, PushSettings) else PushSettings(enabled=push)
+        #: MCP servers whose tools become skills when the agent is served (:meth:`load_mcp_tools`).
+        self.mcp_servers = list(mcp_servers)
+        self._mcp_loaded = False
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -203,6 +208,21 @@ class Agent:
 
         return register
 
+    def load_mcp_tools(self) -> list[Skill]:
+        """Make skills of the tools of :attr:`mcp_servers` (once; :meth:`asgi` calls it): each server is
+        asked for its tools, and a server that cannot be reached adds none, with a warning in the log
+        (docs/mcp.md). Needs ``pip install 'skillwire[mcp]'``. Returns the skills added."""
+        if self._mcp_loaded or not self.mcp_servers:
+            return []
+        try:
+            from skillwire.mcp.client import discover_blocking
+        except ImportError as exc:
+            raise SkillwireError(
+                f"mcp_servers need the mcp package: pip install 'skillwire[mcp]' ({exc})"
+            ) from None
+        self._mcp_loaded = True
+        return [self.add_skill(skill) for skill in discover_blocking(self.mcp_servers)]
+
     def on_outcome(self, hook: OutcomeHook) -> OutcomeHook:
         """Call ``hook(outcome)`` after every skill run (in registration order, best effort)."""
         self.hooks.append(hook)
@@ -212,6 +232,7 @@ class Agent:
     def from_folder(cls, folder: str | Path, *, read_only: bool = False, plugins: bool = False) -> Agent:
         """An agent for a folder of skills (sub-folders with SKILL.md and skill.py, optional agent.yaml);
         with ``plugins``, also the skills installed packages offer through the ``skillwire.skills`` group."""
+        from skillwire.mcp.config import McpServer
         from skillwire.skills.loader import load_agent_config, load_skills_folder, plugin_skills
         from skillwire.skills.security_config import build_security
 
@@ -225,6 +246,7 @@ class Agent:
             icon_url=config.icon_url,
             read_only=read_only,
             security=build_security(config.security) if config.security is not None else None,
+            mcp_servers=[McpServer(**entry) for entry in config.mcp_servers],
         )
         for skill in load_skills_folder(folder):
             agent.add_skill(skill)
@@ -325,6 +347,7 @@ class Agent:
         telemetry: Telemetry | bool | None = None,
         metrics: Metrics | bool | None = None,
         cors_origins: Sequence[str] = (),
+        mcp: bool = False,
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -345,10 +368,13 @@ class Agent:
         requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.metrics.Metrics`;
         docs/observability.md). ``cors_origins`` (``["https://app.example"]``) are the origins whose web pages
         may call the agent (CORS); a request a browser marks as coming from any other site is refused
-        (docs/security.md, "Browsers").
+        (docs/security.md, "Browsers"). ``mcp`` also serves the skills as MCP tools, over Streamable HTTP at
+        ``/mcp`` behind the same security schemes and budgets (needs ``pip install 'skillwire[mcp]'``;
+        docs/mcp.md).
         """
         limits = limits or Limits()
         _check_handler(handler, wrap)
+        self.load_mcp_tools()
         self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
@@ -387,7 +413,7 @@ class Agent:
             # as served: off for this app, or with a store or handler that cannot keep deliveries
             offered = msgspec.structs.replace(card.capabilities, push_notifications=push_service is not None)
             card = msgspec.structs.replace(card, capabilities=offered)
-        return A2AApplication(
+        app = A2AApplication(
             card=card,
             handler=handler,
             runtime=runtime,
@@ -411,6 +437,22 @@ class Agent:
             metrics=counting,
             cors_origins=cors_origins,
         )
+        if mcp:
+            app.mounts.append(self._mcp_mount(app, limits))
+        return app
+
+    def _mcp_mount(self, app: A2AApplication, limits: Limits) -> Mounted:
+        try:
+            from skillwire.mcp.http import McpMount
+            from skillwire.mcp.local import local_server
+        except ImportError as exc:
+            raise SkillwireError(
+                f"serving MCP needs the mcp package: pip install 'skillwire[mcp]' ({exc})"
+            ) from None
+        server = local_server(
+            self.name, self.version, self.served_skills(), app.dispatcher, instructions=self.description
+        )
+        return McpMount(server, limits=limits)
 
     def run(
         self,

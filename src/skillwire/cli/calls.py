@@ -71,6 +71,7 @@ __all__ = [
     "EXIT_REFUSED",
     "EXIT_USAGE",
     "MAX_FILE_BYTES",
+    "add_connection_options",
     "add_parsers",
     "agent_url",
     "is_terminal",
@@ -179,14 +180,11 @@ def _card_keys(text: str) -> Any:
     return jwks
 
 
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "url",
-        type=agent_url,
-        help="the agent's base URL (or the URL of its agent card); host:port and :port mean http://",
-    )
-    common.add_argument(
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    """The options saying how to reach an agent, which every command that calls one takes (``skillwire mcp
+    URL`` too): ``--header``, ``--credential``, ``--allow-origin``, ``--binding``, ``--timeout``,
+    ``--card-keys``."""
+    parser.add_argument(
         "--header",
         "-H",
         action="append",
@@ -195,7 +193,7 @@ def _common() -> argparse.ArgumentParser:
         metavar="K=V",
         help="an HTTP header to send with every request (repeatable)",
     )
-    common.add_argument(
+    parser.add_argument(
         "--credential",
         action="append",
         type=_credential,
@@ -204,40 +202,50 @@ def _common() -> argparse.ArgumentParser:
         help="a secret for one of the card's security schemes, e.g. apiKey=s3cret or oidc=@token.txt"
         " (@FILE reads it from a file; repeatable); the card says where it goes",
     )
-    common.add_argument(
+    parser.add_argument(
         "--allow-origin",
         action="append",
         default=[],
         metavar="ORIGIN",
         help=ALLOW_ORIGIN_HELP,
     )
-    common.add_argument(
+    parser.add_argument(
         "--binding",
         choices=["JSONRPC", "HTTP+JSON", "GRPC"],
         default=None,
         help="the protocol binding to use (default: the first of JSONRPC, HTTP+JSON, GRPC the card offers)",
     )
-    common.add_argument(
-        "--retries",
-        type=int,
-        default=None,
-        help="retries of safe calls on connection failures (default 3; `tasks watch`: 12, so that it outlasts"
-        " a restart of the agent)",
-    )
-    common.add_argument(
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         default=None,
         metavar="SECONDS",
         help="how long each request may take (default: 10 s to connect, 60 s to read, 30 s otherwise)",
     )
-    common.add_argument(
+    parser.add_argument(
         "--card-keys",
         type=_card_keys,
         default=None,
         metavar="FILE_OR_URL",
         help="trust only an agent card signed with one of these keys: a JWKS file, or its http(s) URL"
         " (an unsigned or badly signed card is refused)",
+    )
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "url",
+        type=agent_url,
+        help="the agent's base URL (or the URL of its agent card); host:port and :port mean http://",
+    )
+    add_connection_options(common)
+    common.add_argument(
+        "--retries",
+        type=int,
+        default=None,
+        help="retries of safe calls on connection failures (default 3; `tasks watch`: 12, so that it outlasts"
+        " a restart of the agent)",
     )
     common.add_argument("--json", action="store_true", help="print ProtoJSON, one object per line")
     common.add_argument("--debug", action="store_true", help="show the traceback of an error")

@@ -13,6 +13,7 @@
 A target of the wrong kind (a URL given to ``serve`` or ``skills check``, a path that is nothing) is one
 line on stderr and exit 2; an agent that cannot be reached, exit 3.
 * ``skillwire card|send|tasks ...``: call a running agent (see :mod:`skillwire.cli.calls`).
+* ``skillwire mcp TARGET|URL``: an agent's skills as MCP tools over stdio (see :mod:`skillwire.cli.mcp`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillwire.cli import calls, console, scaffold
+from skillwire.cli import calls, console, mcp, scaffold
 from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
@@ -90,7 +91,7 @@ def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
             f" module:attribute (to call it: `skillwire send {target} TEXT`)"
         )
     path = Path(target)
-    if path.is_dir() and not (path / "agent.py").is_file() and is_skills_folder(path):
+    if path.is_dir() and not (path / "agent.py").is_file() and (is_skills_folder(path) or _names_mcp(path)):
         from skillwire.agent import Agent
 
         return Agent.from_folder(path, read_only=read_only, plugins=plugins)
@@ -102,6 +103,13 @@ def _load_agent(target: str, *, read_only: bool, plugins: bool) -> Agent:
         for skill in plugin_skills():
             agent.add_skill(skill)
     return agent
+
+
+def _names_mcp(folder: Path) -> bool:
+    """Whether ``folder`` has an agent.yaml naming MCP servers (its skills may all be their tools)."""
+    from skillwire.skills.loader import load_agent_config
+
+    return (folder / "agent.yaml").is_file() and bool(load_agent_config(folder).mcp_servers)
 
 
 def _load_code_agent(target: str) -> Agent:
@@ -284,6 +292,13 @@ def _add_serve(sub: Any) -> None:
         action=argparse.BooleanOptionalAction,
         default=_env_flag("READ_ONLY") or False,
         help="serve only skills marked readOnly (others are refused)",
+    )
+    serve.add_argument(
+        "--mcp",
+        action=argparse.BooleanOptionalAction,
+        default=_env_flag("MCP") or False,
+        help="also serve the skills as MCP tools, Streamable HTTP at /mcp, behind the same security schemes"
+        " (needs `" + install_command("mcp") + "`; docs/mcp.md)",
     )
     serve.add_argument(
         "--plugins",
@@ -482,6 +497,7 @@ def _parser() -> argparse.ArgumentParser:
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     console.add_parsers(sub)
+    mcp.add_parsers(sub)
     return parser
 
 
@@ -723,6 +739,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
         telemetry=_telemetry(args, agent.name),
         metrics=_metrics(args, agent.name),
         cors_origins=origins,
+        mcp=args.mcp,
     )
     return agent, app
 
@@ -867,6 +884,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "V03_CARD": args.v03_card,
         "READ_ONLY": args.read_only,
         "PLUGINS": args.plugins,
+        "MCP": args.mcp,
         "WEBHOOK_ALLOW_HTTP": args.webhook_allow_http,
         "PUSH": args.push,
         "CONSOLE": args.console,
@@ -950,7 +968,9 @@ def _list(target: str, *, as_json: bool = False, allowed_origins: Sequence[str] 
     if is_agent_url(target):
         card = asyncio.run(_remote_card(calls.agent_url(target), allowed_origins))
     else:
-        card = load_agent(target).card()
+        agent = load_agent(target)
+        agent.load_mcp_tools()  # the tools of its MCP servers are skills too (servers down: none, logged)
+        card = agent.card()
     schemas = read_skill_schemas(card)
     # A remote agent's card says what it likes: printed through output.say, which strips control sequences.
     if as_json:
@@ -1025,6 +1045,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return scaffold.run(args)
         if args.command in console.COMMANDS:
             return console.run(args)
+        if args.command in mcp.COMMANDS:
+            return mcp.run(args)
     except SkillwireError as exc:
         say_error(str(exc))  # may quote a remote agent (skills list URL)
         return calls.EXIT_ERROR if isinstance(exc, _Unreachable) else calls.EXIT_USAGE

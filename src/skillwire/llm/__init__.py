@@ -34,7 +34,7 @@ whole reply at once), registered under a vendor name; :class:`HTTPAdapter` does 
 >>> default_registry.unregister("shout")
 """
 
-from skillwire.llm._adapter import ROLES, Adapter, ChatMessage, GenerationParams
+from skillwire.llm._adapter import ROLES, Adapter, ChatMessage, GenerationParams, Tool, ToolCall, ToolReply
 from skillwire.llm._errors import (
     ProviderBadReply,
     ProviderConfigError,
@@ -82,6 +82,9 @@ __all__ = [
     "ProviderReplyTooLarge",
     "ProviderTimeout",
     "ProviderUnavailable",
+    "Tool",
+    "ToolCall",
+    "ToolReply",
     "adapter_for",
     "default_registry",
     "register_adapter",

@@ -7,21 +7,62 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from skillwire.llm._errors import ProviderConfigError
 
-__all__ = ["ROLES", "Adapter", "ChatMessage", "GenerationParams", "check_no_credentials"]
+__all__ = [
+    "ROLES",
+    "Adapter",
+    "ChatMessage",
+    "GenerationParams",
+    "Tool",
+    "ToolCall",
+    "ToolReply",
+    "check_no_credentials",
+]
 
-#: The roles a chat message may have.
-ROLES = ("system", "user", "assistant")
+#: The roles a chat message may have (``tool``: the result of a tool call, in a tool-calling loop).
+ROLES = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool the model may call: its name (letters, digits, ``_`` and ``-``), what it does, and the JSON
+    Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asks for: its id (as the provider gave it, or made up), the tool, the arguments."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """The model's answer when it may call tools: the calls it asks for, or (none) its final text."""
+
+    text: str
+    calls: tuple[ToolCall, ...] = ()
 
 
 class ChatMessage(TypedDict):
-    """One message of a chat: ``{"role": "user", "content": "Hello"}``."""
+    """One message of a chat: ``{"role": "user", "content": "Hello"}``. In a tool-calling loop, the model's
+    turn that called tools is ``{"role": "assistant", "content": "", "tool_calls": [ToolCall(...)]}`` and
+    each result ``{"role": "tool", "content": "...", "tool_call_id": "...", "name": "..."}``."""
 
-    role: Literal["system", "user", "assistant"]
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
+    tool_calls: NotRequired[list[ToolCall]]
+    tool_call_id: NotRequired[str]
+    name: NotRequired[str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,17 +133,34 @@ class Adapter(ABC):
         """The reply as it is generated, in chunks of text (joined, they are what :meth:`complete` returns)."""
         yield await self.complete(messages, params, json=json)
 
+    async def complete_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[Tool], params: GenerationParams | None = None
+    ) -> ToolReply:
+        """The model's next turn when it may call ``tools``: the calls it asks for, or its final text. An
+        adapter that cannot call tools raises NotImplementedError (the built-in ones can)."""
+        raise NotImplementedError(f"the {self.vendor} adapter does not call tools")
 
-def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
-    """``messages`` as plain mappings, checked: a TypeError or ValueError names the first bad one."""
-    checked = []
+
+def chat_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """``messages`` as plain mappings, checked: a TypeError or ValueError names the first bad one. A tool
+    call turn keeps its ``tool_calls``, a tool result its ``tool_call_id`` and ``name``."""
+    checked: list[dict[str, Any]] = []
     for n, message in enumerate(messages):
         role, content = message.get("role"), message.get("content")
         if role not in ROLES:
             raise ValueError(f"messages[{n}]: role must be one of {', '.join(ROLES)}, got {role!r}")
         if not isinstance(content, str):
             raise TypeError(f"messages[{n}]: content must be a string, got {type(content).__name__}")
-        checked.append({"role": role, "content": content})
+        plain: dict[str, Any] = {"role": role, "content": content}
+        calls = message.get("tool_calls")
+        if calls:
+            if role != "assistant" or not all(isinstance(call, ToolCall) for call in calls):
+                raise TypeError(f"messages[{n}]: tool_calls are ToolCall objects, on an assistant message")
+            plain["tool_calls"] = list(calls)
+        if role == "tool":
+            plain["tool_call_id"] = str(message.get("tool_call_id", ""))
+            plain["name"] = str(message.get("name", ""))
+        checked.append(plain)
     return checked
 
 

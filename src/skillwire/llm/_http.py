@@ -41,7 +41,16 @@ from urllib.parse import parse_qsl, urlsplit
 import httpx
 import msgspec
 
-from skillwire.llm._adapter import Adapter, ChatMessage, GenerationParams, chat_messages, is_credential_key
+from skillwire.llm._adapter import (
+    Adapter,
+    ChatMessage,
+    GenerationParams,
+    Tool,
+    ToolCall,
+    ToolReply,
+    chat_messages,
+    is_credential_key,
+)
 from skillwire.llm._errors import (
     ProviderBadReply,
     ProviderConfigError,
@@ -136,7 +145,7 @@ class HTTPAdapter(Adapter):
 
     @abstractmethod
     def request_body(
-        self, messages: list[dict[str, str]], params: GenerationParams, *, json: bool, stream: bool
+        self, messages: list[dict[str, Any]], params: GenerationParams, *, json: bool, stream: bool
     ) -> dict[str, Any]:
         """The JSON body of the request."""
 
@@ -198,14 +207,92 @@ class HTTPAdapter(Adapter):
                 finally:
                     await response.aclose()
 
+    async def complete_tools(
+        self, messages: Sequence[ChatMessage], tools: Sequence[Tool], params: GenerationParams | None = None
+    ) -> ToolReply:
+        call = self._call(messages, params, json=False, stream=False, tools=tools)
+        with call.naming_errors():
+            async with self._client() as client:
+                response = await self._bounded(self._send(client, call), call)
+                try:
+                    body = await self._bounded(self._read(response), call)
+                finally:
+                    await response.aclose()
+            return self._parsed(lambda data: self.reply_message(self.decode_json(data)), body, "the reply")
+
+    # -- the tool-calling hooks: OpenAI's shapes by default (Ollama's differ a little) --------------------
+
+    def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The checked messages as the API takes them: a tool call turn's ``tool_calls`` and a tool result
+        in OpenAI's shapes (``arguments`` a JSON string, ``tool_call_id``)."""
+        wired: list[dict[str, Any]] = []
+        for message in messages:
+            if "tool_calls" in message:
+                calls = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": msgspec.json.encode(call.arguments).decode(),
+                        },
+                    }
+                    for call in message["tool_calls"]
+                ]
+                wired.append(
+                    {"role": "assistant", "content": message["content"] or None, "tool_calls": calls}
+                )
+            elif message["role"] == "tool":
+                wired.append(
+                    {"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]}
+                )
+            else:
+                wired.append(message)
+        return wired
+
+    def tools_body(self, tools: Sequence[Tool]) -> list[dict[str, Any]]:
+        """The request's ``tools``: function tools, as both OpenAI and Ollama take them."""
+        return [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": dict(t.parameters)},
+            }
+            for t in tools
+        ]
+
+    def reply_message(self, reply: Any) -> ToolReply:
+        """The model's turn in a reply that may call tools (OpenAI: ``choices[0].message.tool_calls``)."""
+        if "error" in reply:
+            raise ValueError(f"an error object: {reply['error']!r}")
+        message = reply["choices"][0]["message"]
+        calls = tuple(
+            ToolCall(
+                id=str(call.get("id") or f"call_{n}"),
+                name=str(call["function"]["name"]),
+                arguments=_arguments(call["function"].get("arguments")),
+            )
+            for n, call in enumerate(message.get("tool_calls") or ())
+        )
+        return ToolReply(text=message.get("content") or "", calls=calls)
+
     def _call(
-        self, messages: Sequence[ChatMessage], params: GenerationParams | None, *, json: bool, stream: bool
+        self,
+        messages: Sequence[ChatMessage],
+        params: GenerationParams | None,
+        *,
+        json: bool,
+        stream: bool,
+        tools: Sequence[Tool] = (),
     ) -> _Call:
         params = params or GenerationParams()
         timeout = self.default_timeout if params.timeout_seconds is None else float(params.timeout_seconds)
         if timeout <= 0:
             raise ValueError("timeout_seconds must be positive")
-        body = self.request_body(chat_messages(messages), params, json=json, stream=stream)
+        body = self.request_body(
+            self.wire_messages(chat_messages(messages)), params, json=json, stream=stream
+        )
+        if tools:
+            body["tools"] = self.tools_body(tools)
         headers = {"Accept-Encoding": "identity"}
         key = self._variable(self.api_key_env)
         if key:
@@ -456,3 +543,10 @@ def retry_after(value: str | None) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max((when - datetime.now(UTC)).total_seconds(), 0.0)
+
+
+def _arguments(value: Any) -> Any:
+    """A tool call's arguments: OpenAI sends them as a JSON string, Ollama as an object."""
+    if isinstance(value, str):
+        return msgspec.json.decode(value) if value.strip() else {}
+    return {} if value is None else value

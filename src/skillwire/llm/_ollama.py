@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from skillwire.llm._adapter import GenerationParams
+from skillwire.llm._adapter import GenerationParams, ToolCall, ToolReply
 from skillwire.llm._http import HTTPAdapter
 
 __all__ = ["OllamaAdapter", "ollama_host"]
@@ -42,7 +42,7 @@ class OllamaAdapter(HTTPAdapter):
         return ollama_host(value)
 
     def request_body(
-        self, messages: list[dict[str, str]], params: GenerationParams, *, json: bool, stream: bool
+        self, messages: list[dict[str, Any]], params: GenerationParams, *, json: bool, stream: bool
     ) -> dict[str, Any]:
         options = dict(self.options)
         for name, value in (
@@ -61,6 +61,36 @@ class OllamaAdapter(HTTPAdapter):
         elif json:
             body["format"] = "json"
         return body
+
+    def wire_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Ollama's shapes: a tool call's ``arguments`` an object, a tool result named by ``tool_name``."""
+        wired: list[dict[str, Any]] = []
+        for message in messages:
+            if "tool_calls" in message:
+                calls = [
+                    {"function": {"name": call.name, "arguments": call.arguments}}
+                    for call in message["tool_calls"]
+                ]
+                wired.append({"role": "assistant", "content": message["content"], "tool_calls": calls})
+            elif message["role"] == "tool":
+                wired.append({"role": "tool", "content": message["content"], "tool_name": message["name"]})
+            else:
+                wired.append(message)
+        return wired
+
+    def reply_message(self, reply: Any) -> ToolReply:
+        if "error" in reply:
+            raise ValueError(f"an error: {reply['error']!r}")
+        message = reply["message"]
+        calls = tuple(
+            ToolCall(
+                id=f"call_{n}",
+                name=str(call["function"]["name"]),
+                arguments=call["function"].get("arguments") or {},
+            )
+            for n, call in enumerate(message.get("tool_calls") or ())
+        )
+        return ToolReply(text=message.get("content") or "", calls=calls)
 
     def reply_text(self, reply: Any) -> str:
         if "error" in reply:

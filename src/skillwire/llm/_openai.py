@@ -28,7 +28,7 @@ class OpenAIAdapter(HTTPAdapter):
     default_endpoint: ClassVar[str] = "/chat/completions"
 
     def request_body(
-        self, messages: list[dict[str, str]], params: GenerationParams, *, json: bool, stream: bool
+        self, messages: list[dict[str, Any]], params: GenerationParams, *, json: bool, stream: bool
     ) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         for name, value in (

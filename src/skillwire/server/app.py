@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -28,6 +28,7 @@ from skillwire.console import ConsoleAssets
 from skillwire.errors import (
     A2AError,
     AgentNotStartedError,
+    InvalidRequestError,
     MethodNotFoundError,
     ServerBusyError,
     SkillwireError,
@@ -36,7 +37,19 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentInterface
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
-from skillwire.server.asgi import Receive, Scope, Send, error_headers, header_map, send_bytes
+from skillwire.security.principal import ANONYMOUS
+from skillwire.server.asgi import (
+    BodyTooLarge,
+    ClientGone,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    error_headers,
+    header_map,
+    read_body,
+    send_bytes,
+)
 from skillwire.server.browser import BrowserPolicy, is_preflight, origin_of
 from skillwire.server.card import CARD_PATHS, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
 from skillwire.server.context import CallContext
@@ -62,7 +75,7 @@ if TYPE_CHECKING:
     from skillwire.server.tls import TLSConfig
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["A2AApplication", "NotLoadedApplication"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "A2AApplication", "Mounted", "NotLoadedApplication"]
 
 log = logging.getLogger("skillwire.app")
 
@@ -72,6 +85,25 @@ _encode_json = msgspec.json.Encoder().encode
 _NOT_FOUND = encode_status(MethodNotFoundError("No such endpoint"), 404)
 #: Seconds a mounted app that failed to start answers its failure before it tries to start again.
 _RETRY_START_AFTER = 1
+#: Where a request to a :class:`Mounted` app carries the caller the security schemes authenticated.
+PRINCIPAL_SCOPE_KEY = "skillwire.principal"
+
+
+class Mounted(Protocol):
+    """An ASGI app served at ``path`` beside the A2A routes (the MCP endpoint of ``serve --mcp``), behind the
+    same door: the browser guard, the security schemes (the caller's Principal is in the scope under
+    :data:`PRINCIPAL_SCOPE_KEY`) and the ``max_body_bytes`` budget (a POST's body is read first, then
+    replayed to the app). ``start`` and ``stop`` run with the application's own start-up and shutdown."""
+
+    path: str
+    #: What it is, for the banner of ``skillwire serve`` (``MCP``).
+    label: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
 class A2AApplication:
@@ -101,6 +133,7 @@ class A2AApplication:
         telemetry: Telemetry | None = None,
         metrics: Metrics | None = None,
         cors_origins: Sequence[str] = (),
+        mounts: Sequence[Mounted] = (),
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
@@ -115,7 +148,9 @@ class A2AApplication:
         ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
         (:mod:`skillwire.server.metrics`; None: not counted, no endpoint); ``cors_origins``: the origins
         (``https://app.example``) whose web pages may call the agent, with CORS; requests a browser marks as
-        coming from any other site are refused (:mod:`skillwire.server.browser`)."""
+        coming from any other site are refused (:mod:`skillwire.server.browser`); ``mounts``: ASGI apps served
+        beside the A2A routes behind the same door (:class:`Mounted`)."""
+        self.mounts = list(mounts)
         self.card = card if runtime is None else _with_runtime_extensions(card, runtime)
         self.browser = BrowserPolicy(cors_origins)
         self.console = ConsoleAssets.served() if console else None
@@ -281,6 +316,8 @@ class A2AApplication:
                     await self.security.close()
             raise
         self._started = True
+        for mount in self.mounts:
+            await mount.start()
         if self.grpc_port is not None:
             from skillwire.server.grpc import GrpcServer
 
@@ -340,6 +377,9 @@ class A2AApplication:
             asyncio.ensure_future(self._grpc.stop(self.shutdown_grace)) if self._grpc is not None else None
         )
         try:
+            for mount in self.mounts:
+                with contextlib.suppress(Exception):
+                    await mount.stop()
             if self.runtime is not None:
                 await self.runtime.stop(self.shutdown_grace)
             if self.store is not None:
@@ -383,10 +423,47 @@ class A2AApplication:
                 await self._metrics(scope, send)
             elif self.console is not None and self.console.handles(path):
                 await self.console(scope, receive, send)
+            elif (mount := self._mount_at(path)) is not None:
+                await self._serve_mount(mount, scope, receive, send)
             elif not await self.rest(scope, receive, send):
                 await send_bytes(send, 404, _NOT_FOUND)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
+
+    def _mount_at(self, path: str) -> Mounted | None:
+        for mount in self.mounts:
+            if path == mount.path or path.startswith(f"{mount.path}/"):
+                return mount
+        return None
+
+    async def _serve_mount(self, mount: Mounted, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request to a mounted app, through the door every A2A route has (see :class:`Mounted`)."""
+        headers = header_map(scope)
+        principal = ANONYMOUS
+        try:
+            refusal = self.browser.refusal(headers)
+            if refusal is not None:
+                raise refusal
+            if self.guard is not None:
+                principal = await self.guard.http(scope, headers)
+            if self._unavailable is not None:
+                raise self._unavailable
+            if scope["method"] == "POST":
+                try:
+                    body = await read_body(receive, self.limits.max_body_bytes, headers.get("content-length"))
+                except BodyTooLarge:
+                    raise InvalidRequestError(
+                        f"Request body exceeds the limit of {self.limits.max_body_bytes} bytes",
+                        metadata={"budget": "max_body_bytes", "limit": self.limits.max_body_bytes},
+                    ) from None
+                receive = _replayed(body, receive)
+        except A2AError as error:
+            status = 413 if isinstance(error, InvalidRequestError) else error.http_status
+            await send_bytes(send, status, encode_status(error, status), extra_headers=error_headers(error))
+            return
+        except ClientGone:
+            return
+        await mount({**scope, PRINCIPAL_SCOPE_KEY: principal}, receive, send)
 
     async def _metrics(self, scope: Scope, send: Send) -> None:
         """``GET /metrics``: the Prometheus text format, behind the security schemes like any endpoint."""
@@ -458,6 +535,18 @@ class A2AApplication:
                     return
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _replayed(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for a request whose body was read already: the body once, then what the client sends."""
+    pending = [body]
+
+    async def replay() -> Message:
+        if pending:
+            return {"type": "http.request", "body": pending.pop(), "more_body": False}
+        return await receive()
+
+    return replay
 
 
 async def _start_bus(bus: Any) -> None:

@@ -136,6 +136,8 @@ def print_banner(
         lines.append(f"  console: {base}/console/")
     if app.metrics is not None and app.metrics.serves_endpoint:
         lines.append(f"  metrics: {base}/metrics")
+    for mount in app.mounts:
+        lines.append(f"  {mount.label}: {base}{mount.path}")
     if app.telemetry is not None:
         lines.append(f"  traces: {app.telemetry.destination}")
     if app.runtime is not None:

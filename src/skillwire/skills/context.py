@@ -56,6 +56,7 @@ from skillwire.server.context import CallContext
 from skillwire.server.executor import TaskEvents
 
 if TYPE_CHECKING:
+    from skillwire.skills.calls import SkillCalls
     from skillwire.skills.registry import Skill
 
 __all__ = [
@@ -201,6 +202,7 @@ class SkillContext:
         "output_modes",
         "params",
         "skill",
+        "skills",
         "task",
     )
 
@@ -215,8 +217,12 @@ class SkillContext:
         params: Any,
         answers: Sequence[Message] = (),
         output_modes: Sequence[str] | None = None,
+        skills: SkillCalls | None = None,
     ) -> None:
         self.skill = skill
+        #: The agent's other skills, to call from this one (a model-backed skill's tools; see
+        #: :mod:`skillwire.skills.calls`); None where the runner offers none (a test kit of one's own).
+        self.skills = skills
         self.events = events
         #: The message that started this run (for a resumed conversation: the latest answer).
         self.message = message

@@ -59,6 +59,7 @@ from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.security.policy import Security
 from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
+from skillwire.skills.calls import SkillCalls
 from skillwire.skills.context import (
     AuthNeeded,
     InputNeeded,
@@ -199,6 +200,8 @@ class SkillExecutor(Executor):
         self.read_only = read_only
         self.schema_steps = schema_steps
         self.offload_bytes = offload_bytes
+        #: the skills as one skill calls another (``ctx.skills``: a model-backed skill's tools)
+        self.calls = SkillCalls(registry, read_only=read_only, security=security, schema_steps=schema_steps)
 
     # -- routing ----------------------------------------------------------------------------------------
 
@@ -301,6 +304,7 @@ class SkillExecutor(Executor):
             task=None,
             params=params,
             output_modes=self.output_modes(skill),
+            skills=self.calls,
         )
         await self._run(skill, ctx, skill.handler, params)
 
@@ -321,6 +325,7 @@ class SkillExecutor(Executor):
             params=params,
             answers=recorded_answers([*task.history, context.message]),
             output_modes=self.output_modes(skill),
+            skills=self.calls,
         )
         await self._run(skill, ctx, skill.handler, params)
 
@@ -354,6 +359,7 @@ class SkillExecutor(Executor):
                 task=task,
                 params=params_of(first, skill.text_input) if first is not None else None,
                 output_modes=self.output_modes(skill),
+                skills=self.calls,
             )
             ctx.delegated = ref
             await self._run(skill, ctx, follow, ref, resumed=True)
@@ -384,6 +390,7 @@ class SkillExecutor(Executor):
                 params=params,
                 answers=recorded_answers(task.history),
                 output_modes=self.output_modes(skill),
+                skills=self.calls,
             )
             await self._run(skill, ctx, skill.handler, params)
 

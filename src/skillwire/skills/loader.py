@@ -68,7 +68,18 @@ AGENT_FILE = "agent.yaml"
 CODE_AGENT = "agent.py"
 #: The largest agent.yaml accepted, in bytes (checked before it is read): the frontmatter limit of a SKILL.md.
 MAX_AGENT_FILE_BYTES = _yaml.MAX_FRONTMATTER_BYTES
-_AGENT_KEYS = {"name", "description", "version", "provider", "documentationUrl", "iconUrl", "security"}
+_AGENT_KEYS = {
+    "name",
+    "description",
+    "version",
+    "provider",
+    "documentationUrl",
+    "iconUrl",
+    "security",
+    "mcpServers",
+}
+#: The keys of one ``mcpServers`` entry (skillwire.McpServer's fields, in agent.yaml's spelling).
+_MCP_SERVER_KEYS = {"name", "command", "url", "env", "headers", "timeout"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +93,8 @@ class AgentConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     #: The ``security:`` section, checked (its secrets are read from the environment when it is built).
     security: SecuritySpec | None = None
+    #: The ``mcpServers:`` entries, checked: keyword arguments of skillwire.McpServer, one dict each.
+    mcp_servers: tuple[dict[str, Any], ...] = ()
 
 
 def is_skills_folder(path: Path) -> bool:
@@ -322,6 +335,7 @@ def load_agent_config(folder: Path | str) -> AgentConfig:
     security = parse_security(value["security"], source=source, lines=lines) if "security" in value else None
     return AgentConfig(
         security=security,
+        mcp_servers=_mcp_servers(value.get("mcpServers"), source, lines),
         name=text("name", folder.resolve().name) or folder.resolve().name,
         description=text("description", "") or "",
         version=text("version", "1.0.0") or "1.0.0",
@@ -329,6 +343,47 @@ def load_agent_config(folder: Path | str) -> AgentConfig:
         documentation_url=text("documentationUrl"),
         icon_url=text("iconUrl"),
     )
+
+
+def _mcp_servers(value: Any, source: str, lines: LineMap) -> tuple[dict[str, Any], ...]:
+    """agent.yaml's ``mcpServers:``: a list of mappings, each with ``command`` (a list of strings) or
+    ``url``, and optionally ``name``, ``env`` (variable names), ``headers`` and ``timeout``."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ManifestError(
+            "expected a list", path="mcpServers", line=lines.get(("mcpServers",)), source=source
+        )
+    servers = []
+    for i, entry in enumerate(value):
+        where = f"mcpServers[{i}]"
+        line = lines.get(("mcpServers", i)) or lines.get(("mcpServers",))
+
+        def bad(why: str, where: str = where, line: int | None = line) -> ManifestError:
+            return ManifestError(why, path=where, line=line, source=source)
+
+        if not isinstance(entry, dict):
+            raise bad("expected a mapping with command or url")
+        unknown = sorted(str(key) for key in entry if key not in _MCP_SERVER_KEYS)
+        if unknown:
+            raise bad(f"unknown key {unknown[0]!r}; allowed: {', '.join(sorted(_MCP_SERVER_KEYS))}")
+        if ("command" in entry) == ("url" in entry):
+            raise bad("needs one of command (a list: the program and its arguments) or url")
+        for key in ("command", "env"):
+            if key in entry and not (
+                isinstance(entry[key], list) and all(isinstance(item, str) for item in entry[key])
+            ):
+                raise bad(f"{key} must be a list of strings")
+        for key in ("name", "url"):
+            if key in entry and not isinstance(entry[key], str):
+                raise bad(f"{key} must be a string")
+        headers = entry.get("headers", {})
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise bad("headers must map names to strings (${VARIABLE} reads one from the environment)")
+        if "timeout" in entry and not (isinstance(entry["timeout"], int | float) and entry["timeout"] > 0):
+            raise bad("timeout must be a number of seconds above 0")
+        servers.append(dict(entry))
+    return tuple(servers)
 
 
 def plugin_skills() -> list[Skill]:

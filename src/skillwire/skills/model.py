@@ -17,6 +17,15 @@ A run:
    with a text output, the tokens are emitted as chunks of one artifact instead and nothing is returned; if
    the whole text then fails its schema, the repaired reply replaces that artifact.
 
+With tools (``providerConfig.tools``: ids of skills of this agent, MCP tools made skills included, and
+skills of remote A2A agents, ``{agent: URL, skill: ID, credentialsEnv: [{scheme: S, variable: V}]}``,
+called with :class:`skillwire.Client` and the credentials those variables hold), the run is a tool-calling loop instead of steps 2 to 4's single call: the model is offered each tool (the
+skill's id, description and inputSchema) and either calls some, each call being run through ``ctx.skills``
+with a WORKING status update ("Calling <skill>") and its result (or its error) given back to the model, or
+answers; the answer is read as in step 3. ``providerConfig.toolSteps`` (default 8) is the most model turns
+that call tools: one more fails the task, as the ``timeoutSeconds`` deadline does, which every model call
+and tool call shares. Tokens are not streamed in a tool-calling run.
+
 A provider error fails the task with its caller-safe message (``str(error)``); what the provider said
 (``error.detail``) goes to the log at WARNING only. ``skillwire.llm`` is imported inside functions, so an
 agent without model-backed skills never loads it.
@@ -29,19 +38,22 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 
-from skillwire.errors import ManifestError, RenderError, SkillError, ValidationError
-from skillwire.protocol.models import new_id
+from skillwire.errors import A2AError, ManifestError, RenderError, SkillError, ValidationError
+from skillwire.protocol.models import Task, new_id
+from skillwire.protocol.states import TaskState
 from skillwire.skills.manifest import SkillCard
 from skillwire.skills.registry import Skill, skill_from_manifest
 
 if TYPE_CHECKING:
-    from skillwire.llm import Adapter, ChatMessage, GenerationParams, ProviderError
+    from skillwire.client import Client
+    from skillwire.llm import Adapter, ChatMessage, GenerationParams, ProviderError, Tool, ToolCall, ToolReply
     from skillwire.skills._yaml import LineMap
     from skillwire.skills.context import SkillContext
 
@@ -55,6 +67,9 @@ MISCONFIGURED = "The skill's model provider is not configured correctly on this 
 PROBLEM_LIMIT = 500
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_+-]*[ \t]*\n(.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 _KEY_TOKEN = re.compile(r"[^.\[\]]+|\[\d+\]")
+#: How many model turns that call tools a run may take unless providerConfig.toolSteps says otherwise.
+DEFAULT_TOOL_STEPS = 8
+_TOOL_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 # -- loading -------------------------------------------------------------------------------------------------
@@ -75,6 +90,23 @@ def check_provider_config(card: SkillCard, lines: LineMap | None = None) -> Adap
     with the file and, given ``lines``, the line, when no adapter can serve it."""
     from skillwire.llm import ProviderConfigError, adapter_for
 
+    config = card.provider_config or {}
+    tools, steps = config.get("tools", []), config.get("toolSteps", DEFAULT_TOOL_STEPS)
+    problem = None
+    if not isinstance(tools, list) or not all(
+        (isinstance(t, str) and t) or _is_remote_tool(t) for t in tools
+    ):
+        problem = (
+            "tools",
+            "expected a list of skill ids (skills of this agent, MCP tools included) or remote skills"
+            " ({agent: URL, skill: ID, credentialsEnv: [{scheme: NAME, variable: VARIABLE}]})",
+        )
+    elif isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        problem = ("toolSteps", "expected a number of model turns above 0")
+    if problem is not None:
+        key, reason = problem
+        line = _line_of(lines, key) if lines is not None else None
+        raise ManifestError(reason, path=f"providerConfig.{key}", line=line, source=card.source)
     try:
         return adapter_for(card.provider_config or {})
     except ProviderConfigError as exc:
@@ -82,6 +114,28 @@ def check_provider_config(card: SkillCard, lines: LineMap | None = None) -> Adap
         reason = str(exc).removeprefix(f"{path}: ").removeprefix("providerConfig: ")
         line = _line_of(lines, exc.key) if lines is not None else None
         raise ManifestError(reason, path=path, line=line, source=card.source) from None
+
+
+def _is_remote_tool(entry: Any) -> bool:
+    """Whether ``entry`` names a remote agent's skill: ``{agent: http(s)://..., skill: ID}``, and maybe
+    ``credentialsEnv``, a list of ``{scheme: <a scheme of the agent's card>, variable: <an environment
+    variable>}`` (the secret is the variable's value; a manifest never holds one)."""
+    if not isinstance(entry, Mapping) or set(entry) - {"agent", "skill", "credentialsEnv"}:
+        return False
+    agent, skill, env = entry.get("agent"), entry.get("skill"), entry.get("credentialsEnv", [])
+    return (
+        isinstance(agent, str)
+        and agent.startswith(("http://", "https://"))
+        and isinstance(skill, str)
+        and bool(skill)
+        and isinstance(env, list)
+        and all(
+            isinstance(item, Mapping)
+            and set(item) == {"scheme", "variable"}
+            and all(isinstance(v, str) and v for v in item.values())
+            for item in env
+        )
+    )
 
 
 def _line_of(lines: LineMap, key: str) -> int | None:
@@ -155,6 +209,9 @@ class ModelRun:
 
     async def run(self) -> Any:
         messages = self.messages()
+        tools = (self.card.provider_config or {}).get("tools")
+        if tools:
+            return await self.with_tools(messages, list(tools))
         if not self.as_json and self.ctx.streaming:
             return await self.streamed(messages)
         reply = await self.call(messages)
@@ -259,6 +316,101 @@ class ModelRun:
             text, artifact_id=artifact_id, name="result", append=append, last_chunk=last_chunk
         )
 
+    async def with_tools(self, messages: list[ChatMessage], entries: list[Any]) -> Any:
+        """The tool-calling loop (see the module's docstring)."""
+        async with contextlib.AsyncExitStack() as stack:
+            tools, by_name = await self.tools(entries, stack)
+            return await self.loop(messages, tools, by_name)
+
+    async def loop(self, messages: list[ChatMessage], tools: list[Tool], by_name: dict[str, Target]) -> Any:
+        steps = int((self.card.provider_config or {}).get("toolSteps", DEFAULT_TOOL_STEPS))
+        for step in range(steps + 1):
+            reply = await self.call_tools(messages, tools)
+            if not reply.calls:
+                try:
+                    return self.checked(reply.text)
+                except ValueError as exc:
+                    return await self.repaired(messages, reply.text, str(exc))
+            if step == steps:
+                raise SkillError(
+                    f"The model was still calling tools after {steps} turns, the skill's budget"
+                    " (providerConfig.toolSteps)."
+                )
+            messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.calls)})
+            for call in reply.calls:
+                messages.append(await self.tool_result(call, by_name))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def tools(
+        self, entries: list[Any], stack: contextlib.AsyncExitStack
+    ) -> tuple[list[Tool], dict[str, Target]]:
+        """The tools offered to the model, and what each tool name calls: a skill id, or a remote skill
+        (whose agent is reached now, for its card, and stays connected for the run). A name keeps to
+        letters, digits, ``_`` and ``-``, as the APIs want: ``calc.multiply`` is offered as
+        ``calc_multiply``."""
+        from skillwire.llm import Tool
+
+        calls = self.ctx.skills
+        tools: list[Tool] = []
+        by_name: dict[str, Target] = {}
+        for entry in entries:
+            target: Target
+            if isinstance(entry, str):
+                skill = calls.get(entry) if calls is not None else None
+                if skill is None:
+                    raise SkillError(f"The skill's tool {entry!r} is not a skill this agent serves.")
+                target, description, schema = entry, skill.agent_skill.description, skill.input_schema
+                named = entry
+            else:
+                target = await RemoteSkill.connect(entry, stack)
+                description, schema, named = target.description, target.input_schema, target.skill_id
+            name = _TOOL_NAME.sub("_", named)[:60]
+            while name in by_name:  # a remote skill named like a local one
+                name += "_"
+            by_name[name] = target
+            parameters = schema if schema is not None else {"type": "object"}
+            tools.append(Tool(name=name, description=description, parameters=parameters))
+        return tools, by_name
+
+    async def tool_result(self, call: ToolCall, by_name: dict[str, Target]) -> ChatMessage:
+        """Run one tool call (a WORKING status update says which); the message giving the model its result,
+        or its error."""
+        target = by_name.get(call.name)
+        await self.ctx.working(f"Calling {target if target is not None else call.name}")
+        running: Awaitable[Any] | None = None
+        if isinstance(target, RemoteSkill):
+            running = target.call(call.arguments)
+        elif target is not None and self.ctx.skills is not None:
+            running = self.ctx.skills.call(target, call.arguments, self.ctx)
+        if running is None:
+            content = json.dumps({"error": f"there is no tool {call.name!r}"})
+        else:
+            try:
+                value = await asyncio.wait_for(running, self.left())
+            except SkillError as exc:
+                content = json.dumps({"error": exc.message}, ensure_ascii=False)
+            except TimeoutError:
+                raise SkillError(f"The skill ran out of time while calling {target}.") from None
+            else:
+                content = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return {"role": "tool", "content": content, "tool_call_id": call.id, "name": call.name}
+
+    def left(self) -> float | None:
+        """Seconds left of the run's deadline (None: none)."""
+        return (
+            None if self.deadline is None else max(self.deadline - asyncio.get_running_loop().time(), 0.001)
+        )
+
+    async def call_tools(self, messages: list[ChatMessage], tools: list[Tool]) -> ToolReply:
+        from skillwire.llm import ProviderError
+
+        try:
+            return await self.adapter.complete_tools(messages, tools, self.params())
+        except ProviderError as exc:
+            raise self._failed(exc) from None
+        except NotImplementedError as exc:
+            raise SkillError(f"The skill's model provider cannot call tools: {exc}") from None
+
     async def call(self, messages: list[ChatMessage]) -> str:
         from skillwire.llm import ProviderError
 
@@ -295,3 +447,64 @@ class ModelRun:
             exc.detail,
         )
         return SkillError(str(exc))
+
+
+class RemoteSkill:
+    """A remote A2A agent's skill as a tool: ``{agent: URL, skill: ID, credentialsEnv: [{scheme: S,
+    variable: V}]}``, called with :class:`skillwire.Client` (one blocking SendMessage per call). Its description and input
+    schema come from the agent's card (the skill-schemas extension, when the agent publishes it)."""
+
+    def __init__(self, client: Client, url: str, skill_id: str) -> None:
+        from skillwire.skills.schema_card import read_skill_schemas
+
+        self.client, self.url, self.skill_id = client, url, skill_id
+        entry = next((s for s in client.card.skills if s.id == skill_id), None)
+        if entry is None:
+            raise SkillError(f"The agent at {url} has no skill {skill_id!r}.")
+        self.description: str = entry.description
+        self.input_schema: dict[str, Any] | None = (
+            read_skill_schemas(client.card).get(skill_id, {}).get("input")
+        )
+
+    def __str__(self) -> str:
+        return f"{self.skill_id} at {self.url}"
+
+    @classmethod
+    async def connect(cls, entry: Mapping[str, Any], stack: contextlib.AsyncExitStack) -> RemoteSkill:
+        from skillwire.client import Client
+
+        url, skill_id = str(entry["agent"]), str(entry["skill"])
+        credentials = {}
+        for item in entry.get("credentialsEnv") or ():
+            scheme, variable = str(item["scheme"]), str(item["variable"])
+            if variable not in os.environ:
+                log.warning("the remote skill %s at %s: the variable %s is not set", skill_id, url, variable)
+                raise SkillError(MISCONFIGURED)
+            credentials[scheme] = os.environ[variable]
+        try:
+            client = await Client.connect(url, credentials=credentials or None)
+        except Exception as exc:
+            log.warning("the remote skill %s at %s: %s", skill_id, url, exc)
+            raise SkillError(f"The agent at {url} could not be reached.") from None
+        await stack.enter_async_context(client)
+        return cls(client, url, skill_id)
+
+    async def call(self, arguments: Any) -> Any:
+        """The remote task's result (its data, else its text), or SkillError with its status message."""
+        try:
+            result = await self.client.send(skill=self.skill_id, data=arguments)
+        except A2AError as exc:
+            raise SkillError(f"{self.skill_id} at {self.url} refused the call: {exc.message}") from None
+        except Exception as exc:
+            log.warning("the remote skill %s at %s: %s", self.skill_id, self.url, exc)
+            raise SkillError(f"The agent at {self.url} could not be reached.") from None
+        if not isinstance(result, Task):  # a direct reply
+            return result.text()
+        if result.status.state is not TaskState.COMPLETED:
+            said = result.status.message.text() if result.status.message is not None else ""
+            raise SkillError(said or f"{self.skill_id} at {self.url} ended {result.status.state.name}")
+        return result.data if result.data is not None else result.text
+
+
+#: What a tool name calls: a skill of this agent (its id), or a remote agent's skill.
+Target = str | RemoteSkill
