@@ -89,7 +89,7 @@ try:
 except ImportError:  # pragma: no cover - the extra is not installed
     asyncpg = None  # PostgresTaskStore() says how to install it
 
-__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "upgrade"]
+__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "read_stats", "upgrade"]
 
 _encode_layout = msgspec.json.Encoder().encode
 _decode_layout = msgspec.json.Decoder(Layout).decode
@@ -202,6 +202,24 @@ async def read_failed_deliveries(url: str, after: int = 0, limit: int = 100) -> 
         conn.transaction(readonly=True),
     ):
         return await _failed_in(conn, schema, url, after, limit)
+
+
+async def read_stats(url: str) -> StoreStats:
+    """The statistics of the PostgreSQL store at ``url``, read on one connection in one read-only
+    transaction, without migrating it: ``skillwire db stats`` while a cluster serves it."""
+    async with (
+        _one_connection(url, "read the PostgreSQL store") as (conn, schema),
+        conn.transaction(readonly=True),
+    ):
+        sql = Statements(schema)
+        if await conn.fetchval("SELECT to_regclass($1)", sql.tasks) is None:
+            raise StoreError(f"the PostgreSQL schema {schema!r} at {_redact(url)} has no skillwire tables")
+        rows = await conn.fetch(sql.by_state)
+        return StoreStats(
+            tasks={r["state"]: int(r["n"]) for r in rows},
+            size_bytes=int(await conn.fetchval(sql.size, schema)),
+            oldest_finished_us=await conn.fetchval(sql.oldest_finished),
+        )
 
 
 @contextlib.asynccontextmanager

@@ -85,7 +85,7 @@ try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SQLiteTaskStore", "read_failed_deliveries", "vacuum_store"]
+__all__ = ["SQLiteTaskStore", "read_failed_deliveries", "read_stats", "vacuum_store"]
 
 log = logging.getLogger("skillwire.sqlite")
 
@@ -680,6 +680,25 @@ class SQLiteTaskStore:
             return [_delivery(row) for row in rows]
 
         return await self._read(read)
+
+
+def read_stats(path: str | os.PathLike[str]) -> StoreStats:
+    """The statistics of the SQLite store at ``path``, read without opening the store (read-only, without
+    its owner lock), so this works while a server owns it: ``skillwire db stats``."""
+    target = os.fspath(path)
+    if not os.path.exists(target):
+        raise StoreError(f"no SQLite store at {target}")
+    try:
+        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    try:
+        with _snapshot(conn):
+            return stats(conn, target)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    finally:
+        conn.close()
 
 
 def vacuum_store(path: str | os.PathLike[str], setting: str = "store=") -> None:
