@@ -470,7 +470,7 @@ async def test_a_new_sqlite_file_reuses_and_hands_back_the_space_of_pruned_tasks
         await Pruner(store, retention=1.0, batch=200).prune_due()
         stats = await store.stats()
         assert stats.tasks == {}
-        # the file handed back what more than a quarter of it held free
+        # the file handed back what more than half of it held free
         assert await _settled_size(store) < full / 2
     finally:
         await store.close()

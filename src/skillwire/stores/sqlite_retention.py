@@ -7,9 +7,11 @@ found by a partial index on them (schema 6, ``tasks_finished``), oldest first.
 
 Space: SQLite reuses the pages a prune frees for what is written next, so under a steady load with retention
 the file stops growing once it holds one retention's worth of tasks. A file created with schema 6 or later
-has ``auto_vacuum=INCREMENTAL``: when more than a quarter of it is free (the load fell, or the retention was
+has ``auto_vacuum=INCREMENTAL``: when more than half of it is free (the load fell, or the retention was
 shortened), a prune batch also hands some free pages back to the file system (``PRAGMA incremental_vacuum``,
-4 MiB at a time so that no batch stalls the writer). An older file cannot change its auto-vacuum mode
+4 MiB at a time so that no batch stalls the writer). Under a steady load a prune round frees at most a fifth
+of the file (a round every quarter of the retention), which new tasks take again: handing it back only to
+grow the file again would cost writes for nothing, hence the half. An older file cannot change its auto-vacuum mode
 without a VACUUM, which rewrites it whole: ``skillwire db prune --vacuum`` does that, with the server stopped.
 """
 
@@ -33,7 +35,7 @@ __all__ = [
 
 #: The finished states as SQL literals: a query must name them as the partial index does to use it.
 FINISHED = ", ".join(f"'{state.value}'" for state in FINISHED_STATES)
-#: Free pages kept for reuse, beyond a quarter of the file, before space is handed back.
+#: Free pages kept for reuse, beyond half of the file, before space is handed back.
 _KEEP_FREE_PAGES = 256
 #: Pages one batch hands back at most (4 MiB of 4 KiB pages: about 6 ms of the writer's time, measured).
 _RELEASE_STEP = 1024
@@ -74,13 +76,13 @@ def prune_batch(conn: sqlite3.Connection, before_us: int, limit: int) -> Pruned:
 
 
 def release_free_pages(conn: sqlite3.Connection) -> int:
-    """With incremental auto-vacuum, hand free pages beyond a quarter of the file back to the file system,
-    one step at most; the pages released."""
+    """With incremental auto-vacuum, hand free pages beyond half of the file back to the file system, one
+    step at most; the pages released."""
     if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:  # 2: INCREMENTAL
         return 0
     free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    excess = free - pages // 4 - _KEEP_FREE_PAGES
+    excess = free - pages // 2 - _KEEP_FREE_PAGES
     if excess <= 0:
         return 0
     step = min(excess, _RELEASE_STEP)
