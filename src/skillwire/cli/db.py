@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -140,28 +142,28 @@ def _by_state(counts: dict[str, int]) -> str:
     return ": " + ", ".join(f"{TaskState(state)!s} {n}" for state, n in sorted(counts.items()))
 
 
-async def _opened(url: str) -> RetentionStore:
+@contextlib.asynccontextmanager
+async def _opened(url: str) -> AsyncIterator[RetentionStore]:
+    """The store of ``url``, open (as its owner, for SQLite), closed afterwards."""
     store = open_store(url, setting="URL")
     await store.open()
-    if not isinstance(store, RetentionStore):  # pragma: no cover - every store skillwire ships prunes
+    try:
+        if not isinstance(store, RetentionStore):  # pragma: no cover - every store skillwire ships prunes
+            raise SkillwireError(f"{url}: this store cannot prune")
+        yield store
+    finally:
         await store.close()
-        raise SkillwireError(f"{url}: this store cannot prune")
-    return store
 
 
 async def _count(url: str, before_us: int) -> dict[str, int]:
-    store = await _opened(url)
-    try:
+    async with _opened(url) as store:
         return await store.count_finished(before_us)
-    finally:
-        await store.close()  # type: ignore[attr-defined]
 
 
 async def _prune_all(url: str, before_us: int) -> Pruned:
-    store = await _opened(url)
     done = Pruned()
     busy = 0
-    try:
+    async with _opened(url) as store:
         while True:
             pruned = await store.prune_finished(before_us, PRUNE_BATCH)
             done += msgspec.structs.replace(pruned, busy=False)
@@ -173,8 +175,6 @@ async def _prune_all(url: str, before_us: int) -> Pruned:
                 continue
             if pruned.tasks < PRUNE_BATCH:
                 return done
-    finally:
-        await store.close()  # type: ignore[attr-defined]
 
 
 def _stats(url: str, *, as_json: bool) -> int:
