@@ -385,7 +385,11 @@ def main() -> None:
     parser.add_argument("--backlog-segment", type=int, default=5)
     parser.add_argument("--skip-soak", action="store_true")
     parser.add_argument("--json", help="also write the raw numbers here")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: seconds, not minutes")
     ns = parser.parse_args()
+    if ns.quick:
+        ns.minutes, ns.segment, ns.sample, ns.backlog_segment = 0.1, 3, 1.0, 2
+        ns.backlog, ns.backlog_seconds = min(ns.backlog, 3000), 6.0
     with tempfile.TemporaryDirectory(prefix="skillwire-soak-") as tmp:
         folder = Path(tmp)
         runs = [] if ns.skip_soak else soak(ns, folder)

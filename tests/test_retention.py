@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -41,6 +42,7 @@ from skillwire.stores.retention import RetentionStore
 from skillwire.testing.store_contract import make_task, push_config, save, with_deliveries
 
 WAIT = 15.0
+ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- durations and settings ---------------------------------------------------------------------------------
@@ -592,3 +594,18 @@ def test_serve_takes_the_retention_from_its_variable_and_prints_it(
     assert flagged.limits.task_retention is None
     print_banner(flagged, agent.name, host="127.0.0.1", port=8000)
     assert "finished tasks kept: forever" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="the soak drives its load with wrk")
+def test_the_soak_benchmark_runs_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    command = [sys.executable, str(ROOT / "bench" / "retention_soak.py"), "--quick", "--json", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert [run["name"] for run in data["runs"]] == ["retention on", "retention off"]
+    for run in data["runs"]:
+        assert run["segments"] and run["samples"] and all(s["errors"] == 0 for s in run["segments"])
+    assert data["backlog"]["pruned_at"] is not None  # the backlog was pruned under load
+    assert "| retention on |" in done.stdout and "| while pruning" in done.stdout
