@@ -331,6 +331,24 @@ def _percentile_table(run: Run) -> list[str]:
 
 
 def report(runs: list[Run], backlog: Run | None, ns: argparse.Namespace) -> str:
+    out = _soak_report(runs, ns) if runs else []
+    if backlog is not None:
+        out += ["", f"## Pruning a backlog of {ns.backlog} finished tasks under load", ""]
+        pruned = (
+            f"{backlog.pruned_at:.1f} s"
+            if backlog.pruned_at is not None
+            else f"not within {ns.backlog_seconds} s"
+        )
+        first = backlog.samples[0] if backlog.samples else None
+        last = backlog.samples[-1] if backlog.samples else None
+        out.append(
+            f"Backlog pruned after {pruned}; db {first.db_mb if first else 0:.0f} MB at start, {last.db_mb if last else 0:.0f} MB at the end."
+        )
+        out += ["", *_percentile_table(backlog)]
+    return "\n".join(out)
+
+
+def _soak_report(runs: list[Run], ns: argparse.Namespace) -> list[str]:
     out = [
         f"## Retention soak ({ns.minutes:g} min per mode, retention {ns.retention}, wrk -t1 -c{ns.connections})",
         "",
@@ -355,20 +373,7 @@ def report(runs: list[Run], backlog: Run | None, ns: argparse.Namespace) -> str:
             cells.append(f"{s.db_mb:.1f} | {s.wal_mb:.1f} | {s.rss_mb:.0f}" if s else " | | ")
         at = next((r.samples[i].at for r in runs if i < len(r.samples)), 0.0)
         out.append(f"| {at:.0f} | " + " | ".join(cells) + " |")
-    if backlog is not None:
-        out += ["", f"## Pruning a backlog of {ns.backlog} finished tasks under load", ""]
-        pruned = (
-            f"{backlog.pruned_at:.1f} s"
-            if backlog.pruned_at is not None
-            else f"not within {ns.backlog_seconds} s"
-        )
-        first = backlog.samples[0] if backlog.samples else None
-        last = backlog.samples[-1] if backlog.samples else None
-        out.append(
-            f"Backlog pruned after {pruned}; db {first.db_mb if first else 0:.0f} MB at start, {last.db_mb if last else 0:.0f} MB at the end."
-        )
-        out += ["", *_percentile_table(backlog)]
-    return "\n".join(out)
+    return out
 
 
 def main() -> None:
@@ -394,7 +399,7 @@ def main() -> None:
         folder = Path(tmp)
         runs = [] if ns.skip_soak else soak(ns, folder)
         backlog = prune_backlog(ns, folder) if ns.backlog else None
-    print(report(runs, backlog, ns) if runs else report([Run("-", "-")], backlog, ns))
+    print(report(runs, backlog, ns))
     if ns.json:
         Path(ns.json).write_text(
             json.dumps(
