@@ -350,7 +350,7 @@ async def test_a_schema_3_sqlite_file_opens_and_keeps_its_deliveries(tmp_path: P
     finally:
         await store.close()
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     assert read_failed_deliveries(path) == [failed]
 
 
@@ -390,7 +390,7 @@ async def test_a_postgres_schema_at_version_1_is_migrated_and_keeps_its_deliveri
             assert (
                 await conn.fetchval(f"SELECT MAX(version) FROM {s}.skillwire_schema")
                 == postgres_sql.SCHEMA_VERSION
-                == 4
+                == 5
             )
             assert await read_failed_postgres(url) == [failed]
         finally:

@@ -24,6 +24,7 @@ from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import (
     IdempotencyStoreContract,
     PushStoreContract,
+    RetentionStoreContract,
     TaskStoreContract,
     _head,
     make_task,
@@ -33,7 +34,7 @@ from skillwire.testing.store_contract import (
 )
 
 
-class TestMemoryStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
+class TestMemoryStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract, RetentionStoreContract):
     @pytest.fixture
     async def store(self) -> AsyncIterator[TaskStore]:
         s = MemoryTaskStore()
@@ -42,7 +43,7 @@ class TestMemoryStore(TaskStoreContract, PushStoreContract, IdempotencyStoreCont
         await s.close()
 
 
-class TestSQLiteStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
+class TestSQLiteStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract, RetentionStoreContract):
     @pytest.fixture
     async def store(self, tmp_path: Path) -> AsyncIterator[TaskStore]:
         s = SQLiteTaskStore(tmp_path / "tasks.db")
@@ -221,13 +222,14 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
 
 
 def _schema_2() -> str:
-    """The schema-2 layout: today's without its push tables (schema 3) and its event log (schema 5)."""
+    """The schema-2 layout: today's without its push tables (schema 3), its event log (schema 5) and its
+    retention indexes (schema 6)."""
     from skillwire.stores.sqlite import _SCHEMA
 
     statements = [s for s in _SCHEMA.split(";") if s.strip()]
-    later = ("push_configs", "deliveries", "events (", "idempotency")
+    later = ("push_configs", "deliveries", "events (", "idempotency", "tasks_finished")
     kept = [s for s in statements if not any(t in s for t in later)]
-    assert len(statements) - len(kept) == 7  # four tables, three indexes
+    assert len(statements) - len(kept) == 9  # four tables, five indexes
     schema = ";".join(kept) + ";"
     log_columns = (
         "    log         BLOB    NOT NULL DEFAULT x'',\n    log_bytes   INTEGER NOT NULL DEFAULT 0,\n"

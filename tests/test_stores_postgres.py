@@ -24,6 +24,7 @@ from skillwire.stores.shared import SharedStore
 from skillwire.testing.store_contract import (
     IdempotencyStoreContract,
     PushStoreContract,
+    RetentionStoreContract,
     TaskStoreContract,
     drain,
     make_task,
@@ -39,7 +40,9 @@ async def pg_url() -> AsyncIterator[str]:
         yield url
 
 
-class TestPostgresStore(TaskStoreContract, PushStoreContract, IdempotencyStoreContract):
+class TestPostgresStore(
+    TaskStoreContract, PushStoreContract, IdempotencyStoreContract, RetentionStoreContract
+):
     @pytest.fixture
     async def store(self, pg_url: str) -> AsyncIterator[PostgresTaskStore]:
         s = PostgresTaskStore(pg_url)

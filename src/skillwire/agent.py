@@ -21,13 +21,14 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from skillwire.errors import A2AError, SkillwireError
-from skillwire.protocol.limits import Limits
+from skillwire.protocol.limits import Limits, parse_duration
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
@@ -92,6 +93,7 @@ class Agent:
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
         push: PushSettings | bool = True,
         mcp_servers: Sequence[McpServer] = (),
+        task_retention: float | timedelta | str | None = "default",
     ) -> None:
         self.name = name
         self.description = description or name
@@ -127,6 +129,29 @@ class Agent:
         #: MCP servers whose tools become skills when the agent is served (:meth:`load_mcp_tools`).
         self.mcp_servers = list(mcp_servers)
         self._mcp_loaded = False
+        #: How long finished tasks are kept (seconds; None: forever), or ``"default"``: as the app's
+        #: ``Limits.task_retention`` says (1 day). Also ``"7d"``, ``"12h"``, a timedelta (docs/retention.md).
+        self.task_retention = task_retention
+
+    def limits_for(self, limits: Limits | None = None) -> Limits:
+        """``limits`` (default: Limits()) with this agent's ``task_retention`` applied, unless it is
+        ``"default"``."""
+        limits = limits or Limits()
+        retention = self.task_retention
+        if isinstance(retention, str) and retention == "default":
+            return limits
+        if isinstance(retention, str):
+            try:
+                seconds = parse_duration(retention)
+            except ValueError as exc:
+                raise SkillwireError(f"task_retention: {exc}") from None
+        elif isinstance(retention, timedelta):
+            seconds = retention.total_seconds()
+        else:
+            seconds = None if retention is None else float(retention)
+        if seconds is not None and seconds <= 0:
+            raise SkillwireError("task_retention must be above 0 (None keeps finished tasks forever)")
+        return limits.replace(task_retention=seconds)
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -372,7 +397,7 @@ class Agent:
         ``/mcp`` behind the same security schemes and budgets (needs ``pip install 'skillwire[mcp]'``;
         docs/mcp.md).
         """
-        limits = limits or Limits()
+        limits = self.limits_for(limits)
         _check_handler(handler, wrap)
         self.load_mcp_tools()
         self.check_security()
@@ -480,6 +505,8 @@ class Agent:
         (``cors_origins``: the origins whose web pages may call the agent), else the defaults:
         ``127.0.0.1``, 8000, the agent's own SQLite file (:data:`DEFAULT_STORE`), ``info``, and on a loopback
         address its loopback names (``127.0.0.1``, ``localhost``, ``[::1]``: other Hosts are refused).
+        ``SKILLWIRE_TASK_RETENTION`` (``7d``, ``none``) says how long finished tasks are kept when the agent
+        has no ``task_retention`` of its own (default 1 day: docs/retention.md).
 
         ``tls_cert`` and ``tls_key`` (PEM files; else ``SKILLWIRE_TLS_CERT``, ``SKILLWIRE_TLS_KEY``) serve
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
@@ -517,7 +544,21 @@ class Agent:
         if isinstance(store, str):  # opened here, so that its errors name run()'s own setting
             url = default_store(self.name) if store == DEFAULT_STORE else store
             store = open_store(url, setting="run(store=...) (SKILLWIRE_STORE)")
-        app = self.asgi(store=store, tls=tls, allowed_hosts=hosts, console=console, cors_origins=cors_origins)
+        limits = Limits()
+        retention = os.environ.get("SKILLWIRE_TASK_RETENTION")
+        if retention:  # the agent's own task_retention, when it has one, still wins (see limits_for)
+            try:
+                limits = limits.replace(task_retention=parse_duration(retention))
+            except ValueError as exc:
+                raise SkillwireError(f"SKILLWIRE_TASK_RETENTION: {exc}") from None
+        app = self.asgi(
+            store=store,
+            tls=tls,
+            allowed_hosts=hosts,
+            console=console,
+            cors_origins=cors_origins,
+            limits=limits,
+        )
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillwire.cli import calls, console, mcp, scaffold
+from skillwire.cli import calls, console, db, mcp, scaffold
 from skillwire.cli.output import json_text, say, say_error
 from skillwire.errors import A2AError, SkillwireError, install_command
 from skillwire.protocol.limits import Limits, parse_limit
@@ -349,6 +349,13 @@ def _add_webhooks(serve: Any) -> None:
         " otherwise; docs/console.md)",
     )
     serve.add_argument(
+        "--task-retention",
+        default=_env("TASK_RETENTION"),
+        metavar="DURATION",
+        help="how long finished tasks are kept before they are pruned, e.g. 45s, 12h, 7d, or none (forever);"
+        " default 1 day, or the agent's task_retention (docs/retention.md)",
+    )
+    serve.add_argument(
         "--metrics",
         action=argparse.BooleanOptionalAction,
         default=_env_flag("METRICS"),
@@ -488,29 +495,12 @@ def _parser() -> argparse.ArgumentParser:
         "--limit", type=_count, default=100, metavar="N", help="at most this many (default 100)"
     )
     deliveries.add_argument("--json", action="store_true", help="one JSON object per line")
-    db = sub.add_parser("db", help="manage a shared task store's database")
-    db_sub = db.add_subparsers(dest="db_command", required=True)
-    db_upgrade = db_sub.add_parser(
-        "upgrade", help="apply the schema migrations to a PostgreSQL store (what opening it does too)"
-    )
-    db_upgrade.add_argument("url", help="postgresql://HOST/DATABASE[?schema=NAME]")
+    db.add_parsers(sub)
     calls.add_parsers(sub)
     scaffold.add_parsers(sub)
     console.add_parsers(sub)
     mcp.add_parsers(sub)
     return parser
-
-
-def _db_upgrade(url: str) -> int:
-    """``skillwire db upgrade URL``: bring a PostgreSQL store's schema up to date and say its version."""
-    import asyncio
-
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise SkillwireError(f"{url!r}: db upgrade migrates a PostgreSQL store (postgresql://...)")
-    from skillwire.stores.postgres import upgrade  # without asyncpg, upgrade() says how to install it
-
-    say(f"schema version {asyncio.run(upgrade(url))}")
-    return 0
 
 
 #: The largest seq a store holds (PostgreSQL's BIGINT, SQLite's INTEGER).
@@ -693,6 +683,12 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     if args.v03_card is not None:
         agent.card_v03_fields = args.v03_card
+    if args.task_retention:
+        agent.task_retention = args.task_retention
+        try:
+            agent.limits_for()  # a bad duration is said now, naming the option
+        except SkillwireError as exc:
+            raise SkillwireError(f"--task-retention: {exc}") from None
     status_overrides: Mapping[type[A2AError], str] = {}
     if args.grpc_port is not None:
         try:
@@ -912,6 +908,7 @@ def _as_env(args: argparse.Namespace) -> dict[str, str]:
         "GRPC_PORT": None if args.grpc_port is None else str(args.grpc_port),
         "GRPC_STATUSES": args.grpc_statuses,
         "LIMIT": ",".join(args.limit),
+        "TASK_RETENTION": args.task_retention,
         **{
             f"TLS_{name.upper()}": getattr(args, f"tls_{name}")
             for name in ("cert", "key", "client_ca", "client_cert", "min_version")
@@ -1038,7 +1035,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "deliveries":
             return _deliveries(args)
         if args.command == "db":
-            return _db_upgrade(args.url)
+            return db.run(args)
         if args.command in calls.COMMANDS:
             return calls.run(args)
         if args.command in scaffold.COMMANDS:

@@ -14,10 +14,11 @@ when busy), and costs the server no more than the budget itself. ``docs/limits.m
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Limits", "parse_limit"]
+__all__ = ["Limits", "describe_duration", "parse_duration", "parse_limit"]
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -106,6 +107,11 @@ class Limits:
     lease_seconds: float = 15.0
     #: Finished tasks the memory store keeps (the oldest are forgotten first).
     memory_store_finished_tasks: int = 10_000
+    #: Seconds a finished task (completed, failed, canceled, rejected) is kept after its last status change;
+    #: then it is pruned in the background with everything attached to it, and answers TASK_NOT_FOUND
+    #: (``None``: kept forever). The default equals ``idempotency_window``: a request sent again with its
+    #: key still finds its task (docs/retention.md). Unfinished tasks are never pruned by age.
+    task_retention: float | None = 86_400.0
 
     def replace(self, **changes: Any) -> Limits:
         return dataclasses.replace(self, **changes)
@@ -123,7 +129,9 @@ def parse_limit(text: str, limits: Limits | None = None) -> Limits:
     current = getattr(base, name)
     raw = raw.strip()
     value: Any
-    if raw.lower() == "none" and "None" in str(fields[name].type):
+    if name == "task_retention":  # a duration: 7d, 12h, none
+        value = parse_duration(raw)
+    elif raw.lower() == "none" and "None" in str(fields[name].type):
         value = None
     else:
         kind = float if isinstance(current, float) or "float" in str(fields[name].type) else int
@@ -134,3 +142,35 @@ def parse_limit(text: str, limits: Limits | None = None) -> Limits:
         if value < 0:
             raise ValueError(f"--limit {name}: must not be negative")
     return base.replace(**{name: value})
+
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0, "w": 604_800.0}
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?")
+_FOREVER = frozenset({"none", "never", "forever", "off"})
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds from ``90``, ``90s``, ``15m``, ``12h``, ``7d``, ``2w``, ``1.5h`` or ``500ms``; ``None`` from
+    ``none`` (also ``never``, ``forever``, ``off``): no limit. ValueError if it is neither, or not above 0."""
+    word = text.strip().lower()
+    if word in _FOREVER:
+        return None
+    found = _DURATION.fullmatch(word)
+    if found is None:
+        raise ValueError(f"{text!r} is not a duration: write 90s, 15m, 12h, 7d, 2w (or none)")
+    seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"]
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: a duration must be above 0 (none keeps forever)")
+    return seconds
+
+
+def describe_duration(seconds: float | None) -> str:
+    """``seconds`` in words, in the largest unit that divides it: ``1 day``, ``36 hours``, ``45 s``;
+    ``forever`` for None."""
+    if seconds is None:
+        return "forever"
+    for unit, size in (("week", 604_800), ("day", 86_400), ("hour", 3600), ("minute", 60)):
+        count = seconds / size
+        if count >= 1 and count == int(count):
+            return f"{int(count)} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds:g} s"

@@ -24,6 +24,11 @@ With ``agent.asgi(metrics=True)`` (or a :class:`Metrics` of your own) the app co
 ``skillwire_bus_write_duration_seconds``       histogram  a shared bus's batched writes to Redis or
                                                           PostgreSQL, by ``system``: its round trip
 ``skillwire_bus_events_written_total``         counter    events those writes carried, by ``system``
+``skillwire_tasks_pruned_total``               counter    finished tasks removed by retention in this process
+                                                          (docs/retention.md)
+``skillwire_store_size_bytes``                 gauge      bytes the task store takes (the SQLite file and its
+                                                          WAL, the PostgreSQL tables), read every 15 s
+``skillwire_store_tasks``                      gauge      tasks in the store by ``state``, read every 15 s
 =============================================  =========  ========================================================
 
 Two places to send them, either or both:
@@ -38,7 +43,8 @@ Two places to send them, either or both:
   ``skillwire.rejected``, ``skillwire.task.runs``, ``skillwire.task.run.duration``,
   ``skillwire.tasks.running``, ``skillwire.streams.open``, ``skillwire.subscribers``,
   ``skillwire.store.operation.duration``,
-  ``skillwire.bus.write.duration``, ``skillwire.bus.events.written``, with the same attributes. Exported
+  ``skillwire.bus.write.duration``, ``skillwire.bus.events.written``, ``skillwire.tasks.pruned``,
+``skillwire.store.size`` (unit ``By``), ``skillwire.store.tasks``, with the same attributes. Exported
   as the meter provider's readers say (OTLP, or OpenTelemetry's own Prometheus exporter).
 
 Each process counts its own: with ``--workers N``, scrape each worker, or read the OpenTelemetry side.
@@ -54,6 +60,8 @@ from collections.abc import Callable
 from typing import Any
 
 from skillwire.errors import MissingExtraError
+from skillwire.protocol.states import TaskState
+from skillwire.stores.retention import StoreStats
 
 __all__ = ["METRICS_PATH", "Metrics"]
 
@@ -67,6 +75,8 @@ _REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 #: Task runs: a millisecond to an hour.
 _RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
 #: Store and bus calls: ten microseconds (memory) to ten seconds (a store that is failing over).
+#: The states ``skillwire_store_tasks`` reports (a state without tasks as 0).
+_STATES = tuple(state for state in TaskState if state is not TaskState.UNSPECIFIED)
 _IO_BUCKETS = (0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                0.25, 0.5, 1, 2.5, 10)  # fmt: skip
 
@@ -93,6 +103,8 @@ class Metrics:
         self.streams = 0
         #: how many subscriptions the bus holds (set by the app to its bus's count)
         self.subscribers: Callable[[], int] = lambda: 0
+        #: the store's statistics as last read (by the runtime's pruner: skillwire.server.retention)
+        self.stats = StoreStats()
 
     @property
     def serves_endpoint(self) -> bool:
@@ -136,6 +148,15 @@ class Metrics:
     def bus_wrote(self, system: str, seconds: float, events: int) -> None:
         for sink in self._sinks:
             sink.bus_write(system, seconds, events)
+
+    def tasks_pruned(self, count: int) -> None:
+        for sink in self._sinks:
+            sink.pruned(count)
+
+    def store_stats(self, stats: StoreStats) -> None:
+        self.stats = stats
+        for sink in self._sinks:
+            sink.store_stats(stats)
 
     # -- the endpoint -------------------------------------------------------------------------------------
 
@@ -209,6 +230,12 @@ class _Prometheus:
         self._written = prom.Counter(
             "skillwire_bus_events_written", "Events a shared bus wrote", ["system"], registry=registry
         )
+        self._pruned = prom.Counter(
+            "skillwire_tasks_pruned", "Finished tasks removed by retention", registry=registry
+        )
+        size = prom.Gauge("skillwire_store_size_bytes", "Bytes the task store takes", registry=registry)
+        size.set_function(lambda: owner.stats.size_bytes)
+        self._tasks = prom.Gauge("skillwire_store_tasks", "Tasks in the store", ["state"], registry=registry)
         # Each label set's children are looked up once and kept: ``labels()`` takes a lock and builds keys on
         # every call. The label values come from closed sets (see the module), so these dicts stay small.
         self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
@@ -251,6 +278,13 @@ class _Prometheus:
         self._write_seconds.labels(system).observe(seconds)
         self._written.labels(system).inc(events)
 
+    def pruned(self, count: int) -> None:
+        self._pruned.inc(count)
+
+    def store_stats(self, stats: StoreStats) -> None:
+        for state in _STATES:
+            self._tasks.labels(state.value).set(stats.tasks.get(state.value, 0))
+
     def exposition(self) -> tuple[bytes, bytes]:
         body: bytes = self._prom.generate_latest(self.registry)
         content_type: Any = self._prom.CONTENT_TYPE_LATEST
@@ -276,6 +310,7 @@ class _OpenTelemetry:
         self._rejected: dict[str, int] = {}
         self._runs: dict[tuple[str, str], int] = {}
         self._written: dict[str, int] = {}
+        self._pruned: dict[tuple[str, ...], int] = {}
 
         def counts(table: dict[Any, int], names: tuple[str, ...]) -> Any:
             def observe(_options: Any) -> Any:
@@ -312,6 +347,24 @@ class _OpenTelemetry:
             "{event}",
             "Events a shared bus wrote",
         )
+        meter.create_observable_counter(
+            "skillwire.tasks.pruned",
+            counts(self._pruned, ()),
+            "{task}",
+            "Finished tasks removed by retention",
+        )
+
+        def store_size(_options: Any) -> Any:
+            yield observation(owner.stats.size_bytes)
+
+        def store_tasks(_options: Any) -> Any:
+            for state in _STATES:
+                yield observation(owner.stats.tasks.get(state.value, 0), {"state": state.value})
+
+        meter.create_observable_gauge(
+            "skillwire.store.size", [store_size], "By", "Bytes the task store takes"
+        )
+        meter.create_observable_gauge("skillwire.store.tasks", [store_tasks], "{task}", "Tasks in the store")
         meter.create_observable_up_down_counter(
             "skillwire.tasks.running", gauge(lambda: owner.running), "{run}", "Task runs in progress"
         )
@@ -377,6 +430,12 @@ class _OpenTelemetry:
         self._store_seconds.record(
             seconds, self._attrs("system", system, "operation", operation, "outcome", outcome)
         )
+
+    def pruned(self, count: int) -> None:
+        self._pruned[()] = self._pruned.get((), 0) + count
+
+    def store_stats(self, stats: StoreStats) -> None:
+        """(read from the Metrics that owns this sink when the SDK collects)"""
 
     def bus_write(self, system: str, seconds: float, events: int) -> None:
         self._written[system] = self._written.get(system, 0) + events

@@ -78,6 +78,7 @@ from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.idempotency import Keyed, Keys, config_id
 from skillwire.server.metrics import Metrics
 from skillwire.server.push import PushService
+from skillwire.server.retention import Pruner
 from skillwire.server.run import (
     CANCELED_MESSAGE,
     TaskRun,
@@ -98,6 +99,7 @@ from skillwire.stores.base import (
     write_task,
 )
 from skillwire.stores.idempotency import Claim, IdempotencyStore
+from skillwire.stores.retention import RetentionStore
 from skillwire.stores.shared import SharedStore
 
 __all__ = ["EventStream", "TaskRuntime"]
@@ -309,6 +311,9 @@ class TaskRuntime(BaseRequestHandler):
         self.keys = Keys(store, limits.idempotency_window) if isinstance(store, IdempotencyStore) else None
         #: This runtime's id, on the claims it makes (the store's owner id when processes share it).
         self.instance = self.shared.owner if self.shared is not None else uuid.uuid4().hex
+        #: Prunes finished tasks past ``limits.task_retention`` (and reads the store's statistics for the
+        #: metrics) once started; None with a store that cannot prune (skillwire.server.retention).
+        self.pruner: Pruner | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -320,9 +325,16 @@ class TaskRuntime(BaseRequestHandler):
         The executor's ``resume(task)`` may take a task back (work delegated elsewhere that can be followed
         again): it returns the work to run for it, or None. Every other such task is failed with a reason,
         since the work it stood for died with the process.
+
+        Then finished tasks older than ``limits.task_retention`` are pruned in the background
+        (:mod:`skillwire.server.retention`).
         """
         if self._recovery is not None:
             return
+        await self._start_recovery()
+        self._start_pruner()
+
+    async def _start_recovery(self) -> None:
         if self.push is not None:
             await self.push.start()
         if self.shared is not None:
@@ -348,6 +360,13 @@ class TaskRuntime(BaseRequestHandler):
             self._recovery = done
             return
         self._recovery = asyncio.create_task(self._recover(cursor, failed), name="skillwire-recovery")
+
+    def _start_pruner(self) -> None:
+        retention = self.limits.task_retention
+        if not isinstance(self.store, RetentionStore) or (retention is None and self.metrics is None):
+            return
+        self.pruner = Pruner(self.store, retention=retention, metrics=self.metrics)
+        self.pruner.start()
 
     # -- leases (a store several processes share) ---------------------------------------------------------
 
@@ -475,6 +494,8 @@ class TaskRuntime(BaseRequestHandler):
     async def stop(self, grace: float = 5.0) -> None:
         """Let running tasks finish for ``grace`` seconds, fail the rest, then end every stream."""
         self._closing = True
+        if self.pruner is not None:
+            await self.pruner.stop()
         for background in (self._recovery, self._repairer, self._leaser):
             if background is not None and not background.done():
                 background.cancel()

@@ -21,13 +21,14 @@ from typing import Any
 import uvicorn
 
 from skillwire.errors import MissingExtraError, SkillwireError
-from skillwire.protocol.limits import Limits
+from skillwire.protocol.limits import Limits, describe_duration
 from skillwire.server.app import A2AApplication
 from skillwire.server.descriptors import connection_ceiling, raise_fd_limit
 from skillwire.server.hosts import is_loopback
 from skillwire.server.logs import configure_logging
 from skillwire.server.tls import TLSConfig
 from skillwire.server.uvicorn_tls import uvicorn_config
+from skillwire.stores.retention import RetentionStore
 
 __all__ = [
     "build_server",
@@ -142,6 +143,10 @@ def print_banner(
         lines.append(f"  traces: {app.telemetry.destination}")
     if app.runtime is not None:
         lines.append(f"  event bus: {bus_description(app.runtime.bus)}")
+    if app.store is not None and isinstance(app.store, RetentionStore):
+        lines.append(
+            f"  finished tasks kept: {describe_duration(app.limits.task_retention)} (--task-retention)"
+        )
     if app.store is not None:
         lines.append(f"  task store: {without_secret(app.store.url)}")
     print("\n".join(lines), file=sys.stderr, flush=True)

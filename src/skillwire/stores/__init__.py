@@ -3,7 +3,9 @@
 ``open_store(url)`` picks one from a URL (``memory://``, ``sqlite:///path``, ``postgresql://...``), as
 ``agent.asgi(store=URL)`` does. The store protocol and its values are :mod:`skillwire.stores.base`'s (its
 ``__all__`` lists them, once); the stores are :class:`MemoryTaskStore`, :class:`SQLiteTaskStore` and
-``PostgresTaskStore`` (imported on first use: it needs the ``postgres`` extra, asyncpg)::
+``PostgresTaskStore`` (imported on first use: it needs the ``postgres`` extra, asyncpg). Every one of them is
+also a :class:`RetentionStore`: it prunes finished tasks and reports :class:`StoreStats`
+(docs/retention.md)::
 
     from skillwire.stores import PostgresTaskStore
 
@@ -16,13 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 from skillwire.stores import base
 from skillwire.stores.base import *  # noqa: F403 - the protocol's names, listed once in base.__all__
+from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
 
 if TYPE_CHECKING:
     from skillwire.stores.memory import MemoryTaskStore
     from skillwire.stores.postgres import PostgresTaskStore
     from skillwire.stores.sqlite import SQLiteTaskStore
 
-__all__ = ["MemoryTaskStore", "PostgresTaskStore", "SQLiteTaskStore"]
+__all__ = [
+    "MemoryTaskStore",
+    "PostgresTaskStore",
+    "Pruned",
+    "RetentionStore",
+    "SQLiteTaskStore",
+    "StoreStats",
+]
 __all__ += base.__all__
 
 

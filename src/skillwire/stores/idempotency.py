@@ -89,6 +89,17 @@ class MemoryClaims:
         if found is not None:
             self._claims[scope, key] = msgspec.structs.replace(found, result=result)
 
+    def forget_tasks(self, tasks: set[tuple[str, str]]) -> int:
+        """Drop the claims naming one of ``tasks`` (tenant, task id), which retention pruned; how many."""
+        doomed = [
+            key
+            for key, claim in self._claims.items()
+            if claim.task_id and (claim.scope.partition("\x00")[0], claim.task_id) in tasks
+        ]
+        for key in doomed:
+            del self._claims[key]
+        return len(doomed)
+
     def _forget_lapsed(self, now_us: int, limit: int = 16) -> None:
         """Drop a few lapsed claims (oldest made first): each claim made pays for the removal of some."""
         for dropped, (key, claim) in enumerate(list(self._claims.items())):

@@ -11,6 +11,7 @@ tasks add nothing to the work of a full collection.
 
 from __future__ import annotations
 
+import heapq
 from collections import OrderedDict
 from collections.abc import Sequence
 
@@ -39,6 +40,7 @@ from skillwire.stores.base import (
 )
 from skillwire.stores.idempotency import Claim, MemoryClaims
 from skillwire.stores.push import Delivery, Lane, MemoryPushState, PushConfigRecord
+from skillwire.stores.retention import Pruned, StoreStats
 
 __all__ = ["MemoryTaskStore"]
 
@@ -199,6 +201,57 @@ class MemoryTaskStore:
             if stored is not None:
                 batch.append((tenant, stored))
         return batch, str(rows[-1][0]) if len(rows) == limit else ""
+
+    # -- retention (see skillwire.stores.retention) ----------------------------------------------------------
+
+    def _finished_before(self, before_us: int, limit: int | None) -> list[_Key]:
+        """Finished tasks older than ``before_us``, oldest first (``limit`` at most)."""
+        rows = self._rows
+        found = [(rows[key].updated_us, rows[key].seq, key) for key in self._finished]
+        found = [entry for entry in found if entry[0] < before_us]
+        chosen = heapq.nsmallest(limit, found) if limit is not None else found
+        return [key for _, _, key in chosen]
+
+    async def prune_finished(self, before_us: int, limit: int = 200) -> Pruned:
+        doomed = self._finished_before(before_us, limit)
+        messages = artifacts = events = configs = deliveries = 0
+        for key in doomed:
+            row = self._rows.pop(key)
+            del self._finished[key]
+            messages += len(row.messages)
+            artifacts += sum(len(pieces) for pieces in row.artifacts)
+            events += len(row.log)
+            gone = self._push.prune_task(*key)
+            configs, deliveries = configs + gone[0], deliveries + gone[1]
+        claims = self._claims.forget_tasks(set(doomed)) if doomed else 0
+        return Pruned(
+            tasks=len(doomed),
+            messages=messages,
+            artifacts=artifacts,
+            events=events,
+            push_configs=configs,
+            deliveries=deliveries,
+            claims=claims,
+        )
+
+    async def count_finished(self, before_us: int) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for key in self._finished_before(before_us, None):
+            state = self._rows[key].state.value
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
+    async def stats(self) -> StoreStats:
+        counts: dict[str, int] = {}
+        size = 0
+        oldest: int | None = None
+        for row in self._rows.values():
+            counts[row.state.value] = counts.get(row.state.value, 0) + 1
+            size += len(row.head) + sum(map(len, row.messages)) + row.log_bytes
+            size += sum(len(body) for pieces in row.artifacts for _, body in pieces)
+            if row.state.is_terminal and (oldest is None or row.updated_us < oldest):
+                oldest = row.updated_us
+        return StoreStats(tasks=counts, size_bytes=size, oldest_finished_us=oldest)
 
     # -- idempotency keys (see skillwire.stores.idempotency) ------------------------------------------------
 

@@ -4,7 +4,7 @@ Why asyncpg: it is made for asyncio (no thread pool between the event loop and t
 PostgreSQL's binary protocol (BYTEA columns and int arrays travel without text escaping), is the fastest
 Python driver, and has a connection pool built in. psycopg 3 would do too; one driver is enough.
 
-Layout (schema version 2, every table prefixed ``skillwire_`` in the URL's ``schema``; the SQL is
+Layout (schema version 5, every table prefixed ``skillwire_`` in the URL's ``schema``; the SQL is
 :mod:`skillwire.stores.postgres_sql`'s): a ``tasks`` row per
 task holds its head, version, owner and the columns listings filter on; ``messages`` holds one row per history
 message and ``artifacts`` one row per artifact piece (the artifact as first written, then each appended
@@ -74,6 +74,7 @@ from skillwire.stores.idempotency import Claim
 from skillwire.stores.postgres_sql import (
     DELIVERY,
     MIGRATION_LOCK,
+    PRUNE_LOCK,
     SCHEMA_VERSION,
     Statements,
     from_index,
@@ -81,13 +82,14 @@ from skillwire.stores.postgres_sql import (
     task_columns,
 )
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
+from skillwire.stores.retention import Pruned, StoreStats
 
 try:
     import asyncpg
 except ImportError:  # pragma: no cover - the extra is not installed
     asyncpg = None  # PostgresTaskStore() says how to install it
 
-__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "upgrade"]
+__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "read_stats", "upgrade"]
 
 _encode_layout = msgspec.json.Encoder().encode
 _decode_layout = msgspec.json.Decoder(Layout).decode
@@ -200,6 +202,24 @@ async def read_failed_deliveries(url: str, after: int = 0, limit: int = 100) -> 
         conn.transaction(readonly=True),
     ):
         return await _failed_in(conn, schema, url, after, limit)
+
+
+async def read_stats(url: str) -> StoreStats:
+    """The statistics of the PostgreSQL store at ``url``, read on one connection in one read-only
+    transaction, without migrating it: ``skillwire db stats`` while a cluster serves it."""
+    async with (
+        _one_connection(url, "read the PostgreSQL store") as (conn, schema),
+        conn.transaction(readonly=True),
+    ):
+        sql = Statements(schema)
+        if await conn.fetchval("SELECT to_regclass($1)", sql.tasks) is None:
+            raise StoreError(f"the PostgreSQL schema {schema!r} at {_redact(url)} has no skillwire tables")
+        rows = await conn.fetch(sql.by_state)
+        return StoreStats(
+            tasks={r["state"]: int(r["n"]) for r in rows},
+            size_bytes=int(await conn.fetchval(sql.size, schema)),
+            oldest_finished_us=await conn.fetchval(sql.oldest_finished),
+        )
 
 
 @contextlib.asynccontextmanager
@@ -609,6 +629,42 @@ class PostgresTaskStore:
             rows = await conn.fetch(self._sql.unfinished, after, limit)
         batch = [(_s(row["tenant"]), _read(row, None, True)[0]) for row in rows]
         return batch, (str(rows[-1]["seq"]) if len(rows) == limit else "")
+
+    # -- retention (see skillwire.stores.retention) ----------------------------------------------------------
+
+    async def prune_finished(self, before_us: int, limit: int = 200) -> Pruned:
+        """One batch, one transaction, under a transaction-level advisory lock that only one process of those
+        sharing the schema holds at a time: the others find it taken and leave the work to it (``busy``)."""
+        async with self._conn() as conn, conn.transaction():
+            locked = await conn.fetchval(
+                "SELECT pg_try_advisory_xact_lock($1, hashtext($2))", PRUNE_LOCK, self.schema
+            )
+            if not locked:
+                return Pruned(busy=True)
+            row = await conn.fetchrow(self._sql.prune, before_us, limit)
+        return Pruned(
+            tasks=row["t"],
+            messages=row["m"],
+            artifacts=row["a"],
+            events=row["e"],
+            push_configs=row["c"],
+            deliveries=row["d"],
+            claims=row["k"],
+        )
+
+    async def count_finished(self, before_us: int) -> dict[str, int]:
+        async with self._conn() as conn:
+            rows = await conn.fetch(self._sql.count_finished, before_us)
+        return {r["state"]: int(r["n"]) for r in rows}
+
+    async def stats(self) -> StoreStats:
+        async with self._snapshot() as conn:
+            rows = await conn.fetch(self._sql.by_state)
+            oldest = await conn.fetchval(self._sql.oldest_finished)
+            size = await conn.fetchval(self._sql.size, self.schema)
+        return StoreStats(
+            tasks={r["state"]: int(r["n"]) for r in rows}, size_bytes=int(size), oldest_finished_us=oldest
+        )
 
     # -- shared by several processes (see skillwire.stores.shared) --------------------------------------------
 

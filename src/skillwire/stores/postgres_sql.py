@@ -8,10 +8,12 @@ from typing import Any
 
 from skillwire.errors import StoreError
 from skillwire.stores.base import LOG_ROW_BYTES, UNFINISHED_STATES
+from skillwire.stores.retention import FINISHED_STATES
 
 __all__ = [
     "DELIVERY",
     "MIGRATION_LOCK",
+    "PRUNE_LOCK",
     "SCHEMA_VERSION",
     "Statements",
     "from_index",
@@ -23,6 +25,8 @@ __all__ = [
 # -- schema -------------------------------------------------------------------------------------------------
 
 UNFINISHED = ", ".join(f"'{s.value}'" for s in UNFINISHED_STATES)
+#: The finished states as literals: a query names them as the partial index does, to use it.
+FINISHED = ", ".join(f"'{s.value}'" for s in FINISHED_STATES)
 
 #: Migration N brings the schema from version N-1 to N. ``{s}`` is the quoted schema name.
 MIGRATIONS: tuple[str, ...] = (
@@ -125,10 +129,18 @@ CREATE TABLE {s}.skillwire_idempotency (
 );
 CREATE INDEX skillwire_idempotency_by_expiry ON {s}.skillwire_idempotency (expires_us);
 """,
+    # 5: retention (skillwire.stores.retention): finished tasks oldest first, and claims by their task
+    f"""
+CREATE INDEX skillwire_tasks_finished ON {{s}}.skillwire_tasks (updated_us, seq) WHERE state IN ({FINISHED});
+CREATE INDEX skillwire_idempotency_by_task ON {{s}}.skillwire_idempotency (task_id);
+""",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The first key of the advisory lock migrations take (the second is the schema's hash).
 MIGRATION_LOCK = 0x5357  # "SW"
+#: The first key of the advisory lock a prune batch takes (the second is the schema's hash): one process
+#: prunes at a time, however many share the store.
+PRUNE_LOCK = MIGRATION_LOCK + 2
 
 
 async def migrate(conn: Any, schema: str) -> int:
@@ -238,6 +250,18 @@ class Statements:
             " ORDER BY expires_us LIMIT 16)"
         )
         self._commits: dict[tuple[bool, bool, bool, bool], str] = {}
+        self.prune = _prune(s)
+        self.count_finished = (
+            f"SELECT state, COUNT(*) AS n FROM {self.tasks} WHERE state IN ({FINISHED}) AND updated_us < $1"
+            " GROUP BY state"
+        )
+        self.by_state = f"SELECT state, COUNT(*) AS n FROM {self.tasks} GROUP BY state"
+        self.oldest_finished = f"SELECT MIN(updated_us) FROM {self.tasks} WHERE state IN ({FINISHED})"
+        self.size = (
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n"
+            " ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'"
+            " AND c.relname LIKE 'skillwire\\_%'"
+        )
 
     def commit(self, new: bool, configs: bool, deliveries: bool, log: bool = False) -> str:
         key = (new, configs, deliveries, log)
@@ -321,6 +345,33 @@ class Statements:
         # a new task's statement names $12 and $18 too, so that every parameter has a type
         tail = " WHERE $12::bigint = 0 AND $18::int >= 0" if new else ""
         return "WITH " + ", ".join(parts) + " SELECT seq, log_bytes FROM t" + tail
+
+
+def _prune(s: str) -> str:
+    """One prune batch as one statement: up to $2 finished tasks updated before $1 (oldest first; rows another
+    transaction holds are skipped), deleted with their rows, and the count of each kind."""
+    doomed = "d0"
+    per_task = {
+        "m": f"{s}.skillwire_messages x USING {doomed} WHERE x.task = {doomed}.seq",
+        "a": f"{s}.skillwire_artifacts x USING {doomed} WHERE x.task = {doomed}.seq",
+        "e": f"{s}.skillwire_event_log x USING {doomed} WHERE x.task = {doomed}.seq",
+        "c": f"{s}.skillwire_push_configs x USING {doomed} WHERE x.tenant = {doomed}.tenant"
+        f" AND x.task_id = {doomed}.id",
+        "d": f"{s}.skillwire_deliveries x USING {doomed} WHERE x.tenant = {doomed}.tenant"
+        f" AND x.task_id = {doomed}.id AND NOT x.failed",
+        # a claim's scope is the task's tenant, or the tenant, NUL and the caller owning the task
+        "k": f"{s}.skillwire_idempotency x USING {doomed} WHERE x.task_id = {doomed}.id AND (x.scope ="
+        f" {doomed}.tenant OR substring(x.scope from 1 for length({doomed}.tenant) + 1) = {doomed}.tenant"
+        " || '\\x00'::bytea)",
+        "t": f"{s}.skillwire_tasks x USING {doomed} WHERE x.seq = {doomed}.seq",
+    }
+    parts = [
+        f"{doomed} AS (SELECT seq, tenant, id FROM {s}.skillwire_tasks WHERE state IN ({FINISHED})"
+        " AND updated_us < $1 ORDER BY updated_us, seq LIMIT $2 FOR UPDATE SKIP LOCKED)",
+        *(f"{name} AS (DELETE FROM {target} RETURNING 1)" for name, target in per_task.items()),
+    ]
+    counts = ", ".join(f"(SELECT COUNT(*) FROM {name}) AS {name}" for name in per_task)
+    return "WITH " + ", ".join(parts) + " SELECT " + counts
 
 
 DELIVERY = "seq, tenant, task_id, config_id, body, attempts, next_us, failed, error, created_us, trace"

@@ -193,6 +193,16 @@ class MemoryPushState:
         self.configs.pop((tenant, task_id), None)
         self._ids.pop((tenant, task_id), None)
 
+    def prune_task(self, tenant: str, task_id: str) -> tuple[int, int]:
+        """Retention pruned the task: its configs and their pending deliveries go. (configs, deliveries)."""
+        configs = self.configs.pop((tenant, task_id), {})
+        self._ids.pop((tenant, task_id), None)
+        deliveries = 0
+        for config_id in configs:
+            for seq in self.lanes.pop((tenant, task_id, config_id), ()):
+                deliveries += self.deliveries.pop(seq, None) is not None
+        return len(configs), deliveries
+
     def put(self, record: PushConfigRecord, max_per_task: int) -> bool:
         key = (record.tenant, record.task_id)
         configs = self.configs.setdefault(key, {})

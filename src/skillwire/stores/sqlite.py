@@ -1,6 +1,6 @@
 """The default TaskStore: one SQLite file in WAL mode, written with group commit, owned by one process.
 
-Layout (schema 5): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
+Layout (schema 6): a ``tasks`` row per task holds its head (the task without history and artifacts) and the
 columns the listings filter on; ``messages`` holds one row per history message and ``artifacts`` one row per
 artifact piece (the artifact as first written, then each appended chunk), so a write inserts only what it
 adds. The task's event log (:mod:`skillwire.stores.base`) starts in the ``tasks`` row (``log``: the first
@@ -11,7 +11,9 @@ oldest rows are deleted in the write that passed it. ``idempotency`` holds the c
 notifications' configs and outbox (:mod:`skillwire.stores.push`); a delivery row is inserted in the
 transaction of the task write it belongs to, with the trace context of its event (``trace``). Schema 1 files
 (one blob per task), schema 2 files (no push tables), schema 3 files (deliveries without ``trace``) and
-schema 4 files (no event log) are migrated when opened.
+schema 4 files (no event log) and schema 5 files (no index of finished tasks, nor of claims by task:
+retention, :mod:`skillwire.stores.sqlite_retention`) are migrated when opened. A file made new has
+incremental auto-vacuum, so that space retention frees can go back to the file system.
 
 Writes go to one writer thread with group commit, checkpoints to another (:mod:`skillwire.stores.sqlite_writer`).
 
@@ -68,6 +70,8 @@ from skillwire.stores.base import (
 )
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
+from skillwire.stores.retention import Pruned, StoreStats
+from skillwire.stores.sqlite_retention import FINISHED, count_finished, prune_batch, stats, vacuum_file
 from skillwire.stores.sqlite_writer import (
     CLAIM_COLUMNS,
     Checkpointer,
@@ -81,13 +85,13 @@ try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SQLiteTaskStore", "read_failed_deliveries"]
+__all__ = ["SQLiteTaskStore", "read_failed_deliveries", "read_stats", "vacuum_store"]
 
 log = logging.getLogger("skillwire.sqlite")
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq         INTEGER PRIMARY KEY,
@@ -112,6 +116,7 @@ CREATE INDEX IF NOT EXISTS tasks_by_context ON tasks (tenant, context_id, update
 CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (tenant, state, updated_us, seq);
 CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (seq)
     WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
+CREATE INDEX IF NOT EXISTS tasks_finished ON tasks (updated_us, seq) WHERE state IN ({finished});
 CREATE TABLE IF NOT EXISTS messages (
     task INTEGER NOT NULL,
     idx  INTEGER NOT NULL,
@@ -145,6 +150,7 @@ CREATE TABLE IF NOT EXISTS idempotency (
     PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS idempotency_by_expiry ON idempotency (expires_us);
+CREATE INDEX IF NOT EXISTS idempotency_by_task ON idempotency (task_id);
 CREATE TABLE IF NOT EXISTS push_configs (
     tenant  TEXT NOT NULL,
     task_id TEXT NOT NULL,
@@ -169,7 +175,7 @@ CREATE TABLE IF NOT EXISTS deliveries (
 );
 CREATE INDEX IF NOT EXISTS deliveries_by_lane ON deliveries (tenant, task_id, config_id, seq) WHERE failed = 0;
 CREATE INDEX IF NOT EXISTS deliveries_failed ON deliveries (seq) WHERE failed = 1;
-"""
+""".replace("{finished}", FINISHED)
 # A task's row holds, besides its head, its history and its artifacts as first written (JSON arrays), in two
 # columns, so that a listing without artifacts does not read them.
 _decode_history = msgspec.json.Decoder(list[Message]).decode
@@ -348,6 +354,8 @@ class SQLiteTaskStore:
             for path in (self.path, self.path + "-wal", self.path + "-shm"):
                 if path == self.path or os.path.exists(path):
                     private_file(path)
+            if os.path.getsize(self.path) == 0:  # a new file: auto-vacuum is chosen before its first page
+                _new_file(self.path)
             conn = connect(self.path, self.timeout)
             try:
                 _migrate(conn, self.path)
@@ -486,6 +494,23 @@ class SQLiteTaskStore:
             return batch, (str(rows[-1][1]) if len(rows) == limit else "")
 
         return await self._read(read)
+
+    # -- retention (see skillwire.stores.retention) ----------------------------------------------------------
+
+    async def prune_finished(self, before_us: int, limit: int = 200) -> Pruned:
+        done: list[Pruned] = []
+
+        def op(conn: sqlite3.Connection) -> None:
+            done.append(prune_batch(conn, before_us, limit))
+
+        await self._write(op)
+        return done[0]
+
+    async def count_finished(self, before_us: int) -> dict[str, int]:
+        return await self._read(lambda conn: count_finished(conn, before_us))
+
+    async def stats(self) -> StoreStats:
+        return await self._read(lambda conn: stats(conn, self.path))
 
     # -- idempotency keys (see skillwire.stores.idempotency) ------------------------------------------------
 
@@ -657,6 +682,46 @@ class SQLiteTaskStore:
         return await self._read(read)
 
 
+def read_stats(path: str | os.PathLike[str]) -> StoreStats:
+    """The statistics of the SQLite store at ``path``, read without opening the store (read-only, without
+    its owner lock), so this works while a server owns it: ``skillwire db stats``."""
+    target = os.fspath(path)
+    if not os.path.exists(target):
+        raise StoreError(f"no SQLite store at {target}")
+    try:
+        conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    try:
+        with _snapshot(conn):
+            return stats(conn, target)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read the SQLite store at {target}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def vacuum_store(path: str | os.PathLike[str], setting: str = "store=") -> None:
+    """VACUUM the SQLite store at ``path`` into a file with incremental auto-vacuum, as its owner (refused
+    while a server owns it): ``skillwire db prune --vacuum``. It rewrites the whole file, and needs as much
+    free disk again while it runs."""
+    target = os.fspath(path)
+    if not os.path.exists(target):
+        raise StoreError(f"no SQLite store at {target}")
+    lock = _OwnerLock(target)
+    lock.acquire(target, setting)
+    try:
+        conn = connect(target, 30.0)
+        try:
+            vacuum_file(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot vacuum the SQLite store at {target}: {exc}") from exc
+    finally:
+        lock.release()
+
+
 def read_failed_deliveries(path: str | os.PathLike[str], after: int = 0, limit: int = 100) -> list[Delivery]:
     """The failed push deliveries of the SQLite store at ``path``, read without opening the store: the file
     is opened read-only and its owner lock is not taken, so this works while a server owns the store (WAL
@@ -733,6 +798,17 @@ def _list_page(
 
 
 # -- schema -----------------------------------------------------------------------------------------------
+
+
+def _new_file(path: str) -> None:
+    """Give an empty file incremental auto-vacuum: it must be set before the file's first page is written,
+    which switching to WAL does (see :mod:`skillwire.stores.sqlite_retention`)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
 
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:

@@ -87,6 +87,8 @@ def connect(path: str, timeout: float) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=timeout)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # a WAL that grew past this during a burst is cut back to it once checkpointed (see Checkpointer)
+    conn.execute(f"PRAGMA journal_size_limit={WAL_LIMIT_PAGES * 4096}")
     conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     return conn
 

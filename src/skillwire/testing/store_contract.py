@@ -49,8 +49,16 @@ from skillwire.stores.base import (
 )
 from skillwire.stores.idempotency import Claim, IdempotencyStore
 from skillwire.stores.push import Delivery, Lane, Outgoing, PushConfigRecord, PushStore
+from skillwire.stores.retention import FINISHED_STATES, Pruned, RetentionStore
 
-__all__ = ["IdempotencyStoreContract", "PushStoreContract", "TaskStoreContract", "make_task", "save"]
+__all__ = [
+    "IdempotencyStoreContract",
+    "PushStoreContract",
+    "RetentionStoreContract",
+    "TaskStoreContract",
+    "make_task",
+    "save",
+]
 
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)
 _replace = msgspec.structs.replace
@@ -985,3 +993,129 @@ class IdempotencyStoreContract:
         assert claim is not None and claim.task_id == winners[0].id
         stored = [await tasks.get(t.id) for t in attempts]
         assert sum(s is not None for s in stored) == 1
+
+
+# -- retention ----------------------------------------------------------------------------------------------
+
+
+class RetentionTaskStore(TaskStore, PushStore, IdempotencyStore, RetentionStore, Protocol):
+    """A task store that prunes (and keeps push notifications and idempotency claims)."""
+
+
+def _us(at: datetime) -> int:
+    return int(at.timestamp() * 1_000_000)
+
+
+class RetentionStoreContract:
+    """Behaviour every RetentionStore must have (:mod:`skillwire.stores.retention`): a prune removes finished
+    tasks older than its instant, oldest first and a batch at a time, with everything stored for them, and
+    never an unfinished task. ``store`` is an opened store that also keeps push notifications and claims."""
+
+    async def test_prune_removes_finished_tasks_before_the_instant_and_nothing_unfinished(
+        self, store: RetentionTaskStore
+    ) -> None:
+        old, new = _BASE, _BASE + timedelta(hours=2)
+        finished = [make_task(state=state, at=old) for state in FINISHED_STATES]
+        unfinished = [
+            make_task(state=state, at=old - timedelta(days=30))
+            for state in TaskState
+            if not state.is_terminal and state is not TaskState.UNSPECIFIED
+        ]
+        recent = make_task(state=TaskState.COMPLETED, at=new)
+        for task in (*finished, *unfinished, recent):
+            await save(store, task, version=2)
+        cut = _us(_BASE + timedelta(hours=1))
+        assert await store.count_finished(cut) == {s.value: 1 for s in FINISHED_STATES}
+        pruned = await store.prune_finished(cut, limit=100)
+        assert pruned.tasks == len(FINISHED_STATES) and not pruned.busy
+        for task in finished:
+            assert await store.get(task.id) is None
+            assert await store.events(task.id) is None
+        for task in (*unfinished, recent):
+            kept = await store.get(task.id)
+            assert kept is not None and kept.task == task
+        assert await store.prune_finished(cut) == Pruned()
+        page = await store.list_tasks(TaskQuery())
+        assert page.total_size == len(unfinished) + 1
+        assert {t.id for t in page.tasks} == {t.id for t in (*unfinished, recent)}
+
+    async def test_prune_goes_oldest_first_a_batch_at_a_time(self, store: RetentionTaskStore) -> None:
+        tasks = [make_task(state=TaskState.COMPLETED, at=_BASE + timedelta(minutes=i)) for i in range(5)]
+        for i, task in enumerate(reversed(tasks)):  # stored newest first: order comes from the timestamps
+            await save(store, task, tenant="t2" if i % 2 else "")
+        cut = _us(_BASE + timedelta(days=1))
+        assert (await store.prune_finished(cut, limit=2)).tasks == 2
+        left = {t.id for t in tasks if await store.get(t.id) is not None}
+        left |= {t.id for t in tasks if await store.get(t.id, tenant="t2") is not None}
+        assert left == {t.id for t in tasks[2:]}
+        assert (await store.prune_finished(cut, limit=2)).tasks == 2
+        assert (await store.prune_finished(cut, limit=2)).tasks == 1
+        assert (await store.prune_finished(cut, limit=2)).tasks == 0
+
+    async def test_prune_removes_everything_that_belongs_to_the_task(self, store: RetentionTaskStore) -> None:
+        task = make_task(state=TaskState.WORKING, at=_BASE)
+        kept = make_task(state=TaskState.WORKING, at=_BASE)
+        write = _replace(
+            write_task(task, version=1, events=log_events(task, 1, 3)),
+            configs=(push_config(task.id, "c1"),),
+        )
+        await store.commit(with_deliveries(write, b"e1", b"e2"))
+        await store.commit(
+            _replace(write_task(kept, version=1), configs=(push_config(kept.id, "c1"),)),
+        )
+        stored = await store.get(task.id)
+        assert stored is not None
+        grown = _replace(
+            task,
+            history=[*task.history, message(task.id, "ctx", "more")],
+            artifacts=[Artifact(artifact_id="a1", parts=[Part(text="hello"), Part(text=" world")])],
+        )
+        stored = await grow(store, stored, grown, events=log_events(task, 4, 6))
+        done = _replace(grown, status=TaskStatus(state=TaskState.COMPLETED, timestamp=_BASE))
+        await grow(store, stored, done)
+        lapses = _us(_BASE) + 10**12
+        for scope in ("", "\x00caller-1"):
+            assert (
+                await store.claim(claim_of(f"k{scope}", scope=scope, task_id=task.id, lasts=lapses)) is None
+            )
+        other_tenant = claim_of("k-other", scope="t2", task_id=task.id, lasts=lapses)
+        assert await store.claim(other_tenant) is None
+        assert await store.claim(claim_of("k-kept", scope="", task_id=kept.id, lasts=lapses)) is None
+        pruned = await store.prune_finished(_us(_BASE + timedelta(seconds=1)))
+        assert pruned.tasks == 1 and pruned.push_configs == 1 and pruned.deliveries == 2
+        assert pruned.claims == 2 and pruned.messages >= 1 and pruned.artifacts >= 1 and pruned.events >= 1, (
+            pruned
+        )
+        assert await store.get(task.id) is None and await store.events(task.id) is None
+        assert await store.list_push_configs("", task.id) == []
+        assert await store.next_deliveries(("", task.id, "c1"), 10) == []
+        assert await store.recall("", "k", 1_001) is None
+        assert await store.recall("\x00caller-1", "k\x00caller-1", 1_001) is None
+        assert await store.recall("t2", "k-other", 1_001) == other_tenant  # another tenant's task id
+        assert await store.recall("", "k-kept", 1_001) is not None
+        assert len(await store.list_push_configs("", kept.id)) == 1
+
+    async def test_a_pruned_task_id_can_be_used_again(self, store: RetentionTaskStore) -> None:
+        task = make_task(state=TaskState.COMPLETED, at=_BASE)
+        await save(store, task, version=3)
+        assert (await store.prune_finished(_us(_BASE) + 1)).tasks == 1
+        again = make_task(task_id=task.id, state=TaskState.WORKING)
+        await save(store, again)
+        stored = await store.get(task.id)
+        assert stored is not None and stored.task == again and stored.version == 1
+
+    async def test_stats_count_tasks_by_state_and_name_the_oldest_finished(
+        self, store: RetentionTaskStore
+    ) -> None:
+        empty = await store.stats()
+        assert empty.tasks == {} and empty.oldest_finished_us is None
+        for i, state in enumerate((TaskState.COMPLETED, TaskState.COMPLETED, TaskState.FAILED)):
+            await save(store, make_task(state=state, at=_BASE + timedelta(minutes=i)))
+        await save(store, make_task(state=TaskState.WORKING, at=_BASE - timedelta(days=1)))
+        stats = await store.stats()
+        assert stats.tasks == {
+            TaskState.COMPLETED.value: 2,
+            TaskState.FAILED.value: 1,
+            TaskState.WORKING.value: 1,
+        }
+        assert stats.oldest_finished_us == _us(_BASE) and stats.size_bytes > 0
