@@ -749,3 +749,22 @@ def test_auth_required_is_answered_with_new_credentials(page: Any) -> None:
         expect(page.locator("#artifacts")).to_contain_text("deployed by alice")
     finally:
         server.stop()
+
+
+def test_an_mcp_tool_is_a_skill_with_a_form_in_the_console(page: Any) -> None:
+    """Issue 30: the tools of an MCP server written with the official SDK, wrapped as skills, are drawn and
+    run by the console like any skill (the tool's inputSchema as the form, its structured result back)."""
+    from test_mcp_tools import STDIO, agent_with
+
+    server = start_server(agent_with(STDIO).asgi(store="memory://", console=True))
+    try:
+        open_console(page, server.url)
+        multiply = skill(page, "calc-multiply")  # the console's id for calc.multiply
+        expect(multiply).to_contain_text("Multiplies two integers.")
+        expect(multiply.locator("fieldset.object.root")).to_have_count(1)
+        multiply.get_by_label(re.compile(r"^A\b")).fill("6")  # the title the SDK gives the parameter
+        multiply.get_by_label(re.compile(r"^B\b")).fill("7")
+        multiply.get_by_role("button", name=re.compile("^Send to")).click()
+        assert result_of(server.url, page) == {"result": 42}
+    finally:
+        server.stop()
