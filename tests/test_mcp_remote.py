@@ -27,6 +27,7 @@ from mcp_agent import secured
 from skillwire import Client
 from skillwire.protocol.states import TaskState
 from skillwire.server.app import A2AApplication
+from test_client_v03 import peer as v03_peer  # noqa: F401 - a fixture: the a2a-sdk 0.3 agent
 
 KEY = "k-ada"
 DEADLINE = 60
@@ -175,3 +176,18 @@ def test_http_is_for_remote_agents() -> None:
     )
     assert done.returncode == 2
     assert "skillwire serve examples/greeter --mcp" in done.stderr
+
+
+async def test_a_v03_agents_skills_are_tools(tmp_path: Path, v03_peer: Any) -> None:  # noqa: F811 - the fixture
+    """An agent of the official a2a-sdk 0.3 (v0.3 card, JSON-RPC ``message/stream``), bridged the same way:
+    its skill publishes no schema, so its tool takes the message's text, and the answer comes back as the
+    tool's result."""
+    async with bridge(tmp_path, v03_peer.url) as session:
+        with anyio.fail_after(DEADLINE):
+            listed = await session.list_tools()
+            echoed = await session.call_tool("echo", {"text": "hello from MCP"})
+    echo = {tool.name: tool for tool in listed.tools}["echo"]
+    assert echo.input_schema["required"] == ["text"] and echo.output_schema is None
+    assert not echoed.is_error, echoed
+    texts = [c.text for c in echoed.content if isinstance(c, types.TextContent)]
+    assert texts == ["echo: hello from MCP"]

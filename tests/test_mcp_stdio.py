@@ -18,6 +18,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 
 from skillwire.cli.main import load_agent
+from skillwire.mcp.tools import TEXT_INPUT
 from skillwire.protocol.states import TaskState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -215,7 +216,8 @@ async def test_example_skills_over_stdio(
             listed = await session.list_tools()
             result = await session.call_tool(tool, arguments)
     assert {t.name: t.input_schema for t in listed.tools} == {
-        s.id: s.input_schema or {"type": "object"} for s in agent.served_skills()
+        s.id: s.input_schema or TEXT_INPUT
+        for s in agent.served_skills()  # none: the message text
     }
     assert not result.is_error, result
     assert result.content[-1].text == expected  # type: ignore[union-attr]

@@ -1,7 +1,7 @@
 """A remote A2A agent's skills as MCP tools (``skillwire mcp URL``), called with :class:`skillwire.Client`.
 
 The tools are the card's skills, with the schemas the card publishes in skillwire's skill-schemas extension
-(an agent that publishes none: any object as input, no output schema). A task the remote agent runs is
+(a skill without: one `text` argument, sent as the message's text, and no output schema). A task the remote agent runs is
 followed by streaming (or by polling, when its card says it does not stream); it is the remote agent's
 task, listed there. A failure to reach the agent is a tool error naming the agent's URL.
 """

@@ -27,7 +27,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from skillwire.errors import A2AError
-from skillwire.mcp.tools import ToolSpec, error_result, task_result, tool_of
+from skillwire.mcp.tools import ToolSpec, error_result, message_parts, task_result, tool_of
 from skillwire.protocol.models import Artifact, Message, Part, Role, StreamResponse, Task, TaskStatus
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import ANONYMOUS, Principal
@@ -96,7 +96,7 @@ class _Calls:
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.USER,
-            parts=[Part(data=params.arguments or {})],
+            parts=message_parts(spec, params.arguments),
             metadata={"skillId": spec.id},
         )
         try:

@@ -73,6 +73,23 @@ def spec_of_skill(skill: Skill) -> ToolSpec:
     )
 
 
+#: The input of a tool whose skill publishes no input schema (a remote agent's skill, a SKILL.md skill that
+#: takes a message): the text of the message, sent to the skill as a text part.
+TEXT_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string", "description": "The message to the skill"}},
+    "required": ["text"],
+}
+
+
+def message_parts(spec: ToolSpec, arguments: dict[str, Any] | None) -> list[Part]:
+    """What a tool call's ``arguments`` send to the skill: the object as a data part, or, for a skill that
+    publishes no input schema, the ``text`` as a text part."""
+    if spec.input_schema is None and isinstance((arguments or {}).get("text"), str):
+        return [Part(text=str((arguments or {})["text"]))]
+    return [Part(data=arguments or {})]
+
+
 def is_object_schema(schema: dict[str, Any] | None) -> bool:
     return isinstance(schema, dict) and schema.get("type") == "object"
 
@@ -84,7 +101,7 @@ def tool_of(spec: ToolSpec) -> types.Tool:
         name=spec.id,
         title=spec.name or None,
         description=spec.description,
-        input_schema=spec.input_schema if spec.input_schema is not None else {"type": "object"},
+        input_schema=spec.input_schema if spec.input_schema is not None else TEXT_INPUT,
         output_schema=spec.output_schema if is_object_schema(spec.output_schema) else None,
         annotations=types.ToolAnnotations(read_only_hint=spec.read_only),
     )
