@@ -5,7 +5,7 @@ Each target is the echo agent of bench/run.py (``stream N`` streams N chunks), s
 - **events/s to a fast reader**: one ``stream N`` request read by curl as fast as it can (``curl -sN``,
   events counted by ``grep -c``), for N in ``--chunks``, ``--runs`` times each; the median and the range;
 - **peak RSS with slow readers**: ``--slow`` readers of one ``stream N`` task (its stream, and
-  SubscribeToTask after generation 0 for the others: a generations-extension request), each read about one event a millisecond (4 KiB at a time, 1 ms apart), the
+  SubscribeToTask after generation 0 for the others: a generations-extension request), each read at one event a millisecond, the
   server's RSS sampled every 50 ms; the peak, and how many readers got to the task's end;
 - **the cost of an Idempotency-Key**: blocking JSON-RPC SendMessage with wrk at ``--concurrency``, with and
   without a fresh key on every request, alternated ``--runs`` times on skillwire's SQLite default.
@@ -85,8 +85,13 @@ def curl_stream(url: str, chunks: int, timeout: float) -> tuple[int, float]:
 def slow_reader(
     port: int, body: bytes, got: list[int], index: int, task_ids: list[str] | None = None
 ) -> None:
-    """One JSON-RPC stream read 4 KiB at a time, 1 ms apart (about an event a millisecond), over HTTP/1.0 (no
-    chunked framing to split events); its events in ``got``, the task id it opened with in ``task_ids``."""
+    """One JSON-RPC stream read at one event a millisecond (4 KiB at a time, pausing until as many
+    milliseconds as events have passed since it began), over HTTP/1.0 (no chunked framing to split events);
+    its events in ``got``, the task id it opened with in ``task_ids``.
+
+    The socket keeps the kernel's own buffer sizes: a 4 KiB receive buffer over loopback, where the MSS is
+    64 KiB, puts TCP into window probing and holds a reader to about 40 KB/s (150 events a second), far
+    slower than the issue's reader."""
     head = (
         "POST / HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
@@ -95,8 +100,8 @@ def slow_reader(
     tail = b""
     completed = False
     with socket.create_connection(("127.0.0.1", port), timeout=600) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.sendall(head + body)
+        began = time.perf_counter()
         while chunk := sock.recv(4096):
             data = tail + chunk
             events += data.count(b"data:") - tail.count(b"data:")
@@ -105,7 +110,7 @@ def slow_reader(
                 task_ids.append(data[start : data.index(b'"', start)].decode())
             completed = completed or b"TASK_STATE_COMPLETED" in data
             tail = data[-32:]
-            time.sleep(0.001)
+            time.sleep(max(0.0, began + events / 1000 - time.perf_counter()))
     got[index] = events if completed else -events  # negative: the stream ended before the task did
 
 

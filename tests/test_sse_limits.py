@@ -10,11 +10,13 @@ the client held the socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
 import socket
 import threading
+import time
 import tracemalloc
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -296,3 +298,49 @@ def test_a_subscriber_that_fell_behind_gets_the_busy_error_as_its_last_event(bin
         assert (error["code"], error["status"]) == (503, "UNAVAILABLE")
         assert error["details"][0]["reason"] == "SERVER_BUSY"
     assert "fell behind" in error["message"]
+
+
+# -- a slow reader that reads is never dropped --------------------------------------------------------------
+
+
+def test_a_client_that_reads_slowly_is_not_taken_for_one_that_stopped() -> None:
+    """One event of 8 MB, read by a client that takes 4 KiB a millisecond (at most 4 MB/s): the one write
+    that carries it waits seconds for the client, longer than the write deadline (here 0.5 s), while the
+    client reads all along. The deadline counts what the client takes, not how long one write waits
+    (Linux's send buffer alone grows to 4 MiB, and the kernel wakes a blocked writer only once a large part
+    of it has drained: a client reading 40 KB/s was dropped in the middle of a stream at the default 30 s).
+    The client gets the whole stream; before, it was dropped inside the big write."""
+    big = 8 * 1024 * 1024
+
+    async def steady(context: Any, events: Any) -> None:
+        await events.artifact("a" + "y" * big, artifact_id="big")
+        await events.artifact("tail", artifact_id="end")
+        await events.complete("done")
+
+    agent = Agent("steady", "Streams one event of 8 MB.", executor=steady)
+    limits = Limits(write_timeout=0.5, stream_buffer_bytes=64 * 1024 * 1024)
+    srv = start_server(agent.asgi(store="memory://", limits=limits))
+    drops = Drops()
+    logger = logging.getLogger("skillwire.stream")
+    logger.addHandler(drops)
+    data = bytearray()
+    try:
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": user_message("go")}}
+        ).encode()
+        head = (
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
+            f"Connection: close\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=WAIT) as sock:
+            sock.sendall(head + body)
+            with contextlib.suppress(ConnectionResetError):
+                while chunk := sock.recv(4096):
+                    data += chunk
+                    time.sleep(0.001)  # the reader's pace, not a wait for the test's sake
+    finally:
+        logger.removeHandler(drops)
+        srv.stop()
+    assert not drops.dropped.is_set(), len(data)
+    assert data.count(b"y" * 1024) >= big // 1024 - 1, len(data)
+    assert b'"text":"tail"' in data and b"TASK_STATE_COMPLETED" in data

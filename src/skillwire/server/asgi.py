@@ -2,8 +2,8 @@
 
 Streams are bounded twice (:func:`stream_sse`): the pump that reads events stops while
 :data:`PUMP_BYTES` of frames wait unsent, so a client that reads slowly holds its backlog in the event
-bus's subscription, where the bus counts it against its per-subscriber budget; and every write must be
-taken within ``write_timeout`` seconds, or the stream is dropped: the iterator is closed (the task goes on,
+bus's subscription, where the bus counts it against its per-subscriber budget; and a client that takes
+nothing for ``write_timeout`` seconds is dropped: the iterator is closed (the task goes on,
 and the client can resubscribe) and the call returns with its response incomplete, which tells the server
 to close the connection.
 """
@@ -26,12 +26,15 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "UNSENT_EXTENSION",
+    "Unsent",
     "error_headers",
     "header_map",
     "read_body",
     "send_bytes",
     "stream_sse",
     "until_disconnected",
+    "unsent_probe",
 ]
 
 log = logging.getLogger("skillwire.stream")
@@ -129,36 +132,70 @@ def _body(chunk: bytes) -> dict[str, Any]:
     return {"type": "http.response.body", "body": chunk, "more_body": True}
 
 
+#: The ASGI scope extension through which the HTTP protocol tells how many bytes of its connection the
+#: client has not taken yet (:class:`~skillwire.server.http.BoundedHttpProtocol` sets it): a callable
+#: returning that count, or None when it cannot tell.
+UNSENT_EXTENSION = "skillwire.unsent"
+
+Unsent = Callable[[], int | None]
+
+
+def unsent_probe(scope: Scope) -> Unsent | None:
+    """The scope's :data:`UNSENT_EXTENSION`, if the server that called the application gave one."""
+    extensions = scope.get("extensions")
+    probe = extensions.get(UNSENT_EXTENSION) if extensions else None
+    return probe if callable(probe) else None
+
+
 class _WriteDeadline:
-    """Cancels the task it was made in once one write has waited ``timeout`` seconds (``expired``); a
-    ``timeout`` of 0 or less sets none.
+    """Cancels the task it was made in once the client has taken nothing for ``timeout`` seconds
+    (``expired``); a ``timeout`` of 0 or less sets none.
 
-    One timer per ``timeout`` period per stream rather than an ``asyncio.timeout`` around each write:
-    writes are a stream's hot path, and arming and disarming a timer per write cost several microseconds,
-    more than the write itself while the client keeps up."""
+    A write waiting longer than ``timeout`` is not enough to say so: the kernel wakes a blocked writer only
+    once half of its send buffer has drained, and Linux grows that buffer to 4 MiB, so one write to a
+    client that reads at 40 KB/s can wait longer than 30 s while the client reads all along. With
+    ``unsent`` (the connection's bytes not yet taken: :data:`UNSENT_EXTENSION`) a write that has waited
+    ``timeout`` goes on waiting while that count keeps falling, checked every quarter of ``timeout``;
+    without it (another ASGI server, a platform without the count) the write's own wait is the measure.
 
-    def __init__(self, timeout: float) -> None:
+    One timer per stream rather than an ``asyncio.timeout`` around each write: writes are a stream's hot
+    path, and arming and disarming a timer per write cost several microseconds, more than the write itself
+    while the client keeps up."""
+
+    def __init__(self, timeout: float, unsent: Unsent | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._timeout = timeout
-        self._since = 0.0  # when the write under way began; 0.0 between writes
+        self._unsent = unsent
+        self._since = 0.0  # when the write under way began, or last made progress; 0.0 between writes
+        self._seen: int | None = None  # bytes not taken at the last check of the write under way
         self.expired = False
         self._timer = self._loop.call_later(timeout, self._check) if timeout > 0 else None
 
     async def write(self, send: Send, message: Message) -> None:
         self._since = self._loop.time() or 1e-9
+        self._seen = None
         try:
             await send(message)
         finally:
             self._since = 0.0
 
     def _check(self) -> None:
-        waited = self._loop.time() - self._since if self._since else 0.0
+        now = self._loop.time()
+        if self._since and self._unsent is not None:
+            unsent = self._unsent()
+            if unsent is not None and self._seen is not None and unsent < self._seen:
+                self._since = now  # the client took something since the last check
+            self._seen = unsent
+        waited = now - self._since if self._since else 0.0
         if self._since and waited >= self._timeout and self._task is not None:
             self.expired = True
             self._task.cancel()
-        else:
-            self._timer = self._loop.call_later(self._timeout - waited, self._check)
+            return
+        step = self._timeout - waited
+        if self._since and self._unsent is not None:
+            step = min(step, self._timeout / 4)
+        self._timer = self._loop.call_later(step, self._check)
 
     def absorbs(self, exc: BaseException) -> bool:
         """Whether ``exc`` is this deadline's own cancellation, which it then takes back (a cancellation
@@ -237,6 +274,7 @@ async def stream_sse(
     write_timeout: float,
     first: bytes | None = None,
     extra_headers: list[tuple[bytes, bytes]] | None = None,
+    unsent: Unsent | None = None,
 ) -> None:
     """Send ``first`` then ``frame(event)`` for each of ``events`` as an SSE response, with keep-alive
     comments when idle. An exception raised by ``events`` is sent as ``frame_error(exc)`` and ends the
@@ -244,13 +282,14 @@ async def stream_sse(
 
     A pump task reads ``events`` into a buffer of at most :data:`PUMP_BYTES` (it waits while the buffer is
     fuller); the sender writes whatever has accumulated as one body chunk, so a burst of events costs one
-    socket write. A write the client does not take within ``write_timeout`` seconds drops the stream: the
-    response is left incomplete, so the server closes the connection. Whether the client went away or was
+    socket write. A client that takes nothing for ``write_timeout`` seconds drops the stream (measured by
+    ``unsent``, the connection's bytes not yet taken, when the server gives it: see :class:`_WriteDeadline`;
+    else by one write's wait): the response is left incomplete, so the server closes the connection. Whether the client went away or was
     dropped, the iterator is closed and nothing else happens: the work behind the stream (a task) is not
     canceled.
     """
     headers = SSE_HEADERS + extra_headers if extra_headers else SSE_HEADERS
-    deadline = _WriteDeadline(write_timeout)
+    deadline = _WriteDeadline(write_timeout, unsent)
     watcher = asyncio.ensure_future(until_disconnected(receive))
     pump: _Pump | None = None
     gone = False

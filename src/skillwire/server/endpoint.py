@@ -40,10 +40,12 @@ from skillwire.server.asgi import (
     Receive,
     Scope,
     Send,
+    Unsent,
     header_map,
     read_body,
     send_bytes,
     stream_sse,
+    unsent_probe,
     until_disconnected,
 )
 from skillwire.server.browser import BrowserPolicy
@@ -346,7 +348,9 @@ class HttpEndpoint:
                 outcome = _as_a2a(exc, call.operation.value)
                 await call.frames.error(outcome, streaming).send(send, echo)
             else:
-                outcome = await self._answer(call, result, first, echo, receive, send, watch.tracks)
+                outcome = await self._answer(
+                    call, result, first, echo, receive, send, watch.tracks, unsent_probe(request.scope)
+                )
             answered = True
         finally:
             watch.end(call.params, outcome, request.principal.owner, line=answered)
@@ -360,6 +364,7 @@ class HttpEndpoint:
         receive: Receive,
         send: Send,
         tracked: bool,
+        unsent: Unsent | None,
     ) -> Any:
         """Send a call's answer; what it ended with, for the access log."""
         if not spec_of(call.operation).streaming:
@@ -378,7 +383,7 @@ class HttpEndpoint:
             await send_bytes(send, 204, b"")
             return first
         events = access.Tracked(result, first) if tracked else result
-        await self._stream(call.frames, events, first, receive, send, echo)
+        await self._stream(call.frames, events, first, receive, send, echo, unsent)
         return events
 
     async def _stream(
@@ -389,6 +394,7 @@ class HttpEndpoint:
         receive: Receive,
         send: Send,
         echo: Headers | None,
+        unsent: Unsent | None,
     ) -> None:
         def frame(event: StreamResponse) -> bytes:
             return encode_event(frames.event(event), event_id=generation_of(event))
@@ -411,6 +417,7 @@ class HttpEndpoint:
             write_timeout=self.limits.write_timeout,
             first=opening,
             extra_headers=echo,
+            unsent=unsent,
         )
 
 

@@ -44,6 +44,7 @@ size, timeouts and connection limits.
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -51,6 +52,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from skillwire.errors import A2AError, InvalidRequestError, ServerBusyError
 from skillwire.protocol.limits import Limits
+from skillwire.server.asgi import UNSENT_EXTENSION
 from skillwire.wire.rest import encode_status
 
 __all__ = ["BoundedHttpProtocol", "protocol_for"]
@@ -87,6 +89,37 @@ class _Answers:
             "The server has too many open connections: try again shortly", retry_after=limits.retry_after
         )
         self.busy = _canned(busy, 503, b"retry-after: %d\r\n" % limits.retry_after)
+
+
+try:  # Linux's SIOCOUTQ is TIOCOUTQ: the bytes a TCP socket holds that the peer has not acknowledged
+    import fcntl
+    import termios
+
+    _OUTQ: int | None = termios.TIOCOUTQ
+except (ImportError, AttributeError):  # Windows
+    _OUTQ = None
+
+
+class _Unsent:
+    """The bytes written to a connection that the client has not taken yet: what the transport still holds
+    plus what the kernel does (sent and not acknowledged, or not sent yet), or None where the kernel cannot
+    tell (the ioctl fails: macOS and others, a closed socket). Read only while a stream's write waits
+    (:class:`~skillwire.server.asgi._WriteDeadline`), so a connection pays nothing for it otherwise."""
+
+    __slots__ = ("_transport",)
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+
+    def __call__(self) -> int | None:
+        sock = self._transport.get_extra_info("socket")
+        if _OUTQ is None or sock is None:
+            return None
+        try:
+            queued: int = struct.unpack("i", fcntl.ioctl(sock.fileno(), _OUTQ, b"\0\0\0\0"))[0]
+        except (OSError, ValueError):
+            return None
+        return self._transport.get_write_buffer_size() + queued
 
 
 class BoundedHttpProtocol(HttpToolsProtocol):
@@ -126,6 +159,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self._count("max_connections")
             return
         super().connection_made(transport)
+        self._unsent = _Unsent(transport)
         # uvicorn arms the keep-alive timer only after an answer; a connection that never sends is idle too.
         self.timeout_keep_alive_task = self.loop.call_later(
             self.timeout_keep_alive, self.timeout_keep_alive_handler
@@ -191,6 +225,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_body = True
         if self._header_timer is not None:
             self._cancel_header_timer()
+        extensions: dict[Any, Any] = self.scope.setdefault("extensions", {})
+        extensions[UNSENT_EXTENSION] = self._unsent  # the stream's write deadline reads it
         running = set(self.tasks)
         super().on_headers_complete()
         cycle = self.cycle
