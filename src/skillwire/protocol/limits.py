@@ -82,7 +82,7 @@ class Limits:
     stream_buffer_events: int = 10_000
     #: Approximate bytes queued for one subscriber (text, file and data contents) before it is dropped.
     stream_buffer_bytes: int = 8 * MiB
-    #: Seconds one write to a stream may wait for the client to read before the stream is dropped.
+    #: Seconds a stream's client may take nothing before the stream is dropped (docs/streaming.md).
     write_timeout: float = 30.0
     #: Seconds a GetTask with ``currentGeneration`` (a long-poll) waits for the task to move on before it
     #: answers with the task as it is.
