@@ -304,21 +304,21 @@ def test_a_subscriber_that_fell_behind_gets_the_busy_error_as_its_last_event(bin
 
 
 def test_a_client_that_reads_slowly_is_not_taken_for_one_that_stopped() -> None:
-    """One event of 8 MB, read by a client that takes 4 KiB a millisecond (at most 4 MB/s): the one write
-    that carries it waits seconds for the client, longer than the write deadline (here 0.5 s), while the
+    """One event of 16 MB, read by a client that takes 4 KiB a millisecond (at most 4 MB/s): the one write
+    that carries it waits seconds for the client, longer than the write deadline (here 2 s), while the
     client reads all along. The deadline counts what the client takes, not how long one write waits
     (Linux's send buffer alone grows to 4 MiB, and the kernel wakes a blocked writer only once a large part
     of it has drained: a client reading 40 KB/s was dropped in the middle of a stream at the default 30 s).
     The client gets the whole stream; before, it was dropped inside the big write."""
-    big = 8 * 1024 * 1024
+    big = 16 * 1024 * 1024
 
     async def steady(context: Any, events: Any) -> None:
         await events.artifact("a" + "y" * big, artifact_id="big")
         await events.artifact("tail", artifact_id="end")
         await events.complete("done")
 
-    agent = Agent("steady", "Streams one event of 8 MB.", executor=steady)
-    limits = Limits(write_timeout=0.5, stream_buffer_bytes=64 * 1024 * 1024)
+    agent = Agent("steady", "Streams one event of 16 MB.", executor=steady)
+    limits = Limits(write_timeout=2.0, stream_buffer_bytes=64 * 1024 * 1024)
     srv = start_server(agent.asgi(store="memory://", limits=limits))
     drops = Drops()
     logger = logging.getLogger("skillwire.stream")
@@ -326,7 +326,12 @@ def test_a_client_that_reads_slowly_is_not_taken_for_one_that_stopped() -> None:
     data = bytearray()
     try:
         body = json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": user_message("go")}}
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendStreamingMessage",
+                "params": {"message": user_message("go")},
+            }
         ).encode()
         head = (
             "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
