@@ -29,8 +29,8 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.bus import Behind, InProcessEventBus
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.buses.base import Behind, InProcessEventBus
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
 from skillwire.types import StreamResponse
 

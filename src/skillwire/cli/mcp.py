@@ -130,7 +130,7 @@ async def _serve_http(server: Any, where: str, what: str) -> None:
     import uvicorn
 
     from skillwire.mcp.http import McpMount, McpOnly
-    from skillwire.server.hosts import served_hosts
+    from skillwire.server.bindings.hosts import served_hosts
 
     host, _, port = where.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
