@@ -31,8 +31,10 @@ from skillwire.protocol.models import (
     TaskStatusUpdateEvent,
 )
 from skillwire.server.buses import redis as bus_redis
-from skillwire.server.buses.base import Behind, InProcessEventBus, open_bus
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.buses.redis import RedisEventBus
+from skillwire.server.buses.schemes import open_bus
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore
 

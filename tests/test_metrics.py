@@ -284,7 +284,7 @@ def test_a_redis_bus_reports_its_writes() -> None:
     problem = asyncio.run(reachable())
     if problem:
         skip_without_service("Redis", f"none answers at 127.0.0.1:6379: {problem}")
-    from skillwire.server.buses.base import open_bus
+    from skillwire.server.buses.schemes import open_bus
 
     bus = open_bus("redis://127.0.0.1:6379/0")
     server = start_server(example_agent("greeter").asgi(store="memory://", bus=bus, metrics=True))

@@ -26,7 +26,8 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.buses.base import Behind, InProcessEventBus
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.tasks.runtime import RECOVERY_BATCH, TaskRuntime
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.stores.sqlite import SCHEMA_VERSION

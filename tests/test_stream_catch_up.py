@@ -29,7 +29,8 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.buses.base import Behind, InProcessEventBus
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
 from skillwire.types import StreamResponse

@@ -52,8 +52,9 @@ from skillwire.skills.registry import (
     skill_from_function,
 )
 from skillwire.skills.schema_card import skill_schemas_extension
-from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store, open_store
+from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store
 from skillwire.stores.push import PushStore, missing_push_methods
+from skillwire.stores.schemes import open_store
 
 if TYPE_CHECKING:
     from skillwire.mcp.config import McpServer

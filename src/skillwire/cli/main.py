@@ -673,8 +673,9 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     """The agent ``args`` name and the application serving it as ``args`` say."""
     from skillwire.server.bindings.hosts import is_loopback, served_hosts
     from skillwire.server.bindings.tls import tls_from
-    from skillwire.server.buses.base import open_bus
-    from skillwire.stores.base import default_store, open_store
+    from skillwire.server.buses.schemes import open_bus
+    from skillwire.stores.base import default_store
+    from skillwire.stores.schemes import open_store
 
     if not args.target:
         raise SkillwireError("serve needs a TARGET (or SKILLWIRE_TARGET)")

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
         peer_certificate_from_grpc,
         peer_certificate_from_scope,
     )
-    from skillwire.server.buses.base import EventBus, InProcessEventBus, open_bus
+    from skillwire.server.buses.base import EventBus
+    from skillwire.server.buses.memory import InProcessEventBus
     from skillwire.server.buses.postgres import PostgresEventBus
     from skillwire.server.buses.redis import RedisEventBus
     from skillwire.server.observability.metrics import Metrics
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 _PUBLIC = {
     "EventBus": "buses.base",
-    "InProcessEventBus": "buses.base",
+    "InProcessEventBus": "buses.memory",
     "Metrics": "observability.metrics",
     "PeerCertificate": "bindings.tls",
     "PostgresEventBus": "buses.postgres",
@@ -38,7 +39,7 @@ _PUBLIC = {
     "TLSConfig": "bindings.tls",
     "TaskRuntime": "tasks.runtime",
     "Telemetry": "observability.telemetry",
-    "open_bus": "buses.base",
+    "open_bus": "buses.schemes",
     "peer_certificate_from_grpc": "bindings.tls",
     "peer_certificate_from_scope": "bindings.tls",
 }

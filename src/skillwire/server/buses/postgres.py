@@ -18,7 +18,7 @@ How it works, and why:
   the size of an artifact. Notifications are delivered at commit, when the rows are visible.
 * **One LISTEN connection per bus.** A notification for a stream with subscribers in this process makes it
   read ``WHERE stream = $1 AND seq > last_seen ORDER BY seq`` and fan the rows out to its subscribers'
-  queues: an :class:`~skillwire.server.buses.base.InProcessEventBus` inside holds them, bounded (a subscriber that
+  queues: an :class:`~skillwire.server.buses.memory.InProcessEventBus` inside holds them, bounded (a subscriber that
   falls behind ends with :class:`StreamDroppedError`). A stream's writers take a transaction-scoped advisory lock
   per stream before inserting, so a stream's rows become visible in ``seq`` order even when two processes
   write to it (a CancelTask served elsewhere): reading ``seq > last_seen`` never skips a late commit.
@@ -75,10 +75,12 @@ import asyncpg
 import msgspec
 
 from skillwire.errors import A2AError, StoreError, StreamDroppedError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
-from skillwire.server.buses.base import InProcessEventBus, Subscription
+from skillwire.server.buses.base import Subscription
+from skillwire.server.buses.memory import InProcessEventBus
 
-__all__ = ["PostgresEventBus"]
+__all__ = ["PostgresEventBus", "open_url"]
 
 log = logging.getLogger("skillwire.bus.postgres")
 
@@ -609,3 +611,9 @@ class PostgresEventBus:
                 continue
             self._local.publish(stream.key, version, event)
         self._forget(stream)
+
+
+def open_url(url: str, limits: Limits) -> PostgresEventBus:
+    """``postgresql://`` and ``postgres://`` (the table in :mod:`skillwire.server.buses.schemes` sends them
+    here)."""
+    return PostgresEventBus(url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes)

@@ -25,7 +25,7 @@ A queue past ``max_pending`` events (a long outage) drops new ones the same way 
 
 **One multiplexed reader per bus.** One connection runs a blocking ``XREAD`` over every stream this
 process has subscribers for and fans each entry out to the local subscription queues (an
-:class:`~skillwire.server.buses.base.InProcessEventBus` inside: the same bounded queues, the same
+:class:`~skillwire.server.buses.memory.InProcessEventBus` inside: the same bounded queues, the same
 StreamDroppedError for a subscriber that falls behind). The first subscription to a stream reads it from
 ``0-0``: the runtime subscribes *before* it reads the task's snapshot and drops versions the snapshot
 already holds, so replaying what remains of the stream is how a subscriber misses nothing that another
@@ -65,11 +65,13 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 from redis.typing import KeyT, StreamIdT
 
-from skillwire.errors import A2AError, StoreUnavailableError, StreamDroppedError
+from skillwire.errors import A2AError, SkillwireError, StoreUnavailableError, StreamDroppedError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse
-from skillwire.server.buses.base import InProcessEventBus, Subscription
+from skillwire.server.buses.base import Subscription
+from skillwire.server.buses.memory import InProcessEventBus
 
-__all__ = ["RedisEventBus"]
+__all__ = ["RedisEventBus", "open_url"]
 
 log = logging.getLogger("skillwire.bus")
 
@@ -493,3 +495,13 @@ def _where(url: str) -> str:
 
 def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def open_url(url: str, limits: Limits) -> RedisEventBus:
+    """``redis://`` and ``rediss://`` (the table in :mod:`skillwire.server.buses.schemes` sends them here)."""
+    try:
+        return RedisEventBus(
+            url, max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
+        )
+    except ValueError as exc:  # redis-py's word on a URL it cannot read
+        raise SkillwireError(f"event bus URL: {exc}") from None

@@ -71,7 +71,8 @@ from skillwire.protocol.models import (
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import Principal
-from skillwire.server.buses.base import Behind, EventBus, InProcessEventBus, Subscription
+from skillwire.server.buses.base import Behind, EventBus, Subscription
+from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.notifications.push import PushService
