@@ -544,7 +544,8 @@ def __getattr__(name: str) -> object:
             "skillwire.stores.schemes"
         )  # by name: the table's module imports this one
         warnings.warn(
-            "skillwire.stores.base.open_store moved: import it from skillwire.stores (or skillwire.stores.schemes)",
+            "skillwire.stores.base.open_store moved: import open_store from skillwire.stores.schemes"
+            " (or skillwire.stores; the old path goes in the release after next)",
             DeprecationWarning,
             stacklevel=2,
         )
