@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -28,10 +28,7 @@ from skillwire.protocol.models import (
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 
-if TYPE_CHECKING:
-    from skillwire.server.tasks.run import TaskRun
-
-__all__ = ["Executor", "ExecutorFunction", "RequestContext", "TaskEvents", "Work", "as_executor"]
+__all__ = ["Executor", "ExecutorFunction", "RequestContext", "RunHandle", "TaskEvents", "Work", "as_executor"]
 
 
 class RequestContext(msgspec.Struct, frozen=True):
@@ -134,10 +131,36 @@ def as_executor(obj: Executor | ExecutorFunction) -> Executor:
 MessageLike = Message | str | None
 
 
+class RunHandle(Protocol):
+    """What :class:`TaskEvents` drives: the run of one task (:class:`~skillwire.server.tasks.run.TaskRun`),
+    named here by what it does so that this module does not import the run's, which imports this one."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def context_id(self) -> str: ...
+    @property
+    def call(self) -> CallContext: ...
+    @property
+    def task(self) -> Task | None: ...
+    @property
+    def accepted_output_modes(self) -> list[str]: ...
+    @property
+    def watchers(self) -> int: ...
+    @property
+    def waiters(self) -> int: ...
+
+    async def reply(self, message: Message) -> None: ...
+    async def set_status(self, state: TaskState, message: Message | None) -> None: ...
+    async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None: ...
+    async def release(self) -> None: ...
+    async def set_metadata(self, key: str, value: Any) -> None: ...
+
+
 class TaskEvents:
     """The event emitter handed to an executor. Every method is a coroutine; calls are applied in order."""
 
-    def __init__(self, run: TaskRun) -> None:
+    def __init__(self, run: RunHandle) -> None:
         self._run = run
         # made as the run starts: its time limit counts from now
         limit = getattr(run, "deadline", None)

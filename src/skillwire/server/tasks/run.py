@@ -34,7 +34,7 @@ import asyncio
 import contextlib
 import logging
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -65,19 +65,22 @@ from skillwire.protocol.models import (
     generation_of,
 )
 from skillwire.protocol.states import TaskState, can_transition
-from skillwire.server.buses.base import Behind
+from skillwire.server.buses.base import Behind, EventBus
 from skillwire.server.context import CallContext
 from skillwire.server.observability import logs
 from skillwire.server.tasks.executor import RequestContext, TaskEvents, Work
-from skillwire.stores.base import StoredTask, write_task
+from skillwire.stores.base import StoredTask, TaskStore, write_task
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import PushConfigRecord
 
 if TYPE_CHECKING:
-    from skillwire.server.tasks.idempotency import Keyed
-    from skillwire.server.tasks.runtime import TaskRuntime
+    from skillwire.server.notifications.push import PushService
+    from skillwire.server.observability.metrics import Metrics
+    from skillwire.server.observability.telemetry import Telemetry
+    from skillwire.server.tasks.idempotency import Keyed, Keys
 
 __all__ = [
+    "RunHost",
     "TaskRun",
     "generation_mismatch",
     "snapshot",
@@ -160,12 +163,37 @@ def settles(state: TaskState) -> bool:
     return state.is_terminal or state.is_interrupted
 
 
+class RunHost(Protocol):
+    """What a run uses of the runtime that started it (:class:`~skillwire.server.tasks.runtime.TaskRuntime`),
+    named here by what it does so that this module does not import the runtime's, which imports this one."""
+
+    @property
+    def limits(self) -> Limits: ...
+    @property
+    def store(self) -> TaskStore: ...
+    @property
+    def bus(self) -> EventBus: ...
+    @property
+    def push(self) -> PushService | None: ...
+    @property
+    def keys(self) -> Keys | None: ...
+    @property
+    def telemetry(self) -> Telemetry | None: ...
+    @property
+    def metrics(self) -> Metrics | None: ...
+
+    async def repair(
+        self, key: tuple[str, str], reason: str, fresh: Task | None = None
+    ) -> tuple[Task, int] | None: ...
+    def forget(self, run: TaskRun) -> None: ...
+
+
 class TaskRun:
     """One executor invocation on one task; it owns the task while it runs."""
 
     def __init__(
         self,
-        runtime: TaskRuntime,
+        runtime: RunHost,
         *,
         tenant: str,
         message: Message,
