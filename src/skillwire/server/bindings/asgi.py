@@ -22,19 +22,19 @@ from skillwire.wire.sse import KEEPALIVE
 __all__ = [
     "PUMP_BYTES",
     "SSE_HEADERS",
+    "UNSENT_EXTENSION",
     "BodyTooLarge",
     "Receive",
     "Scope",
     "Send",
-    "UNSENT_EXTENSION",
     "Unsent",
     "error_headers",
     "header_map",
     "read_body",
     "send_bytes",
     "stream_sse",
-    "until_disconnected",
     "unsent_probe",
+    "until_disconnected",
 ]
 
 log = logging.getLogger("skillwire.stream")
