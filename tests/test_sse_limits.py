@@ -326,7 +326,12 @@ def test_a_client_that_reads_slowly_is_not_taken_for_one_that_stopped() -> None:
     data = bytearray()
     try:
         body = json.dumps(
-            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": user_message("go")}}
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "SendStreamingMessage",
+                "params": {"message": user_message("go")},
+            }
         ).encode()
         head = (
             "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
