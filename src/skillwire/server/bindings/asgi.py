@@ -133,7 +133,7 @@ def _body(chunk: bytes) -> dict[str, Any]:
 
 
 #: The ASGI scope extension through which the HTTP protocol tells how many bytes of its connection the
-#: client has not taken yet (:class:`~skillwire.server.http.BoundedHttpProtocol` sets it): a callable
+#: client has not taken yet (:class:`~skillwire.server.serving.http.BoundedHttpProtocol` sets it): a callable
 #: returning that count, or None when it cannot tell.
 UNSENT_EXTENSION = "skillwire.unsent"
 

@@ -52,7 +52,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from skillwire.errors import A2AError, InvalidRequestError, ServerBusyError
 from skillwire.protocol.limits import Limits
-from skillwire.server.asgi import UNSENT_EXTENSION
+from skillwire.server.bindings.asgi import UNSENT_EXTENSION
 from skillwire.wire.rest import encode_status
 
 __all__ = ["BoundedHttpProtocol", "protocol_for"]
@@ -104,7 +104,7 @@ class _Unsent:
     """The bytes written to a connection that the client has not taken yet: what the transport still holds
     plus what the kernel does (sent and not acknowledged, or not sent yet), or None where the kernel cannot
     tell (the ioctl fails: macOS and others, a closed socket). Read only while a stream's write waits
-    (:class:`~skillwire.server.asgi._WriteDeadline`), so a connection pays nothing for it otherwise."""
+    (:class:`~skillwire.server.bindings.asgi._WriteDeadline`), so a connection pays nothing for it otherwise."""
 
     __slots__ = ("_transport",)
 
