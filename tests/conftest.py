@@ -25,7 +25,7 @@ import uvicorn
 from skillwire import Agent, Executor, RequestContext, TaskEvents
 from skillwire.cli.main import load_agent
 from skillwire.server.app import A2AApplication
-from skillwire.server.serve import build_server
+from skillwire.server.serving.serve import build_server
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ async def _no_outside_dns(host: str, port: int) -> list[Any]:
 
 @pytest.fixture(autouse=True, scope="session")
 def _webhooks_stay_on_this_machine() -> Iterator[None]:
-    import skillwire.server.outbound as outbound
+    import skillwire.server.notifications.outbound as outbound
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(outbound, "resolve", _no_outside_dns)

@@ -21,7 +21,7 @@ import pytest
 from conftest import RunningServer, serve_asgi, skip_without_service, user_message
 from skillwire import Agent, SkillContext
 from skillwire.security import APIKey, Security
-from skillwire.server.browser import BrowserPolicy, parse_origin
+from skillwire.server.bindings.browser import BrowserPolicy, parse_origin
 
 V1 = {"A2A-Version": "1.0"}
 JSON = {**V1, "Content-Type": "application/json"}

@@ -29,10 +29,10 @@ from skillwire.protocol.models import (
     TaskStatusUpdateEvent,
     agent_text,
 )
-from skillwire.server.bus import Behind
-from skillwire.server.bus_postgres import PostgresEventBus, parse_url, stream_hash
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.postgres import PostgresEventBus, parse_url, stream_hash
 from skillwire.server.context import CallContext
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.types import Part, Role
 

@@ -30,10 +30,12 @@ from skillwire.protocol.models import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from skillwire.server import bus_redis
-from skillwire.server.bus import Behind, InProcessEventBus, open_bus
-from skillwire.server.bus_redis import RedisEventBus
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.buses import redis as bus_redis
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
+from skillwire.server.buses.redis import RedisEventBus
+from skillwire.server.buses.schemes import open_bus
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -374,7 +376,7 @@ async def test_open_bus_by_url() -> None:
     bus = open_bus("redis://127.0.0.1:6379/0")
     assert isinstance(bus, RedisEventBus)
     await bus.aclose()
-    from skillwire.server.bus_postgres import PostgresEventBus
+    from skillwire.server.buses.postgres import PostgresEventBus
 
     pg = open_bus("postgresql://localhost/test")
     assert isinstance(pg, PostgresEventBus) and pg.shared

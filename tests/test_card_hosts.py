@@ -28,8 +28,8 @@ from conftest import (
 from conftest import start_process as start
 from skillwire import Client
 from skillwire.security import APIKey, Security
-from skillwire.server.hosts import AllowedHosts, parse_host, served_hosts
-from skillwire.server.serve import warn_unnamed
+from skillwire.server.bindings.hosts import AllowedHosts, parse_host, served_hosts
+from skillwire.server.serving.serve import warn_unnamed
 from test_mounting import base_of, fastapi_app, run
 
 CARD = "/.well-known/agent-card.json"

@@ -44,7 +44,7 @@ from skillwire.protocol.models import (
     Task,
     TaskPushNotificationConfig,
 )
-from skillwire.server.run import STORE_UNAVAILABLE
+from skillwire.server.tasks.run import STORE_UNAVAILABLE
 from skillwire.webhooks import WebhookVerifier
 from test_push import kinds, receiving, task_of
 

@@ -67,7 +67,7 @@ def test_an_example_imports_only_documented_names(example: Path) -> None:
 
 
 def test_an_internal_import_is_caught() -> None:
-    assert undocumented(imports("from skillwire.server.runtime import TaskRuntime")) == [
-        "skillwire.server.runtime is not a documented module"
+    assert undocumented(imports("from skillwire.server.tasks.runtime import TaskRuntime")) == [
+        "skillwire.server.tasks.runtime is not a documented module"
     ]
     assert undocumented(imports("from skillwire import AgentCard")) == ["skillwire does not export AgentCard"]

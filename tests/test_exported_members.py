@@ -151,8 +151,8 @@ def test_the_front_door_holds_no_wire_type_but_what_callers_read() -> None:
 
 def test_the_server_package_loads_no_bus_driver_until_one_is_asked_for() -> None:
     code = (
-        "import sys, skillwire.server as s; assert 'skillwire.server.bus_redis' not in sys.modules;"
-        " s.RedisEventBus; print('skillwire.server.bus_redis' in sys.modules)"
+        "import sys, skillwire.server as s; assert 'skillwire.server.buses.redis' not in sys.modules;"
+        " s.RedisEventBus; print('skillwire.server.buses.redis' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -34,11 +34,11 @@ from skillwire.errors import UnsupportedOperationError, VersionNotSupportedError
 from skillwire.protocol.models import AgentInterface, GetTaskRequest
 from skillwire.protocol.operations import OPERATIONS, OperationSpec, spec_of
 from skillwire.security import APIKey, Security
-from skillwire.server.grpc import GRPC_STATUSES_V1_0_0, GrpcServer
-from skillwire.server.grpc_limits import server_options
-from skillwire.server.guard import Guard
+from skillwire.server.bindings.grpc import GRPC_STATUSES_V1_0_0, GrpcServer
+from skillwire.server.bindings.grpc_limits import server_options
+from skillwire.server.bindings.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore
 from skillwire.types import AgentCapabilities, AgentCard, Operation, StreamResponse
 from skillwire.wire.grpc_service import RPCS, STATUS_DETAILS_KEY, read_status, rich_status

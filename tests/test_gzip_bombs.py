@@ -24,7 +24,7 @@ from skillwire.protocol.operations import Operation
 from skillwire.security import OpenIDConnect
 from skillwire.security.jwks import Documents, FetchError, KeyCache
 from skillwire.security.schemes import Presented
-from skillwire.server.push import PushService
+from skillwire.server.notifications.push import PushService
 from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task
 from skillwire.stores.push import Outgoing, PushConfigRecord

@@ -16,9 +16,9 @@ import pytest
 HEAVY = (
     "skillwire.agent",
     "skillwire.server.app",
-    "skillwire.server.runtime",
-    "skillwire.server.push",
-    "skillwire.server.telemetry",
+    "skillwire.server.tasks.runtime",
+    "skillwire.server.notifications.push",
+    "skillwire.server.observability.telemetry",
     "skillwire.security",
     "skillwire.skills.loader",
     "skillwire.skills.registry",

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from conftest import Served, rpc, start_process, user_message
-from skillwire.server.logs import MAX_MESSAGE, JsonFormatter, TextFormatter, printable
+from skillwire.server.observability.logs import MAX_MESSAGE, JsonFormatter, TextFormatter, printable
 
 ROOT = Path(__file__).parents[1]
 V1 = {"A2A-Version": "1.0"}

@@ -13,7 +13,7 @@ from skillwire.errors import ContentTypeNotSupportedError, InvalidParamsError
 from skillwire.protocol.media import accepts, media_type_of, refused_part
 from skillwire.protocol.models import Message, Part, Role, SendMessageConfiguration, Task, new_id
 from skillwire.protocol.states import TaskState
-from skillwire.server.executor import RequestContext, TaskEvents
+from skillwire.server.tasks.executor import RequestContext, TaskEvents
 from skillwire.skills.context import SkillContext
 from skillwire.skills.executor import Outcome
 from skillwire.skills.registry import skill_from_function

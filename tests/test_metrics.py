@@ -284,7 +284,7 @@ def test_a_redis_bus_reports_its_writes() -> None:
     problem = asyncio.run(reachable())
     if problem:
         skip_without_service("Redis", f"none answers at 127.0.0.1:6379: {problem}")
-    from skillwire.server.bus import open_bus
+    from skillwire.server.buses.schemes import open_bus
 
     bus = open_bus("redis://127.0.0.1:6379/0")
     server = start_server(example_agent("greeter").asgi(store="memory://", bus=bus, metrics=True))
@@ -325,7 +325,7 @@ def test_the_same_metrics_through_opentelemetry(gate: threading.Event) -> None:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from skillwire.server.metrics import Metrics
+    from skillwire.server.observability.metrics import Metrics
 
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])

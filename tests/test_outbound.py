@@ -21,7 +21,7 @@ import trustme
 from conftest import EXAMPLES
 from skillwire.cli.main import _application, _as_env, _parse
 from skillwire.errors import InvalidParamsError, SkillwireError, WebhookRefusedError
-from skillwire.server.outbound import (
+from skillwire.server.notifications.outbound import (
     IPAddress,
     Resolver,
     WebhookPolicy,

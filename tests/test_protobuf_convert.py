@@ -28,7 +28,7 @@ from skillwire.client.grpc import _to_message as client_to_message
 from skillwire.client.grpc import _to_struct as client_to_struct
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol import models as m
-from skillwire.server.grpc import to_struct as server_to_struct
+from skillwire.server.bindings.grpc import to_struct as server_to_struct
 from skillwire.wire.protobuf import MAX_DEPTH, ConversionError, message_to_struct, struct_to_message
 
 #: Every Struct of the protocol with its protobuf message (same name): all that the 11 rpcs carry.

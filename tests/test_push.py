@@ -46,8 +46,8 @@ from skillwire import PushSettings, Task, WebhookPolicy
 from skillwire.client import Client
 from skillwire.errors import A2AError, install_command
 from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
-from skillwire.server.push import PushService
-from skillwire.server.push_delivery import RetryPolicy, _retry_after
+from skillwire.server.notifications.push import PushService
+from skillwire.server.notifications.push_delivery import RetryPolicy, _retry_after
 from skillwire.stores import MemoryTaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.postgres import PostgresTaskStore

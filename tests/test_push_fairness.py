@@ -18,7 +18,7 @@ from skillwire.client import Client
 from skillwire.errors import InvalidParamsError
 from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
 from skillwire.security import APIKey, Security
-from skillwire.server.push import PushService
+from skillwire.server.notifications.push import PushService
 from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task
 from skillwire.stores.push import Outgoing, PushConfigRecord
@@ -194,7 +194,7 @@ async def test_a_config_stored_before_the_check_ends_as_one_recorded_failure(
 
 
 def test_header_problem_names_what_cannot_be_sent() -> None:
-    from skillwire.server.push_delivery import header_problem
+    from skillwire.server.notifications.push_delivery import header_problem
 
     def config(**fields: Any) -> TaskPushNotificationConfig:
         return TaskPushNotificationConfig(url="https://hooks.example.com/a2a", **fields)

@@ -44,9 +44,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from otel_spans import Spans
 from skillwire import PushSettings, WebhookPolicy
-from skillwire.server.push import _trace
-from skillwire.server.push_delivery import _bare_url
-from skillwire.server.telemetry import Telemetry
+from skillwire.server.notifications.push import _trace
+from skillwire.server.notifications.push_delivery import _bare_url
+from skillwire.server.observability.telemetry import Telemetry
 from skillwire.stores import postgres_sql
 from skillwire.stores.base import write_task
 from skillwire.stores.postgres import PostgresTaskStore

@@ -33,8 +33,8 @@ from skillwire import Limits, SkillwireError, TaskState
 from skillwire.cli.main import main
 from skillwire.protocol.limits import describe_duration, parse_duration, parse_limit
 from skillwire.server.app import A2AApplication
-from skillwire.server.metrics import Metrics
-from skillwire.server.retention import Pruner
+from skillwire.server.observability.metrics import Metrics
+from skillwire.server.tasks.retention import Pruner
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.stores.base import TaskQuery, write_task
 from skillwire.stores.idempotency import Claim
@@ -593,7 +593,7 @@ def test_serve_takes_the_retention_from_its_variable_and_prints_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from skillwire.cli.main import _application, _parse
-    from skillwire.server.serve import print_banner
+    from skillwire.server.serving.serve import print_banner
 
     echo = str(Path(__file__).parent.parent / "examples" / "echo")
     monkeypatch.setenv("SKILLWIRE_TASK_RETENTION", "90s")

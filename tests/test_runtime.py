@@ -38,9 +38,9 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.executor import Work, as_executor
 from skillwire.server.handler import Dispatcher
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.executor import Work, as_executor
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import SQLiteTaskStore, TaskStore
 from skillwire.types import AgentCapabilities, Operation, Part, Role, SendMessageConfiguration, StreamResponse
 

@@ -26,8 +26,9 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.bus import Behind, InProcessEventBus
-from skillwire.server.runtime import RECOVERY_BATCH, TaskRuntime
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
+from skillwire.server.tasks.runtime import RECOVERY_BATCH, TaskRuntime
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.stores.sqlite import SCHEMA_VERSION
 from skillwire.testing.store_contract import make_task, save

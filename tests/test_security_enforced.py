@@ -33,7 +33,7 @@ from skillwire.protocol.operations import OPERATIONS, Operation
 from skillwire.security import APIKey, HTTPBasic, Principal, Security, hash_password
 from skillwire.server.context import CallContext
 from skillwire.server.handler import RequestHandler
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores.sqlite import SQLiteTaskStore
 from test_operation_table import SAMPLES
 

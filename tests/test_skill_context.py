@@ -155,7 +155,7 @@ def test_the_span_has_the_request_id(serve: Serve) -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
     from otel_spans import Spans
-    from skillwire.server.telemetry import Telemetry
+    from skillwire.server.observability.telemetry import Telemetry
 
     spans = Spans()
     provider = TracerProvider()

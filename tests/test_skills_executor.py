@@ -28,7 +28,7 @@ from skillwire import (
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import CancelTaskRequest, SendMessageRequest
 from skillwire.server.app import A2AApplication
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.skills.context import NotJson
 from skillwire.skills.executor import SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, Skill, skill_from_function

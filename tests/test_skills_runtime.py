@@ -30,7 +30,7 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.skills.executor import GENERIC_FAILURE, OUTPUT_MISMATCH, SkillExecutor
 from skillwire.skills.registry import InMemorySkillRegistry, skill_from_function
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore

@@ -28,7 +28,7 @@ import pytest
 from conftest import A2A_V1, RunningServer, assert_rpc_error, rpc, start_server, user_message
 from skillwire import Agent, BaseRequestHandler, CallContext, Limits
 from skillwire.errors import ServerBusyError
-from skillwire.server.asgi import PUMP_BYTES
+from skillwire.server.bindings.asgi import PUMP_BYTES
 from skillwire.types import StreamResponse
 from skillwire.wire.sse import SSEDecoder
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from conftest import A2A_V1, EXAMPLES, PROCESS_TIMEOUT, ROOT, free_port, rpc, user_message
-from skillwire.server.serve import without_secret
+from skillwire.server.serving.serve import without_secret
 
 pytestmark = pytest.mark.slow
 

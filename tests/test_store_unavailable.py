@@ -22,7 +22,7 @@ from skillwire.client import RetryPolicy
 from skillwire.client.errors import HTTPStatusError
 from skillwire.errors import ServiceUnavailableError
 from skillwire.protocol.models import Task
-from skillwire.server.run import STORE_UNAVAILABLE
+from skillwire.server.tasks.run import STORE_UNAVAILABLE
 
 BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 WAIT = 30.0

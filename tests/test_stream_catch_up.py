@@ -29,8 +29,9 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.bus import Behind, InProcessEventBus
-from skillwire.server.runtime import TaskRuntime
+from skillwire.server.buses.base import Behind
+from skillwire.server.buses.memory import InProcessEventBus
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
 from skillwire.types import StreamResponse
 

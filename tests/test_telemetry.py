@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_spans import Spans
 from skillwire import Agent, SkillContext
 from skillwire.client import Client
-from skillwire.server.telemetry import Telemetry
+from skillwire.server.observability.telemetry import Telemetry
 
 V1 = {"A2A-Version": "1.0"}
 WAIT = 15.0

@@ -12,7 +12,7 @@ from skillwire import Agent, Client, SyncClient
 from skillwire.errors import SkillwireError
 from skillwire.protocol.models import Message, Part, Role, Task, TaskStatus, new_id
 from skillwire.protocol.states import TaskState
-from skillwire.server.runtime import RESTART_MESSAGE, SHUTDOWN_MESSAGE
+from skillwire.server.tasks.runtime import RESTART_MESSAGE, SHUTDOWN_MESSAGE
 from skillwire.skills.context import SkillContext
 from skillwire.stores import MemoryTaskStore
 from skillwire.stores.base import write_task

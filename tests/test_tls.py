@@ -39,15 +39,15 @@ from skillwire.errors import SkillwireError, TaskNotFoundError, UnauthenticatedE
 from skillwire.protocol import models as m
 from skillwire.protocol.operations import Operation
 from skillwire.security import MutualTLS, Security
-from skillwire.server.http import protocol_for
-from skillwire.server.tls import (
+from skillwire.server.bindings.tls import (
     PeerCertificate,
     TLSConfig,
     peer_certificate_from_grpc,
     peer_certificate_from_scope,
     tls_from,
 )
-from skillwire.server.uvicorn_tls import TLSH11Protocol, uvicorn_config
+from skillwire.server.serving.http import protocol_for
+from skillwire.server.serving.uvicorn_tls import TLSH11Protocol, uvicorn_config
 
 WAIT = 15.0  # the cap on every wait, in seconds
 V1 = {"A2A-Version": "1.0"}

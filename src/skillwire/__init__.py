@@ -78,10 +78,10 @@ if _typing.TYPE_CHECKING:
         Security,
     )
     from skillwire.server.context import CallContext
-    from skillwire.server.executor import Executor, RequestContext, TaskEvents
     from skillwire.server.handler import BaseRequestHandler
-    from skillwire.server.outbound import WebhookPolicy
-    from skillwire.server.push import PushSettings
+    from skillwire.server.notifications.outbound import WebhookPolicy
+    from skillwire.server.notifications.push import PushSettings
+    from skillwire.server.tasks.executor import Executor, RequestContext, TaskEvents
     from skillwire.skills.context import Answer, SkillContext
     from skillwire.skills.executor import Outcome
     from skillwire.skills.manifest import SkillCard
@@ -118,10 +118,10 @@ _LAZY = {
         "skillwire.security",
     ),
     "CallContext": "skillwire.server.context",
-    **dict.fromkeys(("Executor", "RequestContext", "TaskEvents"), "skillwire.server.executor"),
+    **dict.fromkeys(("Executor", "RequestContext", "TaskEvents"), "skillwire.server.tasks.executor"),
     "BaseRequestHandler": "skillwire.server.handler",
-    "WebhookPolicy": "skillwire.server.outbound",
-    "PushSettings": "skillwire.server.push",
+    "WebhookPolicy": "skillwire.server.notifications.outbound",
+    "PushSettings": "skillwire.server.notifications.push",
     "Answer": "skillwire.skills.context",
     "SkillContext": "skillwire.skills.context",
     "Outcome": "skillwire.skills.executor",

@@ -33,15 +33,15 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtensi
 from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
 from skillwire.server.app import A2AApplication, Mounted
-from skillwire.server.bus import EventBus
-from skillwire.server.executor import Executor, ExecutorFunction, as_executor
+from skillwire.server.buses.base import EventBus
 from skillwire.server.handler import RequestHandler
-from skillwire.server.instrument import observe_bus, observe_store
-from skillwire.server.metrics import Metrics
-from skillwire.server.outbound import WebhookPolicy
-from skillwire.server.push import PushService, PushSettings, signer_for
-from skillwire.server.runtime import TaskRuntime
-from skillwire.server.telemetry import Telemetry
+from skillwire.server.notifications.outbound import WebhookPolicy
+from skillwire.server.notifications.push import PushService, PushSettings, signer_for
+from skillwire.server.observability.instrument import observe_bus, observe_store
+from skillwire.server.observability.metrics import Metrics
+from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.tasks.executor import Executor, ExecutorFunction, as_executor
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
 from skillwire.skills.registry import (
     Follower,
@@ -52,12 +52,13 @@ from skillwire.skills.registry import (
     skill_from_function,
 )
 from skillwire.skills.schema_card import skill_schemas_extension
-from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store, open_store
+from skillwire.stores.base import DEFAULT_STORE, TaskStore, default_store
 from skillwire.stores.push import PushStore, missing_push_methods
+from skillwire.stores.schemes import open_store
 
 if TYPE_CHECKING:
     from skillwire.mcp.config import McpServer
-    from skillwire.server.tls import TLSConfig
+    from skillwire.server.bindings.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
     from skillwire.wire.card_signing import CardSigner
 
@@ -380,17 +381,17 @@ class Agent:
         own in front of it: ``wrap=lambda runtime: MyLoggingHandler(runtime)`` (at most one of the two).
         ``grpc_port`` also serves the gRPC binding (needs ``pip install 'skillwire[grpc]'``; 0 picks a free
         port), whose status codes ``grpc_status_overrides`` may change (``GRPC_STATUSES_V1_0_0`` of
-        :mod:`skillwire.server.grpc`). ``tls`` (:class:`~skillwire.server.tls.TLSConfig`) is the certificate
+        :mod:`skillwire.server.bindings.grpc`). ``tls`` (:class:`~skillwire.server.bindings.tls.TLSConfig`) is the certificate
         gRPC and skillwire's own HTTP server (``run()``, ``skillwire serve``) serve with, mutual TLS included.
         ``allowed_hosts`` are the Host headers served (others are refused,
         and the card names the one a request used); without it or ``public_url`` the card names the address
         each connection reached (docs/security.md). ``webhook_policy``
-        (:class:`~skillwire.server.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
+        (:class:`~skillwire.server.notifications.outbound.WebhookPolicy`, default: public https hosts only) is the SSRF
         guard of the webhook URLs callers name, for push notifications; ``push`` overrides the agent's
         ``push`` settings for this app (docs/push.md). ``console`` serves the web console at ``/console/``
         (docs/console.md). ``telemetry`` traces requests and task runs with OpenTelemetry: True for the
-        global tracer provider, or a :class:`~skillwire.server.telemetry.Telemetry`; ``metrics`` counts
-        requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.metrics.Metrics`;
+        global tracer provider, or a :class:`~skillwire.server.observability.telemetry.Telemetry`; ``metrics`` counts
+        requests and runs and serves them at ``/metrics`` (True, or a :class:`~skillwire.server.observability.metrics.Metrics`;
         docs/observability.md). ``cors_origins`` (``["https://app.example"]``) are the origins whose web pages
         may call the agent (CORS); a request a browser marks as coming from any other site is refused
         (docs/security.md, "Browsers"). ``mcp`` also serves the skills as MCP tools, over Streamable HTTP at
@@ -512,14 +513,14 @@ class Agent:
         HTTPS; ``tls_client_ca`` (``SKILLWIRE_TLS_CLIENT_CA``) asks for client certificates that CA signs,
         ``tls_client_cert`` ``"required"`` (the default) or ``"optional"`` (``SKILLWIRE_TLS_CLIENT_CERT``);
         ``tls_min_version`` ``"1.3"`` (``SKILLWIRE_TLS_MIN_VERSION``) refuses TLS 1.2 clients: see
-        :mod:`skillwire.server.tls`.
+        :mod:`skillwire.server.bindings.tls`.
 
         ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
         ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
-        from skillwire.server.browser import BrowserPolicy
-        from skillwire.server.hosts import is_loopback, served_hosts, split_hosts
-        from skillwire.server.serve import print_banner, serve
-        from skillwire.server.tls import tls_from
+        from skillwire.server.bindings.browser import BrowserPolicy
+        from skillwire.server.bindings.hosts import is_loopback, served_hosts, split_hosts
+        from skillwire.server.bindings.tls import tls_from
+        from skillwire.server.serving.serve import print_banner, serve
 
         host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
         port = port if port is not None else _env_port()

@@ -35,7 +35,7 @@ MethodNotFoundError also answers "not implemented"; UnauthenticatedError (no or 
 enough) never says whether what was asked for exists: the spec leaves their JSON-RPC codes to the
 implementation, so -32040 and -32041 are skillwire's, and both answer HTTP 401/403 on JSON-RPC too; ServerBusyError carries Retry-After; StreamDroppedError is
 a stream that fell behind its task; ResponseTooLargeError asks for less; WebhookRefusedError is a webhook
-URL the SSRF guard refuses (:mod:`skillwire.server.outbound`): a caller's bad parameter, so the same wire
+URL the SSRF guard refuses (:mod:`skillwire.server.notifications.outbound`): a caller's bad parameter, so the same wire
 meaning as InvalidParamsError, with the reason in the message (also raised at delivery, to the server).
 IdempotencyKeyReusedError is an ``Idempotency-Key`` sent again with another request (HTTP 422, as the IETF
 idempotency-key draft asks). TaskGenerationMismatchError is A2A 1.1's answer to ``ifGenerationMatch`` (its

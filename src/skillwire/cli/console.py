@@ -35,8 +35,8 @@ from urllib.parse import urlsplit
 from skillwire.cli.output import say
 from skillwire.console import CONSOLE_PATH, ConsoleAssets
 from skillwire.errors import SkillwireError
-from skillwire.server.asgi import header_map
-from skillwire.server.hosts import AllowedHosts, is_loopback, local_hosts
+from skillwire.server.bindings.asgi import header_map
+from skillwire.server.bindings.hosts import AllowedHosts, is_loopback, local_hosts
 
 if TYPE_CHECKING:
     import httpx

@@ -29,8 +29,9 @@ from skillwire.cli.output import json_text, say
 from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits, describe_duration, parse_duration
 from skillwire.protocol.states import TaskState
-from skillwire.stores.base import open_store, sqlite_path
+from skillwire.stores.base import sqlite_path
 from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
+from skillwire.stores.schemes import open_store
 
 __all__ = ["add_parsers", "run"]
 

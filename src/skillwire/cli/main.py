@@ -39,10 +39,10 @@ from skillwire.protocol.models import AgentCard
 if TYPE_CHECKING:
     from skillwire.agent import Agent
     from skillwire.server.app import A2AApplication, NotLoadedApplication
-    from skillwire.server.metrics import Metrics
-    from skillwire.server.outbound import WebhookPolicy
-    from skillwire.server.push import PushSettings
-    from skillwire.server.telemetry import Telemetry
+    from skillwire.server.notifications.outbound import WebhookPolicy
+    from skillwire.server.notifications.push import PushSettings
+    from skillwire.server.observability.metrics import Metrics
+    from skillwire.server.observability.telemetry import Telemetry
     from skillwire.stores.push import Delivery
     from skillwire.wire.card_signing import CardSigner
 
@@ -319,7 +319,7 @@ def _add_serve(sub: Any) -> None:
 
 
 def _add_webhooks(serve: Any) -> None:
-    """The SSRF guard of the webhook URLs callers name (see :mod:`skillwire.server.outbound`)."""
+    """The SSRF guard of the webhook URLs callers name (see :mod:`skillwire.server.notifications.outbound`)."""
     serve.add_argument(
         "--webhook-allow",
         action="append",
@@ -394,7 +394,7 @@ def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:
     if allow is None:
         allow = [text for text in re.split(r"[,\s]+", _env("WEBHOOK_ALLOW", "") or "") if text]
     try:
-        from skillwire.server.outbound import WebhookPolicy
+        from skillwire.server.notifications.outbound import WebhookPolicy
 
         return WebhookPolicy(allow=allow, allow_http=args.webhook_allow_http)
     except ValueError as exc:
@@ -403,7 +403,7 @@ def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:
 
 def _add_tls(serve: Any) -> None:
     """HTTPS, and gRPC over TLS, with the certificate skillwire presents and the client certificates it asks
-    for (see :mod:`skillwire.server.tls`)."""
+    for (see :mod:`skillwire.server.bindings.tls`)."""
     serve.add_argument(
         "--tls-cert",
         default=_env("TLS_CERT"),
@@ -586,7 +586,7 @@ def _delivery_time(d: Delivery) -> str:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from skillwire.server.serve import print_banner, serve
+    from skillwire.server.serving.serve import print_banner, serve
 
     if args.reload:
         return _serve_reloading(args)
@@ -608,7 +608,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _serve_workers(args: argparse.Namespace, name: str, app: A2AApplication) -> int:
-    from skillwire.server.serve import print_banner, serve_workers
+    from skillwire.server.serving.serve import print_banner, serve_workers
     from skillwire.stores.shared import SharedStore
 
     if args.workers < 1:
@@ -671,10 +671,11 @@ def _reach(app: A2AApplication) -> None:
 
 def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     """The agent ``args`` name and the application serving it as ``args`` say."""
-    from skillwire.server.bus import open_bus
-    from skillwire.server.hosts import is_loopback, served_hosts
-    from skillwire.server.tls import tls_from
-    from skillwire.stores.base import default_store, open_store
+    from skillwire.server.bindings.hosts import is_loopback, served_hosts
+    from skillwire.server.bindings.tls import tls_from
+    from skillwire.server.buses.schemes import open_bus
+    from skillwire.stores.base import default_store
+    from skillwire.stores.schemes import open_store
 
     if not args.target:
         raise SkillwireError("serve needs a TARGET (or SKILLWIRE_TARGET)")
@@ -692,7 +693,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     status_overrides: Mapping[type[A2AError], str] = {}
     if args.grpc_port is not None:
         try:
-            from skillwire.server.grpc import GRPC_STATUSES_V1_0_0
+            from skillwire.server.bindings.grpc import GRPC_STATUSES_V1_0_0
         except ImportError as exc:
             raise SkillwireError(str(exc)) from None
         if args.grpc_statuses == "v1.0.0":
@@ -742,7 +743,7 @@ def _application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
 
 def _cors_origins(args: argparse.Namespace) -> list[str]:
     """``--cors-origin`` (else SKILLWIRE_CORS_ORIGINS), each checked to be an origin."""
-    from skillwire.server.browser import parse_origin
+    from skillwire.server.bindings.browser import parse_origin
 
     given = args.cors_origin
     if given is None:
@@ -757,7 +758,7 @@ def _metrics(args: argparse.Namespace, name: str) -> Metrics | None:
     """``--metrics`` (Prometheus at /metrics) and/or, with ``--otel``, OpenTelemetry metrics."""
     meter_provider: Any = None
     if _otel_wanted(args):
-        from skillwire.server.telemetry import meter_provider_from_env
+        from skillwire.server.observability.telemetry import meter_provider_from_env
 
         try:
             meter_provider = meter_provider_from_env(name)
@@ -765,7 +766,7 @@ def _metrics(args: argparse.Namespace, name: str) -> Metrics | None:
             raise SkillwireError(f"--otel: {exc}") from None
     if not args.metrics and meter_provider is None:
         return None
-    from skillwire.server.metrics import Metrics
+    from skillwire.server.observability.metrics import Metrics
 
     try:
         return Metrics(prometheus=bool(args.metrics), meter_provider=meter_provider)
@@ -785,7 +786,7 @@ def _telemetry(args: argparse.Namespace, name: str) -> Telemetry | None:
     """``--otel``: spans of requests and runs (and of store and bus calls with ``--otel-store-spans``)."""
     if not _otel_wanted(args):
         return None
-    from skillwire.server.telemetry import Telemetry, tracer_provider_from_env
+    from skillwire.server.observability.telemetry import Telemetry, tracer_provider_from_env
 
     try:
         return Telemetry(tracer_provider_from_env(name), store_spans=bool(args.otel_store_spans))
@@ -837,7 +838,7 @@ def app_from_env() -> A2AApplication | NotLoadedApplication:
     app answers every request 503 with that line until the next change (:class:`NotLoadedApplication`).
     """
     from skillwire.server.app import NotLoadedApplication
-    from skillwire.server.serve import configure_logging
+    from skillwire.server.serving.serve import configure_logging
 
     args = _parse(["serve"])
     configure_logging(args.log_level, args.log_format)  # this process is uvicorn's child: set up here
@@ -853,7 +854,7 @@ def app_from_env() -> A2AApplication | NotLoadedApplication:
 
 
 def _serve_reloading(args: argparse.Namespace) -> int:
-    from skillwire.server.serve import serve_reloading
+    from skillwire.server.serving.serve import serve_reloading
 
     _, app = _application(args)  # the same errors, up front, as without --reload
     target = Path(args.target)
@@ -1021,7 +1022,7 @@ EXIT_CLOSED_PIPE = 128 + 13
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from skillwire.server.logs import configure_logging
+    from skillwire.server.observability.logs import configure_logging
 
     try:
         args = _parse(argv)

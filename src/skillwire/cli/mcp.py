@@ -86,7 +86,7 @@ async def _serve_local(args: argparse.Namespace) -> None:
     from skillwire.cli.main import load_agent
     from skillwire.mcp.local import local_server
     from skillwire.mcp.stdio import serve_stdio
-    from skillwire.stores.base import open_store
+    from skillwire.stores.schemes import open_store
 
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
     store = open_store(args.store or default_store(agent.name), setting="--store")
@@ -130,7 +130,7 @@ async def _serve_http(server: Any, where: str, what: str) -> None:
     import uvicorn
 
     from skillwire.mcp.http import McpMount, McpOnly
-    from skillwire.server.hosts import served_hosts
+    from skillwire.server.bindings.hosts import served_hosts
 
     host, _, port = where.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"

@@ -27,9 +27,17 @@ from skillwire.errors import A2AError, MethodNotFoundError, ServerBusyError
 from skillwire.protocol.limits import Limits
 from skillwire.security.principal import ANONYMOUS, Principal
 from skillwire.server.app import PRINCIPAL_SCOPE_KEY
-from skillwire.server.asgi import Message, Receive, Scope, Send, error_headers, header_map, send_bytes
-from skillwire.server.browser import BrowserPolicy
-from skillwire.server.hosts import AllowedHosts
+from skillwire.server.bindings.asgi import (
+    Message,
+    Receive,
+    Scope,
+    Send,
+    error_headers,
+    header_map,
+    send_bytes,
+)
+from skillwire.server.bindings.browser import BrowserPolicy
+from skillwire.server.bindings.hosts import AllowedHosts
 from skillwire.wire.rest import encode_status
 
 __all__ = ["MCP_PATH", "McpMount", "McpOnly"]

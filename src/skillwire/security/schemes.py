@@ -45,7 +45,7 @@ __all__ = [
 
 
 class Certificate(Protocol):
-    """A verified client certificate, as the TLS layer hands it over (``skillwire.server.tls``)."""
+    """A verified client certificate, as the TLS layer hands it over (``skillwire.server.bindings.tls``)."""
 
     @property
     def subject(self) -> str: ...

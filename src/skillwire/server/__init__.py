@@ -15,32 +15,33 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from skillwire.server.bus import EventBus, InProcessEventBus, open_bus
-    from skillwire.server.bus_postgres import PostgresEventBus
-    from skillwire.server.bus_redis import RedisEventBus
-    from skillwire.server.metrics import Metrics
-    from skillwire.server.runtime import TaskRuntime
-    from skillwire.server.telemetry import Telemetry
-    from skillwire.server.tls import (
+    from skillwire.server.bindings.tls import (
         PeerCertificate,
         TLSConfig,
         peer_certificate_from_grpc,
         peer_certificate_from_scope,
     )
+    from skillwire.server.buses.base import EventBus
+    from skillwire.server.buses.memory import InProcessEventBus
+    from skillwire.server.buses.postgres import PostgresEventBus
+    from skillwire.server.buses.redis import RedisEventBus
+    from skillwire.server.observability.metrics import Metrics
+    from skillwire.server.observability.telemetry import Telemetry
+    from skillwire.server.tasks.runtime import TaskRuntime
 
 _PUBLIC = {
-    "EventBus": "bus",
-    "InProcessEventBus": "bus",
-    "Metrics": "metrics",
-    "PeerCertificate": "tls",
-    "PostgresEventBus": "bus_postgres",
-    "RedisEventBus": "bus_redis",
-    "TLSConfig": "tls",
-    "TaskRuntime": "runtime",
-    "Telemetry": "telemetry",
-    "open_bus": "bus",
-    "peer_certificate_from_grpc": "tls",
-    "peer_certificate_from_scope": "tls",
+    "EventBus": "buses.base",
+    "InProcessEventBus": "buses.memory",
+    "Metrics": "observability.metrics",
+    "PeerCertificate": "bindings.tls",
+    "PostgresEventBus": "buses.postgres",
+    "RedisEventBus": "buses.redis",
+    "TLSConfig": "bindings.tls",
+    "TaskRuntime": "tasks.runtime",
+    "Telemetry": "observability.telemetry",
+    "open_bus": "buses.schemes",
+    "peer_certificate_from_grpc": "bindings.tls",
+    "peer_certificate_from_scope": "bindings.tls",
 }
 
 __all__ = [

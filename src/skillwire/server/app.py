@@ -38,7 +38,7 @@ from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtensi
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
 from skillwire.security.principal import ANONYMOUS
-from skillwire.server.asgi import (
+from skillwire.server.bindings.asgi import (
     BodyTooLarge,
     ClientGone,
     Message,
@@ -50,21 +50,27 @@ from skillwire.server.asgi import (
     read_body,
     send_bytes,
 )
-from skillwire.server.browser import BrowserPolicy, is_preflight, origin_of
-from skillwire.server.card import CARD_PATHS, JWKS_PATH, CardEndpoint, jsonrpc_interface, send_key_set
+from skillwire.server.bindings.browser import BrowserPolicy, is_preflight, origin_of
+from skillwire.server.bindings.card import (
+    CARD_PATHS,
+    JWKS_PATH,
+    CardEndpoint,
+    jsonrpc_interface,
+    send_key_set,
+)
+from skillwire.server.bindings.endpoint import HttpEndpoint
+from skillwire.server.bindings.guard import Guard
+from skillwire.server.bindings.hosts import AllowedHosts
+from skillwire.server.bindings.jsonrpc import JsonRpcEndpoint
+from skillwire.server.bindings.rest import RestEndpoint
 from skillwire.server.context import CallContext
-from skillwire.server.endpoint import HttpEndpoint
-from skillwire.server.guard import Guard
 from skillwire.server.handler import Dispatcher, RequestHandler
-from skillwire.server.hosts import AllowedHosts
-from skillwire.server.jsonrpc import JsonRpcEndpoint
-from skillwire.server.metrics import METRICS_PATH, Metrics
-from skillwire.server.outbound import WebhookPolicy
-from skillwire.server.push import JWKS_PATH as PUSH_JWKS_PATH
-from skillwire.server.push import PushService
-from skillwire.server.rest import RestEndpoint
-from skillwire.server.runtime import TaskRuntime
-from skillwire.server.telemetry import Telemetry
+from skillwire.server.notifications.outbound import WebhookPolicy
+from skillwire.server.notifications.push import JWKS_PATH as PUSH_JWKS_PATH
+from skillwire.server.notifications.push import PushService
+from skillwire.server.observability.metrics import METRICS_PATH, Metrics
+from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
 from skillwire.wire import jsonrpc as jsonrpc_wire
 from skillwire.wire import v03
@@ -72,7 +78,7 @@ from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.rest import encode_status
 
 if TYPE_CHECKING:
-    from skillwire.server.tls import TLSConfig
+    from skillwire.server.bindings.tls import TLSConfig
     from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["PRINCIPAL_SCOPE_KEY", "A2AApplication", "Mounted", "NotLoadedApplication"]
@@ -137,18 +143,18 @@ class A2AApplication:
     ) -> None:
         """``security``: the schemes and requirements enforced on every operation of every binding (the card
         at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
-        the Host headers served, others refused (see :mod:`skillwire.server.hosts`); ``card_signer``: one
+        the Host headers served, others refused (see :mod:`skillwire.server.bindings.hosts`); ``card_signer``: one
         CardSigner, or several (key rotation), that sign the public and extended cards (see
-        :mod:`skillwire.server.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
+        :mod:`skillwire.server.bindings.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
         https hosts only); ``push``: the runtime's push notifications, whose signing keys are served at
         ``/.well-known/webhook-jwks.json``; ``console``: serve the web console (:mod:`skillwire.console`) at
         ``/console/`` below the root path, without the security schemes (the page is public; its calls are
         A2A calls like any other, with the credentials typed into it); ``telemetry``: OpenTelemetry spans of
-        requests and task runs (:mod:`skillwire.server.telemetry`; None: none, and nothing imported);
+        requests and task runs (:mod:`skillwire.server.observability.telemetry`; None: none, and nothing imported);
         ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
-        (:mod:`skillwire.server.metrics`; None: not counted, no endpoint); ``cors_origins``: the origins
+        (:mod:`skillwire.server.observability.metrics`; None: not counted, no endpoint); ``cors_origins``: the origins
         (``https://app.example``) whose web pages may call the agent, with CORS; requests a browser marks as
-        coming from any other site are refused (:mod:`skillwire.server.browser`); ``mounts``: ASGI apps served
+        coming from any other site are refused (:mod:`skillwire.server.bindings.browser`); ``mounts``: ASGI apps served
         beside the A2A routes behind the same door (:class:`Mounted`)."""
         self.mounts = list(mounts)
         self.card = card if runtime is None else _with_runtime_extensions(card, runtime)
@@ -191,13 +197,13 @@ class A2AApplication:
                 runtime.push.telemetry = telemetry
         #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
         #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
-        #: ``grpc_status_overrides``: see :class:`~skillwire.server.grpc.GrpcServer`'s ``status_overrides``.
+        #: ``grpc_status_overrides``: see :class:`~skillwire.server.bindings.grpc.GrpcServer`'s ``status_overrides``.
         self.grpc_port = grpc_port
         self.grpc_host = grpc_host
         self.grpc_status_overrides = grpc_status_overrides
         self.grpc_address: str | None = None
         #: The certificates skillwire's own servers serve with: the gRPC server, and the uvicorn server
-        #: :func:`~skillwire.server.serve.build_server` makes (an ASGI server of yours brings its own).
+        #: :func:`~skillwire.server.serving.serve.build_server` makes (an ASGI server of yours brings its own).
         self.tls = tls
         self._grpc: Any = None
         self._declared = frozenset(e.uri for e in self.card.capabilities.extensions)
@@ -319,7 +325,7 @@ class A2AApplication:
         for mount in self.mounts:
             await mount.start()
         if self.grpc_port is not None:
-            from skillwire.server.grpc import GrpcServer
+            from skillwire.server.bindings.grpc import GrpcServer
 
             self._grpc = GrpcServer(
                 self.dispatcher,

@@ -189,7 +189,7 @@ class _CheckedEvents:
 
     @property
     def opens_at_once(self) -> bool:
-        """The wrapped stream's (see :class:`~skillwire.server.runtime.EventStream`); True by default."""
+        """The wrapped stream's (see :class:`~skillwire.server.tasks.runtime.EventStream`); True by default."""
         return bool(getattr(self._events, "opens_at_once", True))
 
     async def __anext__(self) -> StreamResponse:

@@ -22,7 +22,7 @@ from skillwire.skills.context import AuthNeeded, InputNeeded, SkillContext
 
 if TYPE_CHECKING:
     from skillwire.security.policy import Security
-    from skillwire.server.executor import TaskEvents
+    from skillwire.server.tasks.executor import TaskEvents
     from skillwire.skills.registry import Skill, SkillRegistry
 
 __all__ = ["SkillCalls"]

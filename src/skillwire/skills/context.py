@@ -53,7 +53,7 @@ from skillwire.protocol.models import Artifact, Message, Part, Role, Task
 from skillwire.protocol.states import TaskState
 from skillwire.security.principal import Principal
 from skillwire.server.context import CallContext
-from skillwire.server.executor import TaskEvents
+from skillwire.server.tasks.executor import TaskEvents
 
 if TYPE_CHECKING:
     from skillwire.skills.calls import SkillCalls

@@ -58,7 +58,7 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.security.policy import Security
-from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
+from skillwire.server.tasks.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.skills.calls import SkillCalls
 from skillwire.skills.context import (
     AuthNeeded,

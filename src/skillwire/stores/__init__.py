@@ -1,7 +1,7 @@
 """Task stores: where tasks live. Public: the names in ``__all__`` (the modules are internal).
 
 ``open_store(url)`` picks one from a URL (``memory://``, ``sqlite:///path``, ``postgresql://...``), as
-``agent.asgi(store=URL)`` does. The store protocol and its values are :mod:`skillwire.stores.base`'s (its
+``agent.asgi(store=URL)`` does, by the table in :mod:`skillwire.stores.schemes` (one row per scheme). The store protocol and its values are :mod:`skillwire.stores.base`'s (its
 ``__all__`` lists them, once); the stores are :class:`MemoryTaskStore`, :class:`SQLiteTaskStore` and
 ``PostgresTaskStore`` (imported on first use: it needs the ``postgres`` extra, asyncpg). Every one of them is
 also a :class:`RetentionStore`: it prunes finished tasks and reports :class:`StoreStats`
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from skillwire.stores import base
 from skillwire.stores.base import *  # noqa: F403 - the protocol's names, listed once in base.__all__
 from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
+from skillwire.stores.schemes import open_store
 
 if TYPE_CHECKING:
     from skillwire.stores.memory import MemoryTaskStore
@@ -32,6 +33,7 @@ __all__ = [
     "RetentionStore",
     "SQLiteTaskStore",
     "StoreStats",
+    "open_store",
 ]
 __all__ += base.__all__
 

@@ -43,8 +43,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from skillwire.errors import InvalidParamsError, SkillwireError
-from skillwire.protocol.limits import Limits
+from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import Artifact, Message, Part, StreamResponse, Task, generation_of
 from skillwire.protocol.states import TaskState
 from skillwire.stores.idempotency import Claim
@@ -62,7 +61,6 @@ __all__ = [
     "TaskStore",
     "TaskWrite",
     "make_folder",
-    "open_store",
     "private_file",
     "private_folder",
     "sqlite_path",
@@ -535,42 +533,21 @@ def default_store(name: str) -> str:
     return DEFAULT_STORE.format(agent=slug)
 
 
-def open_store(url: str, *, limits: Limits | None = None, setting: str = "store=") -> TaskStore:
-    """A store for ``url``: ``memory://``, ``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``.
-    ``setting`` is how the caller's user chose it (``--store``, ``store=``), for the errors that tell them
-    to change it.
+def __getattr__(name: str) -> object:
+    # open_store moved to skillwire.stores.schemes (its table names the stores, so this protocol module
+    # imports none); the old path works, with a DeprecationWarning, for one release.
+    if name == "open_store":
+        import importlib
+        import warnings
 
-    A SQLite URL may carry ``?timeout=SECONDS``: how long a write waits for a database that another
-    connection has locked before it fails (default 5).
-
-    ``postgresql://`` (or ``postgres://``) URLs open :class:`~skillwire.stores.postgres.PostgresTaskStore`,
-    shared by several processes (``?schema=NAME``, ``?pool=N``, ``?timeout=SECONDS``: docs/postgres.md)."""
-    limits = limits or Limits()
-    log_bytes = limits.max_task_log_bytes
-    if url == "memory://" or url == "memory":
-        from skillwire.stores.memory import MemoryTaskStore
-
-        return MemoryTaskStore(max_finished=limits.memory_store_finished_tasks, max_log_bytes=log_bytes)
-    if url.startswith("sqlite://"):
-        from skillwire.stores.sqlite import SQLiteTaskStore
-
-        path, query = sqlite_path(url)
-        if not path:
-            raise SkillwireError(f"{url!r} names no file: use sqlite:///PATH")
-        timeout = 5.0
-        for pair in filter(None, query.split("&")):
-            name, _, value = pair.partition("=")
-            if name != "timeout":
-                raise SkillwireError(f"{url!r}: unknown option {name!r} (the SQLite store takes timeout=)")
-            try:
-                timeout = float(value)
-            except ValueError:
-                raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
-        return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=log_bytes, setting=setting)
-    if url.startswith(("postgresql://", "postgres://")):
-        from skillwire.stores.postgres import PostgresTaskStore  # without asyncpg it says how to install it
-
-        return PostgresTaskStore(url, max_log_bytes=log_bytes)
-    raise SkillwireError(
-        f"Unknown store URL {url!r}: use memory://, sqlite:///PATH or postgresql://HOST/DATABASE"
-    )
+        schemes = importlib.import_module(
+            "skillwire.stores.schemes"
+        )  # by name: the table's module imports this one
+        warnings.warn(
+            "skillwire.stores.base.open_store moved: import open_store from skillwire.stores.schemes"
+            " (or skillwire.stores; the old path goes in the release after next)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return schemes.open_store
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

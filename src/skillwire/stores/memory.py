@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError, KeyClaimedError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse, Task
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import (
@@ -42,7 +43,7 @@ from skillwire.stores.idempotency import Claim, MemoryClaims
 from skillwire.stores.push import Delivery, Lane, MemoryPushState, PushConfigRecord
 from skillwire.stores.retention import Pruned, StoreStats
 
-__all__ = ["MemoryTaskStore"]
+__all__ = ["MemoryTaskStore", "open_url"]
 
 _Key = tuple[str, str]
 
@@ -346,3 +347,10 @@ def _apply_pieces(row: _Row, write: TaskWrite) -> None:
         else:
             artifacts[piece.index] = (*kept, entry)
     row.artifacts = tuple(artifacts[: write.artifact_count])
+
+
+def open_url(url: str, limits: Limits, setting: str) -> MemoryTaskStore:
+    """``memory://`` (the table in :mod:`skillwire.stores.schemes` sends it here)."""
+    return MemoryTaskStore(
+        max_finished=limits.memory_store_finished_tasks, max_log_bytes=limits.max_task_log_bytes
+    )

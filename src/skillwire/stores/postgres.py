@@ -55,6 +55,7 @@ from skillwire.errors import (
     StoreError,
     StoreUnavailableError,
 )
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import StreamResponse, Task
 from skillwire.stores.base import (
     LOG_ROW_EVENTS,
@@ -89,7 +90,14 @@ try:
 except ImportError:  # pragma: no cover - the extra is not installed
     asyncpg = None  # PostgresTaskStore() says how to install it
 
-__all__ = ["SCHEMA_VERSION", "PostgresTaskStore", "read_failed_deliveries", "read_stats", "upgrade"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "PostgresTaskStore",
+    "open_url",
+    "read_failed_deliveries",
+    "read_stats",
+    "upgrade",
+]
 
 _encode_layout = msgspec.json.Encoder().encode
 _decode_layout = msgspec.json.Decoder(Layout).decode
@@ -856,3 +864,9 @@ class PostgresTaskStore:
         async with self._conn() as conn:
             rows = await conn.fetch(self._sql.failed, after, limit)
         return [_delivery(r) for r in rows]
+
+
+def open_url(url: str, limits: Limits, setting: str) -> PostgresTaskStore:
+    """``postgresql://`` or ``postgres://`` (the table in :mod:`skillwire.stores.schemes` sends them here);
+    without asyncpg, :class:`PostgresTaskStore` says how to install it."""
+    return PostgresTaskStore(url, max_log_bytes=limits.max_task_log_bytes)

@@ -19,7 +19,7 @@ the headers the process's OpenTelemetry propagator injected (W3C ``traceparent``
 than two columns: it keeps whatever the installed propagator writes (B3, Jaeger, ...) and the stores need no
 schema change when it does. At most 4096 characters (past that, a large ``baggage``, only the W3C headers are
 kept). Empty when tracing is off or nothing was being traced (see
-:mod:`skillwire.server.push` and :mod:`skillwire.server.push_delivery`).
+:mod:`skillwire.server.notifications.push` and :mod:`skillwire.server.notifications.push_delivery`).
 
 A store that keeps these implements :class:`PushStore` besides :class:`~skillwire.stores.base.TaskStore`;
 push notifications are offered only with such a store.

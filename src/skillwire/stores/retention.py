@@ -9,7 +9,7 @@ process killed in the middle of a prune leaves every task either whole or gone. 
 pruned. ``stats`` reads what an operator (``skillwire db stats``) and the metrics want: tasks by state,
 bytes on disk, the oldest finished task.
 
-The runtime prunes in the background (:mod:`skillwire.server.retention`) by ``Limits.task_retention``;
+The runtime prunes in the background (:mod:`skillwire.server.tasks.retention`) by ``Limits.task_retention``;
 ``skillwire db prune`` does it by hand (docs/retention.md).
 """
 

@@ -48,7 +48,8 @@ from typing import IO, Any, TypeVar
 
 import msgspec
 
-from skillwire.errors import StoreError
+from skillwire.errors import SkillwireError, StoreError
+from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Artifact, Message, Part, StreamResponse, Task
 from skillwire.stores.base import (
     LOG_ROW_EVENTS,
@@ -66,6 +67,7 @@ from skillwire.stores.base import (
     make_folder,
     private_file,
     read_log,
+    sqlite_path,
     write_task,
 )
 from skillwire.stores.idempotency import Claim
@@ -85,7 +87,7 @@ try:  # POSIX; elsewhere the store runs without the owner lock (say so at open)
 except ImportError:  # pragma: no cover
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["SQLiteTaskStore", "read_failed_deliveries", "read_stats", "vacuum_store"]
+__all__ = ["SQLiteTaskStore", "open_url", "read_failed_deliveries", "read_stats", "vacuum_store"]
 
 log = logging.getLogger("skillwire.sqlite")
 
@@ -857,3 +859,21 @@ def _copy_v1(conn: sqlite3.Connection) -> None:
         outcome = apply_write(conn, write_task(decode(body), version=version, tenant=tenant))
         if outcome is not None:  # pragma: no cover - a v1 file has one row per (tenant, id)
             raise outcome
+
+
+def open_url(url: str, limits: Limits, setting: str) -> SQLiteTaskStore:
+    """``sqlite:///relative/path.db`` or ``sqlite:////absolute/path.db``, with ``?timeout=SECONDS`` (the
+    table in :mod:`skillwire.stores.schemes` sends them here)."""
+    path, query = sqlite_path(url)
+    if not path:
+        raise SkillwireError(f"{url!r} names no file: use sqlite:///PATH")
+    timeout = 5.0
+    for pair in filter(None, query.split("&")):
+        name, _, value = pair.partition("=")
+        if name != "timeout":
+            raise SkillwireError(f"{url!r}: unknown option {name!r} (the SQLite store takes timeout=)")
+        try:
+            timeout = float(value)
+        except ValueError:
+            raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
+    return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=limits.max_task_log_bytes, setting=setting)

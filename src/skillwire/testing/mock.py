@@ -43,9 +43,9 @@ from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import TaskState
 from skillwire.server.app import A2AApplication
 from skillwire.server.context import CallContext
-from skillwire.server.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.server.handler import RequestHandler
-from skillwire.server.serve import build_server
+from skillwire.server.serving.serve import build_server
+from skillwire.server.tasks.executor import Executor, RequestContext, TaskEvents, Work
 from skillwire.skills.executor import routed_skill_id
 from skillwire.stores.memory import MemoryTaskStore
 from skillwire.testing.transport import StreamingASGITransport

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from skillwire.server.asgi import Receive, Scope, Send
+from skillwire.server.bindings.asgi import Receive, Scope, Send
 
 __all__ = ["StreamingASGITransport"]
 

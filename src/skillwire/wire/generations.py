@@ -11,7 +11,7 @@ it does not know::
 
 The idempotency-keys extension (:data:`IDEMPOTENCY_URI`) needs no activation: a card that declares it tells
 clients that an ``Idempotency-Key`` sent with a message or a push-config call makes a retry safe
-(:mod:`skillwire.server.idempotency`).
+(:mod:`skillwire.server.tasks.idempotency`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,206 @@
+"""The in-process event bus: one server process's subscribers, each with a bounded queue (see
+:mod:`skillwire.server.buses.base` for the rules every bus keeps: the floor, shedding, :class:`Behind`).
+The shared buses (Redis, PostgreSQL) keep one of these inside for their local subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from msgspec import UNSET
+
+from skillwire.errors import A2AError, StreamDroppedError
+from skillwire.protocol.limits import Limits
+from skillwire.protocol.models import Part, StreamResponse
+from skillwire.server.buses.base import Behind, EventBus
+
+__all__ = ["InProcessEventBus", "open_url"]
+
+
+#: (task generation after the event, the event, its approximate size); an error ends the subscription by
+#: raising; ``None`` ends it.
+Item = tuple[int, StreamResponse, int] | A2AError | None
+
+
+class _QueueSubscription:
+    """A deque with at most one waiter: cheaper than asyncio.Queue for one consumer."""
+
+    def __init__(self, bus: InProcessEventBus, key: tuple[str, str], floor: int | None) -> None:
+        self._bus = bus
+        self._key = key
+        self._items: deque[Item] = deque()
+        self._bytes = 0
+        self._waiter: asyncio.Future[None] | None = None
+        self._ended = False
+        #: Events of this generation and older are dropped; None until the caller knows it (skip_through).
+        self._floor = floor
+        #: The newest generation shed to stay within the bound (-1: none; a reply, generation 0, is newer
+        #: than any floor). Past the floor, the subscriber is behind: see :class:`Behind`.
+        self._shed = -1
+
+    def push(self, item: Item) -> None:
+        """Queue ``item``, shedding the oldest events past the bound."""
+        if isinstance(item, tuple) and self._below_floor(item[0]):
+            return
+        self._items.append(item)
+        if isinstance(item, tuple):
+            self._bytes += item[2]
+            if not self._within_bound():
+                self._shed_oldest()
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def skip_through(self, generation: int) -> None:
+        if self._floor is not None and generation <= self._floor:
+            return
+        self._floor = generation
+        items = self._items
+        while items and isinstance(oldest := items[0], tuple) and self._below_floor(oldest[0]):
+            items.popleft()
+            self._bytes -= oldest[2]
+
+    async def next(self) -> tuple[int, StreamResponse] | Behind | None:
+        if self._floor is None:  # read before a snapshot: everything queued counts from now on
+            self.skip_through(0)
+        floor = self._floor or 0
+        if self._shed > floor:
+            return Behind(floor)
+        while not self._items:
+            if self._ended:
+                return None
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+            if self._shed > floor:
+                return Behind(floor)
+        item = self._items.popleft()
+        if item is None or isinstance(item, A2AError):
+            self._ended = True
+            self._items.clear()
+            if item is not None:
+                raise item
+            return None
+        self._bytes -= item[2]
+        if item[0]:
+            self._floor = item[0]
+        return item[0], item[1]
+
+    def end(self, item: A2AError | None) -> None:
+        """End with ``item`` after what is queued (``None``: the bus closed; an error: the task's state could
+        not be stored), or at once for StreamDroppedError (the bus lost its connection)."""
+        if isinstance(item, StreamDroppedError):
+            self._items.clear()
+            self._bytes = 0
+        self.push(item)
+
+    def close(self) -> None:
+        self._bus._drop(self._key, self)
+
+    def _below_floor(self, generation: int) -> bool:
+        return self._floor is not None and 0 < generation <= self._floor
+
+    def _within_bound(self) -> bool:
+        return len(self._items) <= self._bus.max_events and self._bytes <= self._bus.max_bytes
+
+    def _shed_oldest(self) -> None:
+        """Keep within the bound by dropping the oldest events: the store's log (or the snapshot still to be
+        read) holds them."""
+        items = self._items
+        while not self._within_bound() and items and isinstance(oldest := items[0], tuple) and oldest[0]:
+            items.popleft()
+            generation, _, size = oldest
+            self._bytes -= size
+            self._shed = max(self._shed, generation)
+        self._bus.shed += 1
+
+
+class InProcessEventBus:
+    shared = False
+
+    def __init__(self, *, max_events: int = 10_000, max_bytes: int = 8 * 1024 * 1024) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        #: How many times a subscriber's queue shed events (its reader then caught up from the store).
+        self.shed = 0
+        self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
+
+    def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> _QueueSubscription:
+        sub = _QueueSubscription(self, key, after)
+        self._subs.setdefault(key, set()).add(sub)
+        return sub
+
+    def publish(self, key: tuple[str, str], generation: int, event: StreamResponse) -> None:
+        subs = self._subs.get(key)
+        if not subs:
+            return
+        item = (generation, event, _approx_size(event))
+        for sub in subs:
+            sub.push(item)
+
+    def fail(self, key: tuple[str, str], error: A2AError) -> None:
+        for sub in self._subs.pop(key, ()):
+            sub.end(error)
+
+    def close(self) -> None:
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.end(None)
+        self._subs.clear()
+
+    def subscriber_count(self, key: tuple[str, str]) -> int:
+        return len(self._subs.get(key, ()))
+
+    def subscriptions(self) -> int:
+        """How many subscriptions this bus holds, over every task (the ``skillwire_subscribers`` gauge)."""
+        return sum(len(subs) for subs in self._subs.values())
+
+    def _drop(self, key: tuple[str, str], sub: _QueueSubscription) -> None:
+        subs = self._subs.get(key)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[key]
+
+
+def open_url(url: str, limits: Limits) -> EventBus:
+    """``memory://``: this process only (the table in :mod:`skillwire.server.buses.schemes` sends it here)."""
+    return InProcessEventBus(max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes)
+
+
+# -- sizes ------------------------------------------------------------------------------------------------
+
+_EVENT_OVERHEAD = 200
+
+
+def _approx_size(event: StreamResponse) -> int:
+    """Roughly what an event holds, without encoding it: its parts' text, bytes, URLs and data."""
+    size = _EVENT_OVERHEAD
+    if event.artifact_update is not None:
+        size += _parts_size(event.artifact_update.artifact.parts)
+    elif event.status_update is not None and event.status_update.status.message is not None:
+        size += _parts_size(event.status_update.status.message.parts)
+    elif event.message is not None:
+        size += _parts_size(event.message.parts)
+    return size
+
+
+def _parts_size(parts: list[Part]) -> int:
+    size = 0
+    for part in parts:
+        for value in (part.text, part.raw, part.url):
+            if value is not UNSET:
+                size += len(value)
+        if part.data is not UNSET:
+            size += _data_size(part.data)
+    return size
+
+
+def _data_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict | list):
+        return 16 * (len(value) + 1)
+    return 8

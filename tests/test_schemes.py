@@ -1,0 +1,105 @@
+"""Stores and buses are opened from a scheme table beside their implementations (issue 28): every row of
+each table opens, and neither protocol module imports an implementation."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import skillwire
+from skillwire.server.buses import schemes as bus_schemes
+from skillwire.stores import schemes as store_schemes
+from skillwire.stores.base import TaskStore
+
+SRC = Path(skillwire.__file__).parent
+
+#: A URL of every scheme in the tables; a scheme added to a table without a URL here fails the test below.
+STORE_URLS = {
+    "memory": "memory://",
+    "sqlite": "sqlite:///{tmp}/tasks.db",
+    "postgresql": "postgresql://127.0.0.1/test",
+    "postgres": "postgres://127.0.0.1/test",
+}
+BUS_URLS = {
+    "memory": "memory://",
+    "redis": "redis://127.0.0.1:6379/0",
+    "rediss": "rediss://127.0.0.1:6379/0",
+    "postgresql": "postgresql://127.0.0.1/test",
+    "postgres": "postgres://127.0.0.1/test",
+}
+
+
+def implementation(opener: str) -> str:
+    return opener.partition(":")[0]
+
+
+async def test_every_store_scheme_opens_the_store_its_row_names(tmp_path: Path) -> None:
+    assert set(STORE_URLS) == set(store_schemes.SCHEMES)
+    for scheme, opener in store_schemes.SCHEMES.items():
+        store = store_schemes.open_store(STORE_URLS[scheme].format(tmp=tmp_path))  # opening does not connect
+        assert isinstance(store, TaskStore)
+        assert type(store).__module__ == implementation(opener), scheme
+        await store.close()
+
+
+async def test_every_bus_scheme_opens_the_bus_its_row_names() -> None:
+    assert set(BUS_URLS) == set(bus_schemes.SCHEMES)
+    for scheme, row in bus_schemes.SCHEMES.items():
+        bus = bus_schemes.open_bus(BUS_URLS[scheme])  # opening does not connect
+        assert all(callable(getattr(bus, name)) for name in ("subscribe", "publish", "fail", "close"))
+        assert type(bus).__module__ == implementation(row.opener), scheme
+        close = getattr(bus, "aclose", None)
+        if close is not None:
+            await close()
+        else:
+            bus.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("memory://anything", "Unknown store URL 'memory://anything'"),
+        ("MEMORY://", "Unknown store URL"),
+        ("mysql://host/db", "Unknown store URL 'mysql://host/db'"),
+        ("tasks.db", "Unknown store URL 'tasks.db'"),
+    ],
+)
+def test_a_store_url_outside_the_table_is_refused(url: str, message: str) -> None:
+    with pytest.raises(skillwire.SkillwireError, match=message):
+        store_schemes.open_store(url)
+
+
+def test_a_bus_url_outside_the_table_is_refused() -> None:
+    for url in ("memory://x", "nats://host", "localhost:6379"):
+        with pytest.raises(skillwire.SkillwireError, match="Unknown event bus"):
+            bus_schemes.open_bus(url)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every skillwire module ``path`` imports, at any depth (functions and TYPE_CHECKING blocks too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("skillwire"):
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("skillwire"))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("protocol", "table"),
+    [
+        ("stores/base.py", sorted({implementation(o) for o in store_schemes.SCHEMES.values()})),
+        ("server/buses/base.py", sorted({implementation(r.opener) for r in bus_schemes.SCHEMES.values()})),
+        ("stores/schemes.py", sorted({implementation(o) for o in store_schemes.SCHEMES.values()})),
+        ("server/buses/schemes.py", sorted({implementation(r.opener) for r in bus_schemes.SCHEMES.values()})),
+    ],
+)
+def test_no_protocol_or_table_module_imports_an_implementation(protocol: str, table: list[str]) -> None:
+    for module in table:
+        importlib.import_module(module)  # each row names a real module
+    assert imported_modules(SRC / protocol) & set(table) == set()
