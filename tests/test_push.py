@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+import serving
 from conftest import (
     A2A_V1,
     EXAMPLES,
@@ -138,32 +138,16 @@ class Hook:
             loop.call_soon_threadsafe(event.set)
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @contextlib.contextmanager
-def receiving(port: int | None = None) -> Iterator[Hook]:
+def receiving(port: int = 0) -> Iterator[Hook]:
+    """A webhook receiver on 127.0.0.1 (on ``port``, else a free one), for the block."""
     hook = Hook()
-    port = port or free_port()
-    config = uvicorn.Config(hook.app(), host="127.0.0.1", port=port, log_level="warning")
-    server = _Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        assert server.ready.wait(15), "the receiver did not start"
-        hook.url = f"http://127.0.0.1:{port}/hook"
-        yield hook
-    finally:
-        hook.release()
-        server.should_exit = True
-        thread.join(15)
+    with serving.running(hook.app(), port=port, name="receiver") as server:
+        hook.url = f"{server.url}/hook"
+        try:
+            yield hook
+        finally:
+            hook.release()  # before the server stops: it waits for the requests held open
 
 
 @pytest.fixture
