@@ -23,7 +23,7 @@ import pytest
 import serving
 from serving import Running
 from skillwire import Agent, Executor, RequestContext, TaskEvents
-from skillwire.cli.main import load_agent
+from skillwire.cli.targets import load_agent
 from skillwire.server.app import A2AApplication
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 

@@ -608,33 +608,36 @@ def _serve_args(*flags: str) -> list[str]:
 
 
 def test_serve_offers_push_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     monkeypatch.delenv("SKILLWIRE_PUSH", raising=False)
-    _, on = _application(_parse(_serve_args()))
+    _, on = application(_parse(_serve_args()))
     assert on.push is not None and on.card.capabilities.push_notifications is True
-    _, off = _application(_parse(_serve_args("--no-push")))
+    _, off = application(_parse(_serve_args("--no-push")))
     assert off.push is None and off.card.capabilities.push_notifications is False
     monkeypatch.setenv("SKILLWIRE_PUSH", "0")
-    _, from_env = _application(_parse(_serve_args()))
+    _, from_env = application(_parse(_serve_args()))
     assert from_env.push is None
 
 
 def test_serve_push_signing_keys_survive_the_reload_trip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skillwire.cli.main import _application, _as_env, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
+    from skillwire.cli.serve_options import as_env
 
     monkeypatch.delenv("SKILLWIRE_PUSH_SIGNING_KEY", raising=False)
     new, old = str(tmp_path / "new.pem"), str(tmp_path / "old.pem")
     args = _parse(_serve_args("--push-signing-key", new, "--push-signing-key", old))
-    _, app = _application(args)
+    _, app = application(args)
     assert app.push is not None and app.push.settings.signing_key == [new, old]
-    env = _as_env(args)
+    env = as_env(args)
     assert env["SKILLWIRE_PUSH_SIGNING_KEY"] == f"{new},{old}"
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    _, again = _application(_parse(["serve", "--store", "memory://"]))
+    _, again = application(_parse(["serve", "--store", "memory://"]))
     assert again.push is not None and again.push.settings.signing_key == [new, old]
 
 

@@ -32,7 +32,9 @@ from skillwire.protocol.states import TaskState
 from skillwire.stores.base import open_store, sqlite_path
 from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
 
-__all__ = ["add_parsers", "run"]
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+COMMANDS = frozenset({"db"})
 
 #: Tasks one prune batch of the command removes (one transaction each).
 PRUNE_BATCH = 1000
