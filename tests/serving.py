@@ -33,6 +33,8 @@ from skillwire.server.serve import build_server
 HOST = "127.0.0.1"
 #: The cap on a start and on a stop, in seconds.
 WAIT = 15.0
+#: How long a server of any ASGI app waits, once asked to stop, for the connections still open.
+GRACE = 5.0
 
 
 def bound_socket(port: int = 0) -> socket.socket:
@@ -114,7 +116,10 @@ def _config(app: Any, tls: tuple[Path, Path] | None, options: dict[str, Any]) ->
             raise TypeError("a uvicorn.Config is served as configured: no tls or options beside it")
         return app
     ssl = {} if tls is None else {"ssl_certfile": str(tls[0]), "ssl_keyfile": str(tls[1])}
-    return uvicorn.Config(app, host=HOST, **{"log_level": "warning", **ssl, **options})
+    # A connection a client keeps open (a browser's stream) would hold uvicorn's shutdown forever: it gets
+    # GRACE seconds, as skillwire's own server gives its streams a bounded wait.
+    defaults = {"log_level": "warning", "timeout_graceful_shutdown": GRACE}
+    return uvicorn.Config(app, host=HOST, **{**defaults, **ssl, **options})
 
 
 def start(
@@ -185,4 +190,4 @@ def running(app: Any, **options: Any) -> Iterator[Running]:
         server.stop()
 
 
-__all__ = ["HOST", "WAIT", "Running", "bound_socket", "running", "start"]
+__all__ = ["GRACE", "HOST", "WAIT", "Running", "bound_socket", "running", "start"]

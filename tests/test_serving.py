@@ -71,6 +71,22 @@ def test_a_stop_that_does_not_end_the_thread_fails_within_its_bound() -> None:
         server.stop()
 
 
+def test_a_stream_a_client_keeps_open_does_not_hold_the_stop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serving, "GRACE", 0.2)
+    forever = asyncio.Event()
+
+    async def endless(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await forever.wait()  # never set: the stream ends only when the server cancels it
+
+    server = serving.start(endless, lifespan="off", log_level="critical")
+    with socket.create_connection((server.host, server.port), timeout=WAIT) as conn:
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+        server.stop()  # within its bound although the connection is still open
+    assert not server.thread.is_alive()
+
+
 def test_a_failed_start_up_is_reported_not_waited_out() -> None:
     @contextlib.asynccontextmanager
     async def failing(app: Any) -> AsyncIterator[None]:
