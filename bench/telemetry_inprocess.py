@@ -76,11 +76,12 @@ def _floor(requests: int) -> float:
 
 
 async def _serve(mode: str, requests: int) -> float:
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     argv = ["serve", "examples/echo", "--store", "memory://", "--no-push", "--no-console"]
     argv += {"metrics": ["--metrics"], "off": []}.get(mode, ["--otel"])
-    _, app = _application(_parse(argv))
+    _, app = application(_parse(argv))
     body = json.dumps(
         {
             "jsonrpc": "2.0",

@@ -13,19 +13,18 @@ import subprocess
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import httpx
 import pytest
-import uvicorn
 
+import serving
+from serving import Running
 from skillwire import Agent, Executor, RequestContext, TaskEvents
-from skillwire.cli.main import load_agent
+from skillwire.cli.targets import load_agent
 from skillwire.server.app import A2AApplication
-from skillwire.server.serving.serve import build_server
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,90 +67,19 @@ def free_port() -> int:
     raise RuntimeError("no free port found")
 
 
-def bound_socket() -> socket.socket:
-    """A socket bound on 127.0.0.1 for a server of this process to listen on: no window between choosing the
-    port and binding it."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
+#: A server of this process in a thread (tests/serving.py); ``start_server(app)`` starts one.
+RunningServer = Running
 
 
-@dataclass
-class RunningServer:
-    app: A2AApplication
-    port: int
-    thread: threading.Thread
-    server: Any
-    #: The event loop the server runs on (to run a coroutine on it from the test).
-    loop: asyncio.AbstractEventLoop
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def rpc_url(self) -> str:
-        return self.url + "/"
-
-    def stop(self, timeout: float = 15.0) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "server did not stop"
-
-
-def start_server(app: A2AApplication, timeout: float = 15.0) -> RunningServer:
+def start_server(app: A2AApplication, timeout: float = serving.WAIT) -> RunningServer:
     """Run ``app`` under uvicorn in a thread and wait until it accepts connections."""
-    ready = threading.Event()
-    loops: list[asyncio.AbstractEventLoop] = []
-
-    def on_ready() -> None:
-        loops.append(asyncio.get_running_loop())
-        ready.set()
-
-    sock = bound_socket()
-    port = int(sock.getsockname()[1])
-    server = build_server(app, host="127.0.0.1", port=port, on_ready=on_ready)
-
-    def run() -> None:
-        with sock:
-            server.run(sockets=[sock])
-
-    thread = threading.Thread(target=run, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    if not ready.wait(timeout):
-        server.should_exit = True
-        raise RuntimeError("the test server did not start")
-    return RunningServer(app, port, thread, server, loops[0])
+    return serving.start(app, timeout=timeout)
 
 
-def serve_asgi(app: Any) -> tuple[str, Any]:
-    """Serve any ASGI app under uvicorn in a thread: its URL and a function that stops it."""
-    sock = bound_socket()
-    port = sock.getsockname()[1]
-    started = threading.Event()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    original = server.startup
-
-    async def startup(sockets: Any = None) -> None:
-        await original(sockets)
-        started.set()
-
-    server.startup = startup  # type: ignore[method-assign]
-
-    def run() -> None:
-        with sock:
-            server.run(sockets=[sock])
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(15.0), "the test server did not start"
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(15.0)
-
-    return f"http://127.0.0.1:{port}", stop
+def serve_asgi(app: Any) -> tuple[str, Callable[[], None]]:
+    """Serve any ASGI app under uvicorn in a thread, lifespan on: its URL and a function that stops it."""
+    server = serving.start(app, lifespan="on")
+    return server.url, server.stop
 
 
 async def _no_outside_dns(host: str, port: int) -> list[Any]:

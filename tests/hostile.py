@@ -8,15 +8,14 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import socket
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import uvicorn
+import serving
+from serving import Running
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -105,33 +104,12 @@ class Recorder:
         await self.app(scope, receive, send)
 
 
-@dataclass
-class Running:
-    url: str
-    server: uvicorn.Server
-    thread: threading.Thread
-
-
 @contextmanager
 def running(app: Any, *, tls: tuple[Path, Path] | None = None) -> Iterator[Running]:
-    """``app`` under uvicorn on a socket bound before the server starts (a connection waits in the
-    backlog until it serves, so there is nothing to wait for); stopped on exit."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    port = sock.getsockname()[1]
-    ssl: dict[str, Any] = {} if tls is None else {"ssl_certfile": str(tls[0]), "ssl_keyfile": str(tls[1])}
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, ws="none", **ssl)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield Running(f"{'https' if tls else 'http'}://127.0.0.1:{port}", server, thread)
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
-        assert not thread.is_alive(), "server did not stop"
+    """``app`` under plain uvicorn (no lifespan, no access log), over HTTPS with ``tls`` (cert.pem, key.pem);
+    stopped on exit."""
+    with serving.running(app, tls=tls, name="hostile", lifespan="off", access_log=False, ws="none") as server:
+        yield server
 
 
 def self_signed(folder: Path) -> tuple[Path, Path]:

@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qs
 
-import uvicorn
 from joserfc import jwt
 from joserfc.jwk import ECKey, Key, RSAKey
 
-from conftest import free_port
+import serving
+from serving import bound_socket
 
 REALM = "/realms/test"
 AUDIENCE = "https://agent.example"
@@ -159,37 +158,20 @@ class IdP:
         return token
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
-        super().__init__(config)
-        self.ready = ready
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @contextmanager
 def running_idp(clock: Clock | None = None) -> Iterator[IdP]:
-    port = free_port()
-    idp = IdP(port, clock or Clock())
-    config = uvicorn.Config(
-        idp, host="127.0.0.1", port=port, log_level="warning", lifespan="off", access_log=False, ws="none"
-    )
-    config.timeout_graceful_shutdown = 2
-    ready = threading.Event()
-    server = _Server(config, ready)
-    thread = threading.Thread(target=server.run, name=f"idp-{port}", daemon=True)
-    thread.start()
-    if not ready.wait(15):
-        server.should_exit = True
-        raise RuntimeError("the test IdP did not start")
-    try:
+    sock = bound_socket()
+    idp = IdP(sock.getsockname()[1], clock or Clock())
+    with serving.running(
+        idp,
+        sock=sock,
+        name="idp",
+        lifespan="off",
+        access_log=False,
+        ws="none",
+        timeout_graceful_shutdown=2,
+    ):
         yield idp
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        assert not thread.is_alive(), "the test IdP did not stop"
 
 
 __all__ = ["AUDIENCE", "CLIENT", "REALM", "Clock", "IdP", "b64", "running_idp"]

@@ -394,7 +394,8 @@ def test_a_page_on_an_allowed_origin_calls_the_agent_and_others_cannot(
 
 def test_serve_takes_cors_origins_from_flags_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import EXAMPLES
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     greeter = str(EXAMPLES / "greeter")
     flags = [
@@ -405,10 +406,10 @@ def test_serve_takes_cors_origins_from_flags_or_the_environment(monkeypatch: pyt
         "--cors-origin",
         "http://127.0.0.1:5173",
     ]
-    _, app = _application(_parse(["serve", greeter, *flags]))
+    _, app = application(_parse(["serve", greeter, *flags]))
     assert app.browser.origins == {"https://app.example", "http://127.0.0.1:5173"}
     monkeypatch.setenv("SKILLWIRE_CORS_ORIGINS", "https://a.example, https://b.example")
-    _, app = _application(_parse(["serve", greeter, "--store", "memory://"]))
+    _, app = application(_parse(["serve", greeter, "--store", "memory://"]))
     assert app.browser.origins == {"https://a.example", "https://b.example"}
 
 

@@ -491,16 +491,17 @@ async def test_continued_task_streams_only_its_new_turn(
 
 def test_serve_takes_the_bus_from_its_flag_or_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import EXAMPLES
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     echo = str(EXAMPLES / "echo")
-    _, app = _application(_parse(["serve", echo, "--store", "memory://", "--bus", REDIS]))
+    _, app = application(_parse(["serve", echo, "--store", "memory://", "--bus", REDIS]))
     assert app.runtime is not None and isinstance(app.runtime.bus, RedisEventBus)
-    _, default = _application(_parse(["serve", echo, "--store", "memory://"]))
+    _, default = application(_parse(["serve", echo, "--store", "memory://"]))
     assert default.runtime is not None and isinstance(default.runtime.bus, InProcessEventBus)
     monkeypatch.setenv("SKILLWIRE_BUS", "nats://somewhere")
     with pytest.raises(SkillwireError, match="Unknown event bus scheme nats://"):
-        _application(_parse(["serve", echo, "--store", "memory://"]))
+        application(_parse(["serve", echo, "--store", "memory://"]))
 
 
 async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay(

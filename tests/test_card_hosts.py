@@ -30,7 +30,7 @@ from skillwire import Client
 from skillwire.security import APIKey, Security
 from skillwire.server.bindings.hosts import AllowedHosts, parse_host, served_hosts
 from skillwire.server.serving.serve import warn_unnamed
-from test_mounting import base_of, fastapi_app, run
+from test_mounting import fastapi_app, run
 
 CARD = "/.well-known/agent-card.json"
 EVIL = {"Host": "evil.example"}
@@ -197,7 +197,7 @@ async def test_a_public_url_with_allowed_hosts_refuses_the_others(
 async def test_a_mounted_app_with_allowed_hosts(http: httpx.AsyncClient) -> None:
     a2a = example_agent("greeter").asgi(store="memory://", allowed_hosts=["agent.example", "127.0.0.1"])
     with run(fastapi_app(a2a, "/a2a"), a2a) as server:
-        base = base_of(server)
+        base = server.url
         card = await http.get(base + "/a2a" + CARD, headers={"Host": "agent.example"})
         assert card.json()["supportedInterfaces"][0]["url"] == "http://agent.example/a2a/"
         assert card.headers["vary"] == "Host"
@@ -212,8 +212,8 @@ async def test_a_mounted_app_with_allowed_hosts(http: httpx.AsyncClient) -> None
 async def test_a_mounted_app_without_configuration_names_the_address_reached(http: httpx.AsyncClient) -> None:
     a2a = example_agent("greeter").asgi(store="memory://")
     with run(fastapi_app(a2a, "/a2a"), a2a) as server:
-        card = (await http.get(base_of(server) + "/a2a" + CARD, headers=EVIL)).json()
-        assert card["supportedInterfaces"][0]["url"] == base_of(server) + "/a2a/"
+        card = (await http.get(server.url + "/a2a" + CARD, headers=EVIL)).json()
+        assert card["supportedInterfaces"][0]["url"] == server.url + "/a2a/"
 
 
 # -- skillwire serve -------------------------------------------------------------------------------------------

@@ -8,8 +8,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import socket
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,13 +15,13 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import uvicorn
 from a2a.client import A2ACardResolver
 from a2a.utils.signing import create_signature_verifier
 from joserfc.jwk import ECKey, KeySet, OKPKey, RSAKey
 from jwt.api_jwk import PyJWK
 
-from conftest import PROCESS_TIMEOUT, RunningServer, Served, assert_proto, example_agent, free_port
+import serving
+from conftest import PROCESS_TIMEOUT, RunningServer, Served, assert_proto, example_agent
 from conftest import start_process as start
 from skillwire import Agent, CardSignatureError, CardSigner, Client, SyncClient, Task
 from skillwire.cli.main import main
@@ -236,31 +234,11 @@ def test_the_sync_client_takes_card_keys(serve: Serve) -> None:
 # -- a card tampered with on its way ------------------------------------------------------------------------
 
 
-class _Uvicorn(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.startup_done = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().startup(sockets)
-        finally:
-            self.startup_done.set()
-
-
 @contextlib.contextmanager
 def serve_asgi(app: Any) -> Iterator[str]:
     """Any small ASGI ``app`` under a real uvicorn on 127.0.0.1; yields its base URL."""
-    port = free_port()
-    server = _Uvicorn(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="critical"))
-    thread = threading.Thread(target=server.run, name=f"tampering-{port}", daemon=True)
-    thread.start()
-    try:
-        assert server.startup_done.wait(WAIT) and server.started, "uvicorn did not start"
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
+    with serving.running(app, name="tampering", lifespan="off", log_level="critical", timeout=WAIT) as server:
+        yield server.url
 
 
 def card_server(card: dict[str, Any]) -> Callable[..., Any]:

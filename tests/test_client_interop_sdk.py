@@ -12,17 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import socket
-import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import httpx
 import pytest
-import uvicorn
 
 import sdk_agent
+import serving
 from conftest import collect, free_port, state_of
 from skillwire import Client, TaskFailedError, TaskState
 from skillwire.client import HTTPStatusError
@@ -41,20 +39,6 @@ WAIT = 10.0  # the cap on every wait in this module, in seconds
 HOOK = "https://example.com/a2a-hook"  # stored only: the agent has no push sender, nothing is sent
 
 
-class _Uvicorn(uvicorn.Server):
-    """A uvicorn server that says when its startup is over (whether it worked: see ``started``)."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.startup_done = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().startup(sockets)
-        finally:
-            self.startup_done.set()
-
-
 @dataclass
 class SdkServer:
     url: str
@@ -69,18 +53,8 @@ def run_sdk_agent(**options: str) -> Iterator[SdkServer]:
     while grpc_port == port:
         grpc_port = free_port()
     app, executor = sdk_agent.create_app("127.0.0.1", port, grpc_port=grpc_port, **options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    server = _Uvicorn(config)
-    thread = threading.Thread(target=server.run, name=f"a2a-sdk-{port}", daemon=True)
-    thread.start()
-    try:
-        if not server.startup_done.wait(WAIT) or not server.started:
-            raise RuntimeError("the a2a-sdk agent did not start")
+    with serving.running(app, port=port, name="a2a-sdk", lifespan="on", timeout=WAIT):
         yield SdkServer(f"http://127.0.0.1:{port}", f"127.0.0.1:{grpc_port}", executor)
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
-    assert not thread.is_alive(), "the a2a-sdk agent did not stop"
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from google.rpc import error_details_pb2, status_pb2
 
 from conftest import EXAMPLES, assert_proto
 from skillwire import A2AError, BaseRequestHandler, CallContext, Limits, Task
-from skillwire.cli.main import load_agent
+from skillwire.cli.targets import load_agent
 from skillwire.errors import UnsupportedOperationError, VersionNotSupportedError
 from skillwire.protocol.models import AgentInterface, GetTaskRequest
 from skillwire.protocol.operations import OPERATIONS, OperationSpec, spec_of

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 import skillwire.llm
-from conftest import bound_socket, serve_asgi
+from conftest import serve_asgi
 from llm_standin import WAIT, Hang, ProviderStandIn, Raw, RawStream, Reply, SlowStream, Status
+from serving import bound_socket
 from skillwire.errors import SkillwireError
 from skillwire.llm import (
     Adapter,

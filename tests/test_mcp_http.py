@@ -164,12 +164,13 @@ async def test_progress_elicitation_and_cancel_over_http(server: RunningServer) 
 def test_serve_mcp_flag_and_env(monkeypatch: pytest.MonkeyPatch, flag: list[str], env: str | None) -> None:
     from pathlib import Path
 
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     if env is not None:
         monkeypatch.setenv("SKILLWIRE_MCP", env)
     target = str(Path(__file__).with_name("mcp_agent.py"))
-    _, app = _application(_parse(["serve", target, "--store", "memory://", *flag]))
+    _, app = application(_parse(["serve", target, "--store", "memory://", *flag]))
     assert [mount.path for mount in app.mounts] == ([] if "--no-mcp" in flag else ["/mcp"])
 
 
@@ -196,8 +197,9 @@ async def test_a_session_belongs_to_the_caller_that_opened_it(server: RunningSer
 def test_serve_reload_hands_mcp_to_its_processes() -> None:
     from pathlib import Path
 
-    from skillwire.cli.main import _as_env, _parse
+    from skillwire.cli.main import _parse
+    from skillwire.cli.serve_options import as_env
 
     target = str(Path(__file__).with_name("mcp_agent.py"))
-    assert _as_env(_parse(["serve", target, "--mcp"]))["SKILLWIRE_MCP"] == "1"
-    assert _as_env(_parse(["serve", target]))["SKILLWIRE_MCP"] == "0"
+    assert as_env(_parse(["serve", target, "--mcp"]))["SKILLWIRE_MCP"] == "1"
+    assert as_env(_parse(["serve", target]))["SKILLWIRE_MCP"] == "0"

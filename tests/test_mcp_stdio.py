@@ -17,7 +17,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 
-from skillwire.cli.main import load_agent
+from skillwire.cli.targets import load_agent
 from skillwire.mcp.tools import TEXT_INPUT
 from skillwire.protocol.states import TaskState
 

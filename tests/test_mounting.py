@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from pathlib import Path
@@ -20,7 +18,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from fastapi import FastAPI
@@ -28,7 +25,9 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Mount, Route
 
-from conftest import A2A_V1, collect, example_agent, free_port, rpc, state_of, user_message
+import serving
+from conftest import A2A_V1, collect, example_agent, rpc, state_of, user_message
+from serving import Running
 from skillwire import Client, Task, TaskState
 from skillwire.server.app import A2AApplication
 
@@ -36,53 +35,22 @@ WAIT = 10.0  # the cap on every wait in this module, in seconds
 HTTP_BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
 
-class _Uvicorn(uvicorn.Server):
-    """A uvicorn server that says when its start-up is over (whether it worked: see ``started``), and shuts
-    the agent down with it, as ``skillwire serve`` does: a mounted app whose parent has no lifespan for it
-    is shut down by nothing else (its SQLite file would stay open)."""
-
-    def __init__(self, config: uvicorn.Config, a2a: A2AApplication) -> None:
-        super().__init__(config)
-        self.startup_done = threading.Event()
-        self._a2a = a2a
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().startup(sockets)
-        except SystemExit:  # uvicorn exits the process when the lifespan's start-up fails: not in a test
-            self.should_exit = True
-        finally:
-            self.startup_done.set()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().shutdown(sockets)
-        finally:
-            await self._a2a.shutdown()
-
-
 @contextlib.contextmanager
-def run(app: Any, a2a: A2AApplication) -> Iterator[_Uvicorn]:
+def run(app: Any, a2a: A2AApplication, *, must_start: bool = True) -> Iterator[Running]:
     """Any ASGI ``app`` (that mounts ``a2a``) under a real uvicorn in a thread, lifespan on (the parent's
-    own, if it has one)."""
-    port = free_port()
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, lifespan="on", log_level="critical", timeout_graceful_shutdown=5
-    )
-    server = _Uvicorn(config, a2a)
-    thread = threading.Thread(target=server.run, name=f"mounted-{port}", daemon=True)
-    thread.start()
-    try:
-        assert server.startup_done.wait(WAIT), "uvicorn did not start"
+    own, if it has one); the agent is shut down with the server, as ``skillwire serve`` does: a mounted app
+    whose parent has no lifespan for it is shut down by nothing else (its SQLite file would stay open)."""
+    with serving.running(
+        app,
+        name="mounted",
+        must_start=must_start,
+        on_shutdown=a2a.shutdown,
+        lifespan="on",
+        log_level="critical",
+        timeout_graceful_shutdown=5,
+        timeout=WAIT,
+    ) as server:
         yield server
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
-        assert not thread.is_alive(), "uvicorn did not stop"
-
-
-def base_of(server: _Uvicorn) -> str:
-    return f"http://127.0.0.1:{server.config.port}"
 
 
 def _health(request: Any) -> PlainTextResponse:
@@ -138,7 +106,7 @@ def mounted(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     _, prefix, make = request.param
     a2a = example_agent("echo").asgi(store=f"sqlite:///{tmp_path}/tasks.db")
     with run(make(a2a, prefix), a2a) as server:
-        yield base_of(server) + prefix.rstrip("/")
+        yield server.url + prefix.rstrip("/")
 
 
 @pytest.fixture
@@ -167,7 +135,7 @@ async def test_the_parents_own_routes_still_answer(
 ) -> None:
     a2a = example_agent("echo").asgi(store=f"sqlite:///{tmp_path}/tasks.db")
     with run(make(a2a, "/a2a"), a2a) as server:
-        origin = base_of(server)
+        origin = server.url
         assert (await http.get(origin + "/health")).status_code == 200
         assert (await http.get(origin + "/.well-known/agent-card.json")).status_code == 404
         assert (await http.get(origin + "/a2a/.well-known/agent-card.json")).status_code == 200
@@ -264,7 +232,7 @@ async def test_store_that_cannot_open_answers_an_error_at_once(
 ) -> None:
     a2a = example_agent("echo").asgi(store=unopenable_store(tmp_path))
     with run(fastapi_app(a2a, "/a2a"), a2a) as server:
-        url = base_of(server) + "/a2a"
+        url = server.url + "/a2a"
         async with asyncio.timeout(WAIT):
             card = await http.get(url + "/.well-known/agent-card.json")
             assert card.status_code == 503
@@ -310,7 +278,7 @@ async def test_a_failed_start_is_tried_again_once_the_store_can_open(
         return PlainTextResponse("ready")
 
     with run(api, a2a) as server:
-        base = base_of(server)
+        base = server.url
         card = base + "/a2a/.well-known/agent-card.json"
         async with asyncio.timeout(WAIT):
             assert (await http.get(card)).status_code == 503
@@ -327,7 +295,7 @@ async def test_a_failed_start_is_tried_again_once_the_store_can_open(
 
 async def test_parent_lifespan_with_a_store_that_cannot_open_fails_the_start(tmp_path: Path) -> None:
     a2a = example_agent("echo").asgi(store=unopenable_store(tmp_path))
-    with run(fastapi_app(a2a, "/a2a", lifespan=True), a2a) as server:
+    with run(fastapi_app(a2a, "/a2a", lifespan=True), a2a, must_start=False) as server:
         assert not server.started
     assert "cannot open the SQLite store" in str(a2a.startup_error)
 
@@ -348,7 +316,7 @@ async def test_lifespan_composes_with_the_parents_own(tmp_path: Path, http: http
     with run(api, a2a) as server:
         assert seen == ["started"]
         async with asyncio.timeout(WAIT):
-            client = await Client.connect(base_of(server) + "/a2a")
+            client = await Client.connect(server.url + "/a2a")
             async with client:
                 task = await client.send("composed")
         assert task.status.state is TaskState.COMPLETED  # type: ignore[union-attr]
@@ -367,7 +335,7 @@ async def test_startup_and_shutdown_may_be_awaited_by_hand(tmp_path: Path, http:
 
     with run(Starlette(routes=[Mount("/agents/echo", app=a2a)], lifespan=lifespan), a2a) as server:
         async with asyncio.timeout(WAIT):
-            client = await Client.connect(base_of(server) + "/agents/echo", bindings=("HTTP+JSON",))
+            client = await Client.connect(server.url + "/agents/echo", bindings=("HTTP+JSON",))
             async with client:
                 assert (await client.list_tasks()).tasks == []
 
@@ -385,7 +353,7 @@ async def test_docs_mounting_example_serves_under_its_prefix(
     exec(compile(example, "docs/mounting.md", "exec"), namespace)
     with run(namespace["api"], namespace["a2a"]) as server:
         async with asyncio.timeout(WAIT):
-            client = await Client.connect(base_of(server) + "/a2a")
+            client = await Client.connect(server.url + "/a2a")
             async with client:
                 task = await client.send("hello")
     assert isinstance(task, Task) and task.status.state is TaskState.COMPLETED

@@ -19,7 +19,9 @@ import pytest
 import trustme
 
 from conftest import EXAMPLES
-from skillwire.cli.main import _application, _as_env, _parse
+from skillwire.cli.assembly import application
+from skillwire.cli.main import _parse
+from skillwire.cli.serve_options import as_env
 from skillwire.errors import InvalidParamsError, SkillwireError, WebhookRefusedError
 from skillwire.server.notifications.outbound import (
     IPAddress,
@@ -402,7 +404,7 @@ def serve_args(*flags: str) -> list[str]:
 def test_serve_builds_the_default_policy_without_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SKILLWIRE_WEBHOOK_ALLOW", raising=False)
     monkeypatch.delenv("SKILLWIRE_WEBHOOK_ALLOW_HTTP", raising=False)
-    _, app = _application(_parse(serve_args()))
+    _, app = application(_parse(serve_args()))
     assert app.webhook_policy == WebhookPolicy()
 
 
@@ -411,7 +413,7 @@ def test_serve_webhook_flags_make_the_apps_policy(monkeypatch: pytest.MonkeyPatc
     args = _parse(
         serve_args("--webhook-allow", "127.0.0.1", "--webhook-allow", "hooks.test", "--webhook-allow-http")
     )
-    _, app = _application(args)
+    _, app = application(args)
     assert app.webhook_policy == WebhookPolicy(allow=["127.0.0.1", "hooks.test"], allow_http=True)
     assert app.webhook_policy.check_url("http://hooks.test/").scheme == "http"
 
@@ -419,13 +421,13 @@ def test_serve_webhook_flags_make_the_apps_policy(monkeypatch: pytest.MonkeyPatc
 def test_serve_reads_the_webhook_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SKILLWIRE_WEBHOOK_ALLOW", "10.0.0.0/8, [::1],hooks.test")
     monkeypatch.setenv("SKILLWIRE_WEBHOOK_ALLOW_HTTP", "1")
-    _, app = _application(_parse(serve_args()))
+    _, app = application(_parse(serve_args()))
     assert app.webhook_policy == WebhookPolicy(allow=["10.0.0.0/8", "[::1]", "hooks.test"], allow_http=True)
 
 
 def test_serve_refuses_a_bad_webhook_allow_entry() -> None:
     with pytest.raises(SkillwireError, match="--webhook-allow: webhook allow entry 'not a host'"):
-        _application(_parse(serve_args("--webhook-allow", "not a host")))
+        application(_parse(serve_args("--webhook-allow", "not a host")))
 
 
 def test_serve_reload_hands_the_webhook_policy_to_its_processes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -433,12 +435,12 @@ def test_serve_reload_hands_the_webhook_policy_to_its_processes(monkeypatch: pyt
     args = _parse(
         serve_args("--webhook-allow", "10.0.0.0/8", "--webhook-allow", "hooks.test", "--webhook-allow-http")
     )
-    env = _as_env(args)
+    env = as_env(args)
     assert (env["SKILLWIRE_WEBHOOK_ALLOW"], env["SKILLWIRE_WEBHOOK_ALLOW_HTTP"]) == (
         "10.0.0.0/8,hooks.test",
         "1",
     )
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    _, app = _application(_parse(["serve", "--store", "memory://"]))
+    _, app = application(_parse(["serve", "--store", "memory://"]))
     assert app.webhook_policy == WebhookPolicy(allow=["10.0.0.0/8", "hooks.test"], allow_http=True)

@@ -22,12 +22,12 @@ from typing import Any
 import httpx
 import msgspec
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+import serving
 from conftest import (
     A2A_V1,
     EXAMPLES,
@@ -138,32 +138,16 @@ class Hook:
             loop.call_soon_threadsafe(event.set)
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @contextlib.contextmanager
-def receiving(port: int | None = None) -> Iterator[Hook]:
+def receiving(port: int = 0) -> Iterator[Hook]:
+    """A webhook receiver on 127.0.0.1 (on ``port``, else a free one), for the block."""
     hook = Hook()
-    port = port or free_port()
-    config = uvicorn.Config(hook.app(), host="127.0.0.1", port=port, log_level="warning")
-    server = _Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        assert server.ready.wait(15), "the receiver did not start"
-        hook.url = f"http://127.0.0.1:{port}/hook"
-        yield hook
-    finally:
-        hook.release()
-        server.should_exit = True
-        thread.join(15)
+    with serving.running(hook.app(), port=port, name="receiver") as server:
+        hook.url = f"{server.url}/hook"
+        try:
+            yield hook
+        finally:
+            hook.release()  # before the server stops: it waits for the requests held open
 
 
 @pytest.fixture
@@ -624,33 +608,36 @@ def _serve_args(*flags: str) -> list[str]:
 
 
 def test_serve_offers_push_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
 
     monkeypatch.delenv("SKILLWIRE_PUSH", raising=False)
-    _, on = _application(_parse(_serve_args()))
+    _, on = application(_parse(_serve_args()))
     assert on.push is not None and on.card.capabilities.push_notifications is True
-    _, off = _application(_parse(_serve_args("--no-push")))
+    _, off = application(_parse(_serve_args("--no-push")))
     assert off.push is None and off.card.capabilities.push_notifications is False
     monkeypatch.setenv("SKILLWIRE_PUSH", "0")
-    _, from_env = _application(_parse(_serve_args()))
+    _, from_env = application(_parse(_serve_args()))
     assert from_env.push is None
 
 
 def test_serve_push_signing_keys_survive_the_reload_trip(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from skillwire.cli.main import _application, _as_env, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
+    from skillwire.cli.serve_options import as_env
 
     monkeypatch.delenv("SKILLWIRE_PUSH_SIGNING_KEY", raising=False)
     new, old = str(tmp_path / "new.pem"), str(tmp_path / "old.pem")
     args = _parse(_serve_args("--push-signing-key", new, "--push-signing-key", old))
-    _, app = _application(args)
+    _, app = application(args)
     assert app.push is not None and app.push.settings.signing_key == [new, old]
-    env = _as_env(args)
+    env = as_env(args)
     assert env["SKILLWIRE_PUSH_SIGNING_KEY"] == f"{new},{old}"
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    _, again = _application(_parse(["serve", "--store", "memory://"]))
+    _, again = application(_parse(["serve", "--store", "memory://"]))
     assert again.push is not None and again.push.settings.signing_key == [new, old]
 
 

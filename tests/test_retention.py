@@ -592,18 +592,19 @@ async def test_db_prune_and_stats_on_postgres_in_a_subprocess() -> None:
 def test_serve_takes_the_retention_from_its_variable_and_prints_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from skillwire.cli.main import _application, _parse
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
     from skillwire.server.serving.serve import print_banner
 
     echo = str(Path(__file__).parent.parent / "examples" / "echo")
     monkeypatch.setenv("SKILLWIRE_TASK_RETENTION", "90s")
-    agent, app = _application(_parse(["serve", echo, "--store", "memory://"]))
+    agent, app = application(_parse(["serve", echo, "--store", "memory://"]))
     assert app.limits.task_retention == 90.0
     print_banner(app, agent.name, host="127.0.0.1", port=8000)
     assert (
         "  finished tasks kept: 90 s (--task-retention)\n  task store: memory://" in capsys.readouterr().err
     )
-    _, flagged = _application(_parse(["serve", echo, "--store", "memory://", "--task-retention", "none"]))
+    _, flagged = application(_parse(["serve", echo, "--store", "memory://", "--task-retention", "none"]))
     assert flagged.limits.task_retention is None
     print_banner(flagged, agent.name, host="127.0.0.1", port=8000)
     assert "finished tasks kept: forever" in capsys.readouterr().err

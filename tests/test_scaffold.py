@@ -8,7 +8,8 @@ import pytest
 
 from conftest import Served, assert_rpc_result, user_message
 from conftest import start_process as start
-from skillwire.cli.main import load_agent, main
+from skillwire.cli.main import main
+from skillwire.cli.targets import load_agent
 from skillwire.errors import InvalidParamsError
 from skillwire.protocol.models import Message, Part, Role, Task, new_id
 from skillwire.protocol.states import TaskState

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from conftest import EXAMPLES
-from skillwire.cli.main import _check, main
+from skillwire.cli.main import main
+from skillwire.cli.skills import check_skills
 from skillwire.skills.loader import check_skills_folder
 from skillwire.skills.schema_cost import FANOUT_LIMIT, cost_warnings
 
@@ -176,11 +177,11 @@ def test_skills_check_prints_warnings_with_file_line_and_location(
 
 def test_strict_turns_warnings_into_failures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_skill(tmp_path, "slow", chain(12))
-    assert _check(str(tmp_path), strict=True) == 1
+    assert check_skills(str(tmp_path), strict=True) == 1
     err = capsys.readouterr().err
     assert "warning: applied 4,096 times" in err
     assert "0 problem(s), 1 warning(s) in 1 skill(s) (--strict)" in err
-    assert _check(str(tmp_path)) == 0
+    assert check_skills(str(tmp_path)) == 0
 
 
 def test_output_schemas_are_checked_too(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from conftest import A2A_V1, EXAMPLES, assert_rpc_error, assert_rpc_result, rpc, user_message
 from skillwire import Agent, SkillwireError
-from skillwire.cli.main import load_agent, main
+from skillwire.cli.main import main
+from skillwire.cli.targets import load_agent
 from skillwire.errors import ManifestError
 from skillwire.skills.loader import check_skills_folder, load_agent_config, plugin_skills
 

@@ -17,7 +17,6 @@ import pickle
 import signal
 import socket
 import ssl
-import threading
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,8 +27,8 @@ import grpc
 import httpx
 import pytest
 import trustme
-import uvicorn
 
+import serving
 from conftest import EXAMPLES, Served, example_agent, free_port, start_process
 from skillwire import Agent, Client, Limits, SkillContext, TaskState
 from skillwire.cli.main import main
@@ -140,45 +139,30 @@ async def tls_echo(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": encoded})
 
 
-class _Started(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @pytest.fixture
 def echo_server() -> Iterator[Any]:
     """``echo_server(tls, http, loop="auto")``: ``tls_echo`` under uvicorn with ``tls``, the protocol
     ``http`` and the event ``loop``; its ``https://127.0.0.1:PORT`` URL."""
-    running: list[tuple[_Started, threading.Thread]] = []
+    running: list[serving.Running] = []
 
     def start(tls: TLSConfig, http: Any, loop: str = "auto") -> str:
-        port = free_port()
+        sock = serving.bound_socket()
         config = uvicorn_config(
             tls,
             tls_echo,
             http=http,
             loop=loop,
             host="127.0.0.1",
-            port=port,
+            port=sock.getsockname()[1],
             lifespan="off",
             log_level="warning",
         )
-        server = _Started(config)
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        running.append((server, thread))
-        assert server.ready.wait(WAIT), "the TLS echo server did not start"
-        return f"https://127.0.0.1:{port}"
+        running.append(serving.start(config, sock=sock, name="tls-echo", timeout=WAIT))
+        return running[-1].url
 
     yield start
-    for server, thread in running:
-        server.should_exit = True
-        thread.join(WAIT)
+    for server in running:
+        server.stop(WAIT)
 
 
 #: The protocol classes served with: skillwire's bounded httptools protocol (``skillwire serve``), uvicorn's
@@ -228,17 +212,11 @@ def test_each_connection_carries_its_own_certificate(pki: Pki, echo_server: Any)
 
 
 def test_plain_http_has_no_tls_extension() -> None:
-    port = free_port()
+    sock = serving.bound_socket()
+    port = sock.getsockname()[1]
     config = uvicorn_config(None, tls_echo, http="h11", host="127.0.0.1", port=port, lifespan="off")
-    server = _Started(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        assert server.ready.wait(WAIT)
-        seen = httpx.get(f"http://127.0.0.1:{port}/", timeout=WAIT).json()
-    finally:
-        server.should_exit = True
-        thread.join(WAIT)
+    with serving.running(config, sock=sock, timeout=WAIT) as server:
+        seen = httpx.get(f"{server.url}/", timeout=WAIT).json()
     assert (seen["scheme"], seen["tls"], seen["peer"]) == ("http", None, None)
 
 

@@ -9,14 +9,12 @@ import contextlib
 import json
 import re
 import stat
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi import Request as FastAPIRequest
 from joserfc import jwt
@@ -26,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from conftest import free_port
+import serving
 from skillwire.errors import SkillwireError
 from skillwire.security import KeyCache
 from skillwire.webhooks import (
@@ -53,30 +51,11 @@ class Clock:
         return self.now
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @contextlib.contextmanager
 def served(app: Any) -> Iterator[str]:
     """``app`` under a real uvicorn on 127.0.0.1, for the block; its base URL."""
-    port = free_port()
-    server = _Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        assert server.ready.wait(15), "the server did not start"
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        assert not thread.is_alive()
+    with serving.running(app, name="receiver") as server:
+        yield server.url
 
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "push.md"

@@ -33,7 +33,9 @@ from skillwire.stores.base import sqlite_path
 from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
 from skillwire.stores.schemes import open_store
 
-__all__ = ["add_parsers", "run"]
+__all__ = ["COMMANDS", "add_parsers", "run"]
+
+COMMANDS = frozenset({"db"})
 
 #: Tasks one prune batch of the command removes (one transaction each).
 PRUNE_BATCH = 1000

@@ -55,7 +55,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from skillwire.cli.main import is_agent_url
+    from skillwire.cli.targets import is_agent_url
 
     try:
         import mcp  # noqa: F401
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _serve_local(args: argparse.Namespace) -> None:
     from skillwire.agent import default_store
-    from skillwire.cli.main import load_agent
+    from skillwire.cli.targets import load_agent
     from skillwire.mcp.local import local_server
     from skillwire.mcp.stdio import serve_stdio
     from skillwire.stores.schemes import open_store
