@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_spans import Spans
 from skillwire import Agent, SkillContext
 from skillwire.client import Client
-from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.observability.telemetry import METRIC_EXPORTERS, SPAN_EXPORTERS, Telemetry
 
 V1 = {"A2A-Version": "1.0"}
 WAIT = 15.0
@@ -400,3 +400,45 @@ def test_serve_otel_store_spans(processes: list[Served]) -> None:
     assert send(served.url, "Ada")["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     line = served.wait_for_output('"name": "store commit"', timeout=PROCESS_TIMEOUT)
     assert "store commit" in line
+
+
+# -- the exporter tables: one function and one line each -----------------------------------------------------
+
+
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A socket that accepts connections, named as the OTLP endpoint: the exporters' reachability check
+    finds something there and says nothing (it warns once per process, which other tests look for)."""
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        yield endpoint
+
+
+@pytest.mark.parametrize("kind", sorted(SPAN_EXPORTERS))
+def test_every_row_of_the_span_exporter_table_makes_its_exporter(kind: str, collector: str) -> None:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    exporter, destination = SPAN_EXPORTERS[kind]()
+    if kind == "none":
+        assert exporter is None
+        assert destination == "none (OTEL_TRACES_EXPORTER=none)"
+        return
+    assert isinstance(exporter, SpanExporter)
+    exporter.shutdown()
+    expected = {"otlp": f"OTLP over HTTP to {collector}/v1/traces", "console": "stdout"}[kind]
+    assert destination.startswith(expected)
+
+
+@pytest.mark.parametrize("kind", sorted(METRIC_EXPORTERS))
+def test_every_row_of_the_metric_exporter_table_makes_its_exporter(kind: str, collector: str) -> None:
+    from opentelemetry.sdk.metrics.export import MetricExporter
+
+    exporter = METRIC_EXPORTERS[kind]()
+    assert isinstance(exporter, MetricExporter)
+    assert type(exporter).__name__ == {"otlp": "OTLPMetricExporter", "console": "ConsoleMetricExporter"}[kind]
+    exporter.shutdown()

@@ -30,13 +30,19 @@ import os
 import socket
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from skillwire.errors import MissingExtraError
 
-__all__ = ["Telemetry", "meter_provider_from_env", "tracer_provider_from_env"]
+__all__ = [
+    "METRIC_EXPORTERS",
+    "SPAN_EXPORTERS",
+    "Telemetry",
+    "meter_provider_from_env",
+    "tracer_provider_from_env",
+]
 
 log = logging.getLogger("skillwire.telemetry")
 
@@ -228,30 +234,16 @@ def tracer_provider_from_env(service_name: str) -> Any:
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
         raise MissingExtraError("tracing needs the OpenTelemetry SDK", "otel") from None
     name = os.environ.get("OTEL_SERVICE_NAME") or service_name
     sdk = TracerProvider(resource=Resource.create({"service.name": name}))
     kind = (os.environ.get("OTEL_TRACES_EXPORTER") or "otlp").strip().lower()
-    exporter: SpanExporter | None
-    if kind == "none":
-        exporter = None
-        _DESTINATIONS[sdk] = "none (OTEL_TRACES_EXPORTER=none)"
-    elif kind == "console":
-        exporter = ConsoleSpanExporter(formatter=_span_line)
-        _DESTINATIONS[sdk] = "stdout, one JSON span per line (OTEL_TRACES_EXPORTER=console)"
-    elif kind == "otlp":
-        try:
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        except ImportError:
-            raise MissingExtraError("OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter", "otel") from None
-        exporter = OTLPSpanExporter()
-        endpoint = otlp_endpoint("traces")
-        _DESTINATIONS[sdk] = f"OTLP over HTTP to {endpoint}"
-        warn_once_unreachable(endpoint)
-    else:
-        raise ValueError(f"OTEL_TRACES_EXPORTER={kind!r}: expected otlp, console or none")
+    make = SPAN_EXPORTERS.get(kind)
+    if make is None:
+        raise ValueError(f"OTEL_TRACES_EXPORTER={kind!r}: expected {_choices(list(SPAN_EXPORTERS))}")
+    exporter, _DESTINATIONS[sdk] = make()
     if exporter is not None:
         sdk.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(sdk)
@@ -360,26 +352,14 @@ def meter_provider_from_env(service_name: str) -> Any:
         return None
     try:
         from opentelemetry.sdk.metrics import MeterProvider
-        from opentelemetry.sdk.metrics.export import (
-            ConsoleMetricExporter,
-            MetricExporter,
-            PeriodicExportingMetricReader,
-        )
+        from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
     except ImportError:
         raise MissingExtraError("metrics need the OpenTelemetry SDK", "otel") from None
-    exporter: MetricExporter
-    if kind == "console":
-        exporter = ConsoleMetricExporter(formatter=_metrics_line)
-    elif kind == "otlp":
-        try:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-        except ImportError:
-            raise MissingExtraError("OTEL_METRICS_EXPORTER=otlp needs the OTLP exporter", "otel") from None
-        exporter = OTLPMetricExporter()
-        warn_once_unreachable(otlp_endpoint("metrics"))
-    else:
-        raise ValueError(f"OTEL_METRICS_EXPORTER={kind!r}: expected otlp, console or none")
+    make = METRIC_EXPORTERS.get(kind)
+    if make is None:
+        raise ValueError(f"OTEL_METRICS_EXPORTER={kind!r}: expected {_choices([*METRIC_EXPORTERS, 'none'])}")
+    exporter = make()
     name = os.environ.get("OTEL_SERVICE_NAME") or service_name
     sdk = MeterProvider(
         metric_readers=[PeriodicExportingMetricReader(exporter)],
@@ -393,3 +373,67 @@ def _metrics_line(data: Any) -> str:
     """Metrics as one line of JSON, as spans are (:func:`_span_line`)."""
     text: str = data.to_json(indent=None)
     return text + os.linesep
+
+
+# -- exporters: one function and one table line each ---------------------------------------------------------
+# Each is imported when chosen, so the SDK's exporters cost nothing to a process that exports elsewhere.
+
+
+def _no_spans() -> tuple[Any, str]:
+    return None, "none (OTEL_TRACES_EXPORTER=none)"
+
+
+def _console_spans() -> tuple[Any, str]:
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    return ConsoleSpanExporter(
+        formatter=_span_line
+    ), "stdout, one JSON span per line (OTEL_TRACES_EXPORTER=console)"
+
+
+def _otlp_spans() -> tuple[Any, str]:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise MissingExtraError("OTEL_TRACES_EXPORTER=otlp needs the OTLP exporter", "otel") from None
+    exporter = OTLPSpanExporter()
+    endpoint = otlp_endpoint("traces")
+    warn_once_unreachable(endpoint)
+    return exporter, f"OTLP over HTTP to {endpoint}"
+
+
+#: ``OTEL_TRACES_EXPORTER`` -> what makes its span exporter (None: spans are made and not exported) and says
+#: where they go, for the banner.
+SPAN_EXPORTERS: dict[str, Callable[[], tuple[Any, str]]] = {
+    "otlp": _otlp_spans,
+    "console": _console_spans,
+    "none": _no_spans,
+}
+
+
+def _console_metrics() -> Any:
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+    return ConsoleMetricExporter(formatter=_metrics_line)
+
+
+def _otlp_metrics() -> Any:
+    try:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    except ImportError:
+        raise MissingExtraError("OTEL_METRICS_EXPORTER=otlp needs the OTLP exporter", "otel") from None
+    exporter = OTLPMetricExporter()
+    warn_once_unreachable(otlp_endpoint("metrics"))
+    return exporter
+
+
+#: ``OTEL_METRICS_EXPORTER`` -> what makes its metric exporter (``none``, no OpenTelemetry metrics at all, is
+#: answered before the SDK is imported).
+METRIC_EXPORTERS: dict[str, Callable[[], Any]] = {
+    "otlp": _otlp_metrics,
+    "console": _console_metrics,
+}
+
+
+def _choices(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
