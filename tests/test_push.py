@@ -47,7 +47,7 @@ from skillwire.client import Client
 from skillwire.errors import A2AError, install_command
 from skillwire.models import AuthenticationInfo, TaskPushNotificationConfig
 from skillwire.server.notifications.push import PushService
-from skillwire.server.notifications.push_delivery import RetryPolicy, _retry_after
+from skillwire.server.notifications.push_delivery import DeliveryRetry, _retry_after
 from skillwire.stores import MemoryTaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.postgres import PostgresTaskStore
@@ -588,7 +588,7 @@ async def test_a_name_that_resolves_to_a_refused_address_is_a_recorded_failure(t
 
 
 def test_the_backoff_doubles_within_bounds_and_retry_after_can_only_lengthen_it() -> None:
-    policy = RetryPolicy(max_attempts=8, first_delay=1.0, max_delay=300.0)
+    policy = DeliveryRetry(max_attempts=8, first_delay=1.0, max_delay=300.0)
     assert [policy.delay(n, None, lambda: 1.0) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
     assert [policy.delay(n, None, lambda: 0.0) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]  # jitter: half
     assert policy.delay(20, None, lambda: 1.0) == 300.0

@@ -39,13 +39,13 @@ import msgspec
 from skillwire.errors import SkillwireError
 from skillwire.skills.annotations import Typed, no_schema, plain_json, typed, typed_fields
 
-__all__ = ["Call", "in_thread", "read_signature"]
+__all__ = ["Invocation", "in_thread", "read_signature"]
 
 _KEYWORDABLE = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class Invocation:
     """What the signature says: the handler the executor calls as ``await handler(params, ctx)``, and the
     schemas and conversions of its input and output (None: no schema, taken as it is)."""
 
@@ -113,7 +113,7 @@ def in_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def read_signature(
     fn: Callable[..., Any], *, skill_id: str, input_schema: Any, output_schema: Any = None
-) -> Call:
+) -> Invocation:
     """How to call ``fn`` for the skill ``skill_id``; raises SkillwireError for a signature it cannot call,
     an annotation it cannot express or a contradiction with ``input_schema=`` / ``output_schema=``."""
     if not callable(fn):
@@ -133,7 +133,7 @@ def read_signature(
         call = _whole_input(target, skill_id, first, hints.get(first.name), input_schema, params)
     else:
         call = _typed(target, skill_id, inputs, hints, context[0].name if context else None, input_schema)
-    return Call(call.handler, call.input, output, call.typed)
+    return Invocation(call.handler, call.input, output, call.typed)
 
 
 def _output(skill_id: str, hint: Any, output_schema: Any) -> Typed | None:
@@ -160,7 +160,7 @@ def _whole_input(
     hint: Any,
     input_schema: Any,
     params: list[inspect.Parameter],
-) -> Call:
+) -> Invocation:
     if hint is _UNRESOLVED:
         raise SkillwireError(
             f"skill {skill_id!r}: the annotation {first.annotation!r} of parameter {first.name!r} cannot be"
@@ -181,8 +181,8 @@ def _whole_input(
             " the input schema; keep one"
         )
     if len(params) == 1:
-        return Call(lambda value, ctx: target(value), given)
-    return Call(target, given)
+        return Invocation(lambda value, ctx: target(value), given)
+    return Invocation(target, given)
 
 
 def _name(hint: Any) -> str:
@@ -196,7 +196,7 @@ def _typed(
     hints: dict[str, Any],
     context: str | None,
     input_schema: Any,
-) -> Call:
+) -> Invocation:
     if inputs and input_schema is not None:
         names = ", ".join(p.name for p in inputs)
         raise SkillwireError(
@@ -204,7 +204,7 @@ def _typed(
             " schema; keep one (or take the whole input as `params`)"
         )
     if not inputs:  # takes no input (maybe the context): whatever comes, unless input_schema= says more
-        return Call(lambda value, ctx: target(**({context: ctx} if context else {})))
+        return Invocation(lambda value, ctx: target(**({context: ctx} if context else {})))
     fields: list[tuple[str, Any, Any]] = []
     for param in inputs:
         if param.kind not in _KEYWORDABLE:
@@ -230,4 +230,4 @@ def _typed(
             kwargs[context] = ctx
         return target(**kwargs)
 
-    return Call(call, given, typed=True)
+    return Invocation(call, given, typed=True)

@@ -14,7 +14,7 @@ version's codec (:mod:`skillwire.wire.codec`)::
     dispatch    Dispatcher.call, a stream's first event  errors raised up front answer as plain errors
     answer      one body, or an SSE stream               framed by the call's :class:`Frames`
 
-Every early answer is an :class:`Answer` raised by a step, so a step never sends anything itself.
+Every early answer is an :class:`EarlyAnswer` raised by a step, so a step never sends anything itself.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from skillwire.server.observability.observe import Watch, refused
 from skillwire.server.observability.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
-__all__ = ["Answer", "Call", "Frames", "HttpEndpoint", "is_json_content_type"]
+__all__ = ["DecodedCall", "EarlyAnswer", "Frames", "HttpEndpoint", "is_json_content_type"]
 
 log = logging.getLogger("skillwire.http")
 
@@ -71,7 +71,7 @@ def is_json_content_type(content_type: str) -> bool:
     return media in _JSON_TYPES or (media.startswith("application/") and media.endswith("+json"))
 
 
-class Answer(Exception):
+class EarlyAnswer(Exception):
     """An answer sent instead of (or before) a call: an HTTP status, a body, extra headers."""
 
     def __init__(
@@ -111,7 +111,7 @@ class Frames(Protocol):
         """The ``data`` of one SSE event."""
         ...
 
-    def error(self, error: A2AError, streaming: bool) -> Answer:
+    def error(self, error: A2AError, streaming: bool) -> EarlyAnswer:
         """The answer to a call that failed before anything was sent."""
         ...
 
@@ -120,7 +120,7 @@ class Frames(Protocol):
         ...
 
 
-class Call(msgspec.Struct, frozen=True):
+class DecodedCall(msgspec.Struct, frozen=True):
     """A decoded call: what to run, at which version, and how to frame its answers."""
 
     operation: Operation
@@ -131,7 +131,7 @@ class Call(msgspec.Struct, frozen=True):
 
 class Request(msgspec.Struct, frozen=True):
     """What the prologue read: the ASGI scope, its headers, the route the binding accepted, the body.
-    (Structs, not dataclasses, here and for :class:`Call`: two are built per request, a frozen dataclass
+    (Structs, not dataclasses, here and for :class:`DecodedCall`: two are built per request, a frozen dataclass
     costs several times as much to build.)"""
 
     scope: Scope
@@ -179,10 +179,10 @@ class HttpEndpoint:
     # -- the steps a binding implements --------------------------------------------------------------------
 
     def accept(self, scope: Scope, headers: Mapping[str, str]) -> Any:
-        """The route of a request this binding serves, or None (nothing sent: not ours); raises Answer."""
+        """The route of a request this binding serves, or None (nothing sent: not ours); raises EarlyAnswer."""
         raise NotImplementedError
 
-    def refuse(self, route: Any, error: A2AError, status: int) -> Answer:
+    def refuse(self, route: Any, error: A2AError, status: int) -> EarlyAnswer:
         """The answer to a request refused before decoding (content type, body size)."""
         raise NotImplementedError
 
@@ -190,8 +190,8 @@ class HttpEndpoint:
         """Whether the request's Content-Type must be JSON."""
         raise NotImplementedError
 
-    def decode(self, request: Request) -> Call | None:
-        """The call in a request (None: not ours after all); raises Answer. Runs on a worker thread for a
+    def decode(self, request: Request) -> DecodedCall | None:
+        """The call in a request (None: not ours after all); raises EarlyAnswer. Runs on a worker thread for a
         large body."""
         raise NotImplementedError
 
@@ -219,7 +219,7 @@ class HttpEndpoint:
                 call = await asyncio.to_thread(self._decode, request)
             else:
                 call = self._decode(request)
-        except Answer as answer:
+        except EarlyAnswer as answer:
             if answer.error is not None:
                 self._refused(route, answer.error, started, headers)
             await answer.send(send, echo)
@@ -240,10 +240,10 @@ class HttpEndpoint:
         except Exception as exc:  # a scheme's bug (a verifier callable that raised): never a 500 with a trace
             raise self.refuse(route, _as_a2a(exc, "authenticating a request"), 500) from None
 
-    def _decode(self, request: Request) -> Call | None:
+    def _decode(self, request: Request) -> DecodedCall | None:
         try:
             return self.decode(request)
-        except Answer:
+        except EarlyAnswer:
             raise
         except Exception as exc:  # a codec's bug: answered like any other failure
             raise self.refuse(request.route, _as_a2a(exc, "decoding a request"), 500) from None
@@ -267,7 +267,7 @@ class HttpEndpoint:
             raise self._unsupported(route, None)
         return body
 
-    def _unsupported(self, route: Any, content_type: str | None) -> Answer:
+    def _unsupported(self, route: Any, content_type: str | None) -> EarlyAnswer:
         """The refusal of a body that is not said to be JSON. A body without a Content-Type is refused too: a
         web page on another site can send one (``sendBeacon``, a ``Blob``), never with a JSON type unless the
         agent allowed its origin (CORS preflight). An empty body needs none (the official SDK's clients
@@ -295,7 +295,7 @@ class HttpEndpoint:
         return None
 
     def context(
-        self, call: Call, request: Request, activated: frozenset[str], request_id: str = ""
+        self, call: DecodedCall, request: Request, activated: frozenset[str], request_id: str = ""
     ) -> CallContext:
         base_url = self._base_url(request.scope, request.headers) if self._base_url is not None else ""
         return CallContext(
@@ -312,7 +312,7 @@ class HttpEndpoint:
 
     async def _serve(
         self,
-        call: Call,
+        call: DecodedCall,
         request: Request,
         activated: frozenset[str],
         echo: Headers | None,
@@ -357,7 +357,7 @@ class HttpEndpoint:
 
     async def _answer(
         self,
-        call: Call,
+        call: DecodedCall,
         result: Any,
         first: StreamResponse | None,
         echo: Headers | None,
@@ -421,7 +421,7 @@ class HttpEndpoint:
         )
 
 
-def _is_long_poll(call: Call) -> bool:
+def _is_long_poll(call: DecodedCall) -> bool:
     return call.operation is Operation.GET_TASK and call.params.current_generation is not None
 
 

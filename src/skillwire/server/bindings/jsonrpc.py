@@ -27,7 +27,7 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.bindings.asgi import SSE_HEADERS, Scope, error_headers
-from skillwire.server.bindings.endpoint import Answer, Call, HttpEndpoint, Request
+from skillwire.server.bindings.endpoint import DecodedCall, EarlyAnswer, HttpEndpoint, Request
 from skillwire.wire.codec import JsonRpcCodec, jsonrpc_codec
 from skillwire.wire.generations import codec_version
 from skillwire.wire.jsonrpc import JsonRpcFailure, RequestId, ResultFramer, parse_envelope
@@ -58,17 +58,19 @@ class _Frames:
     def event(self, event: StreamResponse) -> bytes:
         return self._framer.frame_raw(self.codec.encode_event(event))
 
-    def error(self, error: A2AError, streaming: bool) -> Answer:
+    def error(self, error: A2AError, streaming: bool) -> EarlyAnswer:
         body = self.codec.encode_error(self.request_id, error)
         busy = isinstance(error, ServerBusyError)
         if streaming and self.codec.stream_errors_as_events and self.expects_response and not busy:
             # v0.3 clients read a streaming call's answer only as SSE: the error is its one event (but they
             # check the HTTP status first, so busy is a 503 like on every other call)
-            return Answer(200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream", error=error)
+            return EarlyAnswer(
+                200, encode_event(body), _SSE_EXTRA, content_type=b"text/event-stream", error=error
+            )
         status = 503 if busy else error.http_status if isinstance(error, _AUTH_ERRORS) else 200
         if not self.expects_response:
-            return Answer(204 if status == 200 else status, b"", error_headers(error), error=error)
-        return Answer(status, body, error_headers(error), error=error)
+            return EarlyAnswer(204 if status == 200 else status, b"", error_headers(error), error=error)
+        return EarlyAnswer(status, body, error_headers(error), error=error)
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(self.request_id, error)
@@ -80,22 +82,22 @@ class JsonRpcEndpoint(HttpEndpoint):
     def accept(self, scope: Scope, headers: Mapping[str, str]) -> bool:
         if scope["method"] != "POST":
             error = InvalidRequestError("JSON-RPC requests must be sent with POST")
-            raise Answer(405, _V10.encode_error(None, error), [(b"allow", b"POST")], error=error)
+            raise EarlyAnswer(405, _V10.encode_error(None, error), [(b"allow", b"POST")], error=error)
         return True
 
     def checks_content_type(self, route: Any) -> bool:
         return True
 
-    def refuse(self, route: Any, error: A2AError, status: int) -> Answer:
+    def refuse(self, route: Any, error: A2AError, status: int) -> EarlyAnswer:
         # only a size the server will not read and missing or insufficient credentials change the HTTP
         # status (as a plain HTTP client or proxy expects them); the body says the rest
         if isinstance(error, _AUTH_ERRORS):
-            return Answer(
+            return EarlyAnswer(
                 error.http_status, _V10.encode_error(None, error), error_headers(error), error=error
             )
-        return Answer(413 if status == 413 else 200, _V10.encode_error(None, error), error=error)
+        return EarlyAnswer(413 if status == 413 else 200, _V10.encode_error(None, error), error=error)
 
-    def decode(self, request: Request) -> Call:
+    def decode(self, request: Request) -> DecodedCall:
         header = request.headers.get("a2a-version")
         if header is None and request.scope.get("query_string"):
             query = parse_qs(request.scope["query_string"].decode("latin-1"))
@@ -119,4 +121,4 @@ class JsonRpcEndpoint(HttpEndpoint):
             operation, params = codec.decode_call(envelope, self.limits)
         except A2AError as error:
             raise frames.error(error, False) from None
-        return Call(operation, params, version, frames)
+        return DecodedCall(operation, params, version, frames)

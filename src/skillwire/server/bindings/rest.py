@@ -28,7 +28,7 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.versions import negotiate_version
 from skillwire.server.bindings.asgi import Scope, error_headers
-from skillwire.server.bindings.endpoint import Answer, Call, HttpEndpoint, Request
+from skillwire.server.bindings.endpoint import DecodedCall, EarlyAnswer, HttpEndpoint, Request
 from skillwire.wire.budget import exceeded
 from skillwire.wire.codec import RestCodec, rest_codec
 from skillwire.wire.generations import codec_version
@@ -50,8 +50,10 @@ class _Frames:
     def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
         return 200, self.codec.encode_result(operation, result)
 
-    def error(self, error: A2AError, streaming: bool) -> Answer:
-        return Answer(error.http_status, self.codec.encode_error(error), error_headers(error), error=error)
+    def error(self, error: A2AError, streaming: bool) -> EarlyAnswer:
+        return EarlyAnswer(
+            error.http_status, self.codec.encode_error(error), error_headers(error), error=error
+        )
 
     def stream_error(self, error: A2AError) -> bytes:
         return self.codec.encode_error(error)
@@ -96,7 +98,7 @@ class RestEndpoint(HttpEndpoint):
         except ValueError:  # more fields than max_num_fields
             limit = self.limits.max_json_nodes
             error = exceeded("query", f"more than {limit} values", "max_json_nodes", limit)
-            raise Answer(error.http_status, _V10.encode_error(error), error=error) from None
+            raise EarlyAnswer(error.http_status, _V10.encode_error(error), error=error) from None
         version_header = headers.get("a2a-version") or (query.pop("A2A-Version", None) or [None])[-1]
         codec = rest_codec("0.3") if path.startswith("/v1/") and _speaks_v03(version_header) else _V10
         raw = scope.get("raw_path")
@@ -106,7 +108,7 @@ class RestEndpoint(HttpEndpoint):
             route = codec.match(method, path)
         except MethodNotFoundError as exc:
             allow = [(b"allow", exc.metadata.get("allow", "").encode())]
-            raise Answer(405, codec.encode_error(exc, 405), allow, error=exc) from None
+            raise EarlyAnswer(405, codec.encode_error(exc, 405), allow, error=exc) from None
         if route is None:
             return None
         return _Route(
@@ -116,10 +118,10 @@ class RestEndpoint(HttpEndpoint):
     def checks_content_type(self, route: _Route) -> bool:
         return route.method in _BODY_METHODS
 
-    def refuse(self, route: _Route, error: A2AError, status: int) -> Answer:
-        return Answer(status, route.codec.encode_error(error, status), error_headers(error), error=error)
+    def refuse(self, route: _Route, error: A2AError, status: int) -> EarlyAnswer:
+        return EarlyAnswer(status, route.codec.encode_error(error, status), error_headers(error), error=error)
 
-    def decode(self, request: Request) -> Call | None:
+    def decode(self, request: Request) -> DecodedCall | None:
         r: _Route = request.route
         frames, codec = r.frames, r.codec
         try:
@@ -136,4 +138,4 @@ class RestEndpoint(HttpEndpoint):
             decoded = codec.decode_call(r.route, r.method, scope["path"], r.query, request.body, self.limits)
         except A2AError as error:
             raise frames.error(error, False) from None
-        return None if decoded is None else Call(decoded[0], decoded[1], version, frames)
+        return None if decoded is None else DecodedCall(decoded[0], decoded[1], version, frames)

@@ -50,7 +50,7 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.context import CallContext
 from skillwire.server.notifications.outbound import Resolver, WebhookPolicy
-from skillwire.server.notifications.push_delivery import Deliverer, RetryPolicy, header_problem
+from skillwire.server.notifications.push_delivery import Deliverer, DeliveryRetry, header_problem
 from skillwire.stores.base import make_folder, sqlite_path
 from skillwire.stores.push import (
     Lane,
@@ -201,7 +201,7 @@ class PushService:
             store,
             concurrency=settings.concurrency,
             timeout=settings.timeout,
-            retry=RetryPolicy(
+            retry=DeliveryRetry(
                 max_attempts=settings.max_attempts,
                 first_delay=settings.first_delay,
                 max_delay=settings.max_delay,

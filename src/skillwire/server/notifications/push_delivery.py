@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from skillwire.server.observability.telemetry import Telemetry
     from skillwire.webhooks import WebhookSigner
 
-__all__ = ["Deliverer", "DeliveryStats", "RetryPolicy", "header_problem"]
+__all__ = ["Deliverer", "DeliveryRetry", "DeliveryStats", "header_problem"]
 
 log = logging.getLogger("skillwire.push")
 
@@ -87,7 +87,7 @@ Connect = Callable[[], "Awaitable[tuple[list[httpx.AsyncClient], WebhookSigner]]
 
 
 @dataclass(frozen=True, kw_only=True)
-class RetryPolicy:
+class DeliveryRetry:
     max_attempts: int = 8
     first_delay: float = 1.0
     max_delay: float = 300.0
@@ -139,7 +139,7 @@ class Deliverer:
         *,
         concurrency: int = 32,
         timeout: float = 10.0,
-        retry: RetryPolicy | None = None,
+        retry: DeliveryRetry | None = None,
         rng: Callable[[], float] | None = None,
         telemetry: Telemetry | None = None,
     ) -> None:
@@ -155,7 +155,7 @@ class Deliverer:
         self._connecting = asyncio.Lock()
         self.concurrency = concurrency
         self.timeout = timeout
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or DeliveryRetry()
         self.stats = DeliveryStats()
         #: The slots one owner or one host holds at most while no more than that many would be left free.
         self.share = max(1, concurrency // 4)
