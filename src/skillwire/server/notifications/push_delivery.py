@@ -146,13 +146,6 @@ class Deliverer:
         self.store = store
         #: Where the attempts' spans go (:mod:`skillwire.server.observability.telemetry`; None: no spans).
         self.telemetry = telemetry
-        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
-        #: signer: made by ``connect`` at the first delivery.
-        self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
-        self._all_clients: list[httpx.AsyncClient] = []
-        self.signer: WebhookSigner | None = None
-        self._connect: Connect | None = None
-        self._connecting = asyncio.Lock()
         self.concurrency = concurrency
         self.timeout = timeout
         self.retry = retry or DeliveryRetry()
@@ -165,6 +158,31 @@ class Deliverer:
         self.pending_by_owner: Counter[str] = Counter()
         # a generator of its own: the worker never moves the process's global random state
         self._rng = rng or random.Random().random
+        self._init_clients()
+        self._init_lanes()
+        #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
+        #: written), and the task writing them
+        self._made: list[int] = []
+        self._recording: set[int] = set()
+        self._recorder: asyncio.Task[None] | None = None
+        self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def _init_clients(self) -> None:
+        """No HTTP client or signer yet."""
+        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
+        #: signer: made by ``connect`` at the first delivery.
+        self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
+        self._all_clients: list[httpx.AsyncClient] = []
+        self.signer: WebhookSigner | None = None
+        self._connect: Connect | None = None
+        self._connecting = asyncio.Lock()
+
+    def _init_lanes(self) -> None:
+        """No lane scheduled, due or busy yet."""
         #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
         #: entries that no longer match ``_due`` are stale
         self._due: dict[Lane, int] = {}
@@ -183,16 +201,6 @@ class Deliverer:
         self._hosts: OrderedDict[Lane, str] = OrderedDict()
         #: busy lanes that got new deliveries meanwhile
         self._again: set[Lane] = set()
-        #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
-        #: written), and the task writing them
-        self._made: list[int] = []
-        self._recording: set[int] = set()
-        self._recorder: asyncio.Task[None] | None = None
-        self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._loop_task: asyncio.Task[None] | None = None
-        self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
