@@ -425,37 +425,45 @@ class Deliverer:
                 if outcome.delivered:
                     done.append(delivery.seq)
                     continue
-                attempts = delivery.attempts + 1
-                if not outcome.retry or attempts >= self.retry.max_attempts:
-                    await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
-                    self.stats.failed += 1
-                    self._settled(lane[0], 1)
-                    log.warning(
-                        "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
-                        attempts,
-                        delivery.task_id,
-                        delivery.config_id,
-                        outcome.error,
-                    )
-                    continue
-                delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
-                next_us = _now_us() + int(delay * 1_000_000)
-                await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
-                self.stats.retried += 1
-                log.info(
-                    "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
-                    delivery.task_id,
-                    outcome.error,
-                    attempts + 1,
-                    delay,
-                )
-                return next_us
+                retry_us = await self._after_failure(lane, delivery, outcome)
+                if retry_us is not None:
+                    return retry_us
         finally:
             if done:
                 self._record(lane[0], done)
         # a full batch: more may wait, behind the other lanes; else the lane is empty (or got more meanwhile,
         # which ``ready`` noted)
         return 0 if len(read) == _BURST else None
+
+    async def _after_failure(self, lane: Lane, delivery: Delivery, outcome: _Outcome) -> int | None:
+        """A failed attempt at ``delivery``: another is scheduled, and the lane waits until it is due (µs,
+        returned), or (not worth retrying, or the last attempt) the delivery is recorded as failed, and the
+        lane goes on with its next one (None)."""
+        attempts = delivery.attempts + 1
+        if not outcome.retry or attempts >= self.retry.max_attempts:
+            await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
+            self.stats.failed += 1
+            self._settled(lane[0], 1)
+            log.warning(
+                "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
+                attempts,
+                delivery.task_id,
+                delivery.config_id,
+                outcome.error,
+            )
+            return None
+        delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
+        next_us = _now_us() + int(delay * 1_000_000)
+        await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
+        self.stats.retried += 1
+        log.info(
+            "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
+            delivery.task_id,
+            outcome.error,
+            attempts + 1,
+            delay,
+        )
+        return next_us
 
     def _settled(self, owner: str, count: int) -> None:
         """``count`` deliveries of ``owner`` are pending no more."""
