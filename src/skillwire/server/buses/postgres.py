@@ -152,6 +152,17 @@ def parse_url(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), schemas[0] if schemas else None
 
 
+def _names(schema: str | None) -> tuple[str, str]:
+    """The events table of a bus in ``schema`` (None: the search path's) and its NOTIFY channel, one per
+    schema so that deployments in two schemas of one database do not hear each other."""
+    if schema is None:
+        return "skillwire_events", CHANNEL
+    return (
+        f"{_quote(schema)}.skillwire_events",
+        f"{CHANNEL}_{hashlib.blake2b(_raw(schema), digest_size=8).hexdigest()}",
+    )
+
+
 class PostgresEventBus:
     """The :class:`~skillwire.server.buses.base.EventBus` of processes that share one PostgreSQL database.
 
@@ -189,26 +200,20 @@ class PostgresEventBus:
         #: The subscribers' bounded queues: the rows read are published to it.
         self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
         self.ttl_after_end, self.max_age = ttl_after_end, max_age
-        self.replay_events, self.max_pending, self.batch, self.trim_batch = (
-            replay_events,
-            max_pending,
-            batch,
-            trim_batch,
-        )
+        self.replay_events, self.max_pending = replay_events, max_pending
+        self.batch, self.trim_batch = batch, trim_batch
         self.pool_size, self.connect_timeout, self.flush_timeout = pool_size, connect_timeout, flush_timeout
         self.health_interval, self.reconnect_max = health_interval, reconnect_max
-        prefix = "" if self.schema is None else _quote(self.schema) + "."
-        self.table = f"{prefix}skillwire_events"
-        self.channel = (
-            CHANNEL
-            if self.schema is None
-            else f"{CHANNEL}_{hashlib.blake2b(_raw(self.schema), digest_size=8).hexdigest()}"
-        )
+        self.table, self.channel = _names(self.schema)
         #: Events that could not be written (PostgreSQL down, queue full, closed): counted, then dropped.
         self.dropped_events = 0
         self.written_events = 0
         #: called after each batch of events written, with its round trip in seconds and its size (metrics)
         self.on_write: Callable[[float, int], None] | None = None
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """The bus's state before its first use: no connection, task or stream yet, nothing queued."""
         self._streams: dict[bytes, _Stream] = {}
         self._pending: deque[Row] = deque()
         self._state = "new"  # new -> starting -> up <-> down; closed

@@ -95,6 +95,18 @@ BACKOFF_CAP = 2.0
 WAKE_TTL_MS = 3_600_000
 
 
+def _clients(url: str, connect_timeout: float) -> tuple[redis.Redis, redis.Redis]:
+    """The bus's two clients: one for the writer and the other commands, and one with a connection of its own
+    for the blocking XREAD. Neither retries: a failure surfaces at once, the bus has its own backoff."""
+    no_retry = Retry(NoBackoff(), 0)
+    common: dict[str, Any] = {"socket_connect_timeout": connect_timeout, "retry": no_retry}
+    client = redis.Redis.from_url(url, socket_timeout=connect_timeout + 5, **common)
+    reader = redis.Redis.from_url(
+        url, single_connection_client=True, socket_timeout=BLOCK_MS / 1000 + connect_timeout, **common
+    )
+    return client, reader
+
+
 class RedisEventBus:
     """The event bus of server processes that share one Redis (and one store)."""
 
@@ -132,20 +144,26 @@ class RedisEventBus:
         self.on_write: Callable[[float, int], None] | None = None
         self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
         self._where = _where(url)
-        no_retry = Retry(NoBackoff(), 0)  # a failure surfaces at once: the bus has its own backoff
-        common: dict[str, Any] = {"socket_connect_timeout": connect_timeout, "retry": no_retry}
-        self._client = redis.Redis.from_url(url, socket_timeout=connect_timeout + 5, **common)
-        self._reader_client = redis.Redis.from_url(
-            url, single_connection_client=True, socket_timeout=BLOCK_MS / 1000 + connect_timeout, **common
-        )
+        self._client, self._reader_client = _clients(url, connect_timeout)
+        self._stopping = False
+        self._closed = False
+        self._init_writer()
+        self._init_reader(prefix)
+
+    def _init_writer(self) -> None:
+        """The writer's state before its first event: nothing queued, no task yet."""
         self._pending: deque[tuple[Key, bytes, int, bytes, bool]] = deque()
         self._queued: asyncio.Event | None = None
         #: Set while nothing is queued or being sent.
         self._idle: asyncio.Event | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._dropping = False
+
+    def _init_reader(self, prefix: str) -> None:
+        """The reader's state before its first subscription: no stream followed, no task yet."""
         #: Set while the reader finds Redis reachable (or has not tried yet).
         self._reachable: asyncio.Event | None = None
         self._changed: asyncio.Event | None = None
-        self._writer: asyncio.Task[None] | None = None
         self._reader: asyncio.Task[None] | None = None
         self._helpers: set[asyncio.Task[None]] = set()
         #: The streams the reader follows (a local subscription wants them): their names and positions.
@@ -160,9 +178,6 @@ class RedisEventBus:
         self._waking = False
         #: Why Redis is unreachable, while the reader finds it so.
         self._down: str | None = None
-        self._stopping = False
-        self._closed = False
-        self._dropping = False
 
     def __repr__(self) -> str:
         return f"RedisEventBus({self._where!r})"

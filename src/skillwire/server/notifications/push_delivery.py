@@ -146,13 +146,6 @@ class Deliverer:
         self.store = store
         #: Where the attempts' spans go (:mod:`skillwire.server.observability.telemetry`; None: no spans).
         self.telemetry = telemetry
-        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
-        #: signer: made by ``connect`` at the first delivery.
-        self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
-        self._all_clients: list[httpx.AsyncClient] = []
-        self.signer: WebhookSigner | None = None
-        self._connect: Connect | None = None
-        self._connecting = asyncio.Lock()
         self.concurrency = concurrency
         self.timeout = timeout
         self.retry = retry or DeliveryRetry()
@@ -165,6 +158,31 @@ class Deliverer:
         self.pending_by_owner: Counter[str] = Counter()
         # a generator of its own: the worker never moves the process's global random state
         self._rng = rng or random.Random().random
+        self._init_clients()
+        self._init_lanes()
+        #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
+        #: written), and the task writing them
+        self._made: list[int] = []
+        self._recording: set[int] = set()
+        self._recorder: asyncio.Task[None] | None = None
+        self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def _init_clients(self) -> None:
+        """No HTTP client or signer yet."""
+        #: One HTTP client per delivery slot, each used by one attempt at a time (see ``start``), and the
+        #: signer: made by ``connect`` at the first delivery.
+        self._clients: asyncio.LifoQueue[httpx.AsyncClient] = asyncio.LifoQueue()
+        self._all_clients: list[httpx.AsyncClient] = []
+        self.signer: WebhookSigner | None = None
+        self._connect: Connect | None = None
+        self._connecting = asyncio.Lock()
+
+    def _init_lanes(self) -> None:
+        """No lane scheduled, due or busy yet."""
         #: lanes waiting for a slot or a retry: lane -> when due (µs), and a heap of (due, n, lane) whose
         #: entries that no longer match ``_due`` are stale
         self._due: dict[Lane, int] = {}
@@ -183,16 +201,6 @@ class Deliverer:
         self._hosts: OrderedDict[Lane, str] = OrderedDict()
         #: busy lanes that got new deliveries meanwhile
         self._again: set[Lane] = set()
-        #: deliveries made, not yet recorded in the store (``_made``: not yet written; ``_recording``: until
-        #: written), and the task writing them
-        self._made: list[int] = []
-        self._recording: set[int] = set()
-        self._recorder: asyncio.Task[None] | None = None
-        self._configs: OrderedDict[Lane, PushConfigRecord | None] = OrderedDict()
-        self._wake = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._loop_task: asyncio.Task[None] | None = None
-        self._closing = False
 
     # -- lifecycle ----------------------------------------------------------------------------------------
 
@@ -417,37 +425,45 @@ class Deliverer:
                 if outcome.delivered:
                     done.append(delivery.seq)
                     continue
-                attempts = delivery.attempts + 1
-                if not outcome.retry or attempts >= self.retry.max_attempts:
-                    await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
-                    self.stats.failed += 1
-                    self._settled(lane[0], 1)
-                    log.warning(
-                        "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
-                        attempts,
-                        delivery.task_id,
-                        delivery.config_id,
-                        outcome.error,
-                    )
-                    continue
-                delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
-                next_us = _now_us() + int(delay * 1_000_000)
-                await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
-                self.stats.retried += 1
-                log.info(
-                    "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
-                    delivery.task_id,
-                    outcome.error,
-                    attempts + 1,
-                    delay,
-                )
-                return next_us
+                retry_us = await self._after_failure(lane, delivery, outcome)
+                if retry_us is not None:
+                    return retry_us
         finally:
             if done:
                 self._record(lane[0], done)
         # a full batch: more may wait, behind the other lanes; else the lane is empty (or got more meanwhile,
         # which ``ready`` noted)
         return 0 if len(read) == _BURST else None
+
+    async def _after_failure(self, lane: Lane, delivery: Delivery, outcome: _Outcome) -> int | None:
+        """A failed attempt at ``delivery``: another is scheduled, and the lane waits until it is due (µs,
+        returned), or (not worth retrying, or the last attempt) the delivery is recorded as failed, and the
+        lane goes on with its next one (None)."""
+        attempts = delivery.attempts + 1
+        if not outcome.retry or attempts >= self.retry.max_attempts:
+            await self.store.fail_delivery(delivery.seq, attempts, outcome.error)
+            self.stats.failed += 1
+            self._settled(lane[0], 1)
+            log.warning(
+                "push delivery failed for good after %d attempt(s): task %s, config %s: %s",
+                attempts,
+                delivery.task_id,
+                delivery.config_id,
+                outcome.error,
+            )
+            return None
+        delay = self.retry.delay(attempts, outcome.retry_after, self._rng)
+        next_us = _now_us() + int(delay * 1_000_000)
+        await self.store.retry_delivery(delivery.seq, attempts, next_us, outcome.error)
+        self.stats.retried += 1
+        log.info(
+            "push delivery to task %s's webhook failed (%s); attempt %d in %.1f s",
+            delivery.task_id,
+            outcome.error,
+            attempts + 1,
+            delay,
+        )
+        return next_us
 
     def _settled(self, owner: str, count: int) -> None:
         """``count`` deliveries of ``owner`` are pending no more."""

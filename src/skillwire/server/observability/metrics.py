@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from skillwire.errors import MissingExtraError
 from skillwire.protocol.states import TaskState
@@ -75,10 +75,68 @@ _REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 #: Task runs: a millisecond to an hour.
 _RUN_BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600)
 #: Store and bus calls: ten microseconds (memory) to ten seconds (a store that is failing over).
-#: The states ``skillwire_store_tasks`` reports (a state without tasks as 0).
-_STATES = tuple(state for state in TaskState if state is not TaskState.UNSPECIFIED)
 _IO_BUCKETS = (0.00001, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                0.25, 0.5, 1, 2.5, 10)  # fmt: skip
+#: The states ``skillwire_store_tasks`` reports (a state without tasks as 0).
+_STATES = tuple(state for state in TaskState if state is not TaskState.UNSPECIFIED)
+
+
+class _Instrument(NamedTuple):
+    """One metric, as both sinks make it.
+
+    ``kind``: a ``counter`` (counted as it happens), a ``histogram`` (durations, recorded as they happen), an
+    ``up_down`` level (a count of things open, read from the :class:`Metrics` when collected) or a ``gauge``
+    (a reading of the store's statistics, from the same). A counter or histogram is kept in the sink's
+    ``attribute``; a gauge is read by ``read``, which returns a number, or with the label ``state`` a dict of
+    numbers by task state (Prometheus keeps that one in ``attribute`` and sets it when the statistics
+    change)."""
+
+    kind: Literal["counter", "histogram", "up_down", "gauge"]
+    prometheus: str
+    opentelemetry: str
+    unit: str
+    description: str
+    labels: tuple[str, ...] = ()
+    attribute: str = ""
+    buckets: tuple[float, ...] = ()
+    read: Callable[[Metrics], Any] | None = None
+
+
+#: Every metric, in the order of the module's table (and of the Prometheus exposition).
+_INSTRUMENTS = (
+    _Instrument("counter", "skillwire_requests", "skillwire.requests", "{request}", "A2A requests answered",
+                ("binding", "operation", "outcome"), attribute="_requests"),
+    _Instrument("histogram", "skillwire_request_duration_seconds", "skillwire.request.duration", "s",
+                "Time to answer an A2A request (a stream: until it ended)", ("binding", "operation"),
+                attribute="_request_seconds", buckets=_REQUEST_BUCKETS),
+    _Instrument("counter", "skillwire_rejected", "skillwire.rejected", "{request}",
+                "Requests refused by a budget", ("budget",), attribute="_rejected"),
+    _Instrument("counter", "skillwire_task_runs", "skillwire.task.runs", "{run}", "Task runs ended",
+                ("skill", "state"), attribute="_runs"),
+    _Instrument("histogram", "skillwire_task_run_duration_seconds", "skillwire.task.run.duration", "s",
+                "Time a task run took, by skill and the state it left the task in", ("skill", "state"),
+                attribute="_run_seconds", buckets=_RUN_BUCKETS),
+    _Instrument("up_down", "skillwire_tasks_running", "skillwire.tasks.running", "{run}",
+                "Task runs in progress", read=lambda owner: owner.running),
+    _Instrument("up_down", "skillwire_streams_open", "skillwire.streams.open", "{stream}",
+                "SSE and gRPC streams being answered", read=lambda owner: owner.streams),
+    _Instrument("up_down", "skillwire_subscribers", "skillwire.subscribers", "{subscription}",
+                "Subscriptions to task events held in this process", read=lambda owner: owner.subscribers()),
+    _Instrument("histogram", "skillwire_store_operation_duration_seconds", "skillwire.store.operation.duration",
+                "s", "Time a task store call took", ("system", "operation", "outcome"),
+                attribute="_store_seconds", buckets=_IO_BUCKETS),
+    _Instrument("histogram", "skillwire_bus_write_duration_seconds", "skillwire.bus.write.duration", "s",
+                "Round trip of a shared event bus's batched write", ("system",), attribute="_write_seconds",
+                buckets=_IO_BUCKETS),
+    _Instrument("counter", "skillwire_bus_events_written", "skillwire.bus.events.written", "{event}",
+                "Events a shared bus wrote", ("system",), attribute="_written"),
+    _Instrument("counter", "skillwire_tasks_pruned", "skillwire.tasks.pruned", "{task}",
+                "Finished tasks removed by retention", attribute="_pruned"),
+    _Instrument("gauge", "skillwire_store_size_bytes", "skillwire.store.size", "By", "Bytes the task store takes",
+                read=lambda owner: owner.stats.size_bytes),
+    _Instrument("gauge", "skillwire_store_tasks", "skillwire.store.tasks", "{task}", "Tasks in the store",
+                ("state",), attribute="_tasks", read=lambda owner: owner.stats.tasks),
+)  # fmt: skip
 
 
 class Metrics:
@@ -99,12 +157,12 @@ class Metrics:
             raise ValueError("Metrics needs prometheus=True or a meter_provider")
         self._sinks = tuple(sinks)
         self._prometheus = sinks[0] if isinstance(sinks[0], _Prometheus) else None
-        self.running = 0
-        self.streams = 0
+        self.running: int = 0
+        self.streams: int = 0
         #: how many subscriptions the bus holds (set by the app to its bus's count)
         self.subscribers: Callable[[], int] = lambda: 0
         #: the store's statistics as last read (by the runtime's pruner: skillwire.server.tasks.retention)
-        self.stats = StoreStats()
+        self.stats: StoreStats = StoreStats()
 
     @property
     def serves_endpoint(self) -> bool:
@@ -170,77 +228,51 @@ class Metrics:
 class _Prometheus:
     """The metrics as prometheus-client instruments in a registry of their own."""
 
+    # made from _INSTRUMENTS (their ``attribute``)
+    _requests: Any
+    _request_seconds: Any
+    _rejected: Any
+    _runs: Any
+    _run_seconds: Any
+    _store_seconds: Any
+    _write_seconds: Any
+    _written: Any
+    _pruned: Any
+    _tasks: Any
+
     def __init__(self, owner: Metrics) -> None:
         try:
             import prometheus_client as prom
         except ImportError:
             raise MissingExtraError("metrics need prometheus-client", "otel") from None
         self._prom = prom
-        self.registry = registry = prom.CollectorRegistry(auto_describe=True)
-        self._requests = prom.Counter(
-            "skillwire_requests",
-            "A2A requests answered",
-            ["binding", "operation", "outcome"],
-            registry=registry,
-        )
-        self._request_seconds = prom.Histogram(
-            "skillwire_request_duration_seconds",
-            "Time to answer an A2A request (a stream: until it ended)",
-            ["binding", "operation"],
-            buckets=_REQUEST_BUCKETS,
-            registry=registry,
-        )
-        self._rejected = prom.Counter(
-            "skillwire_rejected", "Requests refused by a budget", ["budget"], registry=registry
-        )
-        self._runs = prom.Counter(
-            "skillwire_task_runs", "Task runs ended", ["skill", "state"], registry=registry
-        )
-        self._run_seconds = prom.Histogram(
-            "skillwire_task_run_duration_seconds",
-            "Time a task run took, by skill and the state it left the task in",
-            ["skill", "state"],
-            buckets=_RUN_BUCKETS,
-            registry=registry,
-        )
-        running = prom.Gauge("skillwire_tasks_running", "Task runs in progress", registry=registry)
-        running.set_function(lambda: owner.running)
-        streams = prom.Gauge(
-            "skillwire_streams_open", "SSE and gRPC streams being answered", registry=registry
-        )
-        streams.set_function(lambda: owner.streams)
-        subscribers = prom.Gauge(
-            "skillwire_subscribers", "Subscriptions to task events held in this process", registry=registry
-        )
-        subscribers.set_function(lambda: owner.subscribers())
-        self._store_seconds = prom.Histogram(
-            "skillwire_store_operation_duration_seconds",
-            "Time a task store call took",
-            ["system", "operation", "outcome"],
-            buckets=_IO_BUCKETS,
-            registry=registry,
-        )
-        self._write_seconds = prom.Histogram(
-            "skillwire_bus_write_duration_seconds",
-            "Round trip of a shared event bus's batched write",
-            ["system"],
-            buckets=_IO_BUCKETS,
-            registry=registry,
-        )
-        self._written = prom.Counter(
-            "skillwire_bus_events_written", "Events a shared bus wrote", ["system"], registry=registry
-        )
-        self._pruned = prom.Counter(
-            "skillwire_tasks_pruned", "Finished tasks removed by retention", registry=registry
-        )
-        size = prom.Gauge("skillwire_store_size_bytes", "Bytes the task store takes", registry=registry)
-        size.set_function(lambda: owner.stats.size_bytes)
-        self._tasks = prom.Gauge("skillwire_store_tasks", "Tasks in the store", ["state"], registry=registry)
+        self.registry = prom.CollectorRegistry(auto_describe=True)
+        for row in _INSTRUMENTS:
+            self._make(row, owner)
         # Each label set's children are looked up once and kept: ``labels()`` takes a lock and builds keys on
         # every call. The label values come from closed sets (see the module), so these dicts stay small.
         self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
         self._run_children: dict[tuple[str, str], tuple[Any, Any]] = {}
         self._store_children: dict[tuple[str, str, str], Any] = {}
+
+    def _make(self, row: _Instrument, owner: Metrics) -> None:
+        """Registers one metric: a counter or histogram (or a gauge by state, set by ``store_stats``) is kept
+        in its attribute; any other gauge reads the owner when it is collected."""
+        prom, registry = self._prom, self.registry
+        if row.kind == "counter":
+            instrument = prom.Counter(row.prometheus, row.description, row.labels, registry=registry)
+        elif row.kind == "histogram":
+            instrument = prom.Histogram(
+                row.prometheus, row.description, row.labels, buckets=row.buckets, registry=registry
+            )
+        else:
+            instrument = prom.Gauge(row.prometheus, row.description, row.labels, registry=registry)
+            if not row.labels:
+                read = row.read
+                assert read is not None
+                instrument.set_function(lambda: read(owner))
+                return
+        setattr(self, row.attribute, instrument)
 
     def request(self, binding: str, operation: str, outcome: str, seconds: float) -> None:
         key = (binding, operation, outcome)
@@ -299,113 +331,74 @@ class _OpenTelemetry:
     dict per instrument, and handed to the SDK by observable counters when it collects; the gauges are read
     from the :class:`Metrics` that owns this sink."""
 
+    # made from _INSTRUMENTS (their ``attribute``): the counts, by label values, and the histograms
+    _requests: dict[tuple[str, str, str], int]
+    _rejected: dict[str, int]
+    _runs: dict[tuple[str, str], int]
+    _written: dict[str, int]
+    _pruned: dict[tuple[str, ...], int]
+    _request_seconds: Any
+    _run_seconds: Any
+    _store_seconds: Any
+    _write_seconds: Any
+
     def __init__(self, provider: Any, owner: Metrics) -> None:
         try:
             from opentelemetry import metrics as otel
         except ImportError:
             raise MissingExtraError("OpenTelemetry metrics need OpenTelemetry", "otel") from None
         meter = (provider if provider is not None else otel.get_meter_provider()).get_meter(SCOPE)
-        observation = otel.Observation
-        self._requests: dict[tuple[str, str, str], int] = {}
-        self._rejected: dict[str, int] = {}
-        self._runs: dict[tuple[str, str], int] = {}
-        self._written: dict[str, int] = {}
-        self._pruned: dict[tuple[str, ...], int] = {}
-
-        def counts(table: dict[Any, int], names: tuple[str, ...]) -> Any:
-            def observe(_options: Any) -> Any:
-                for key, value in list(table.items()):
-                    labels = key if isinstance(key, tuple) else (key,)
-                    yield observation(value, dict(zip(names, labels, strict=True)))
-
-            return [observe]
-
-        def gauge(read: Callable[[], int]) -> Any:
-            def observe(_options: Any) -> Any:
-                yield observation(read())
-
-            return [observe]
-
-        meter.create_observable_counter(
-            "skillwire.requests",
-            counts(self._requests, ("binding", "operation", "outcome")),
-            "{request}",
-            "A2A requests answered",
-        )
-        meter.create_observable_counter(
-            "skillwire.rejected",
-            counts(self._rejected, ("budget",)),
-            "{request}",
-            "Requests refused by a budget",
-        )
-        meter.create_observable_counter(
-            "skillwire.task.runs", counts(self._runs, ("skill", "state")), "{run}", "Task runs ended"
-        )
-        meter.create_observable_counter(
-            "skillwire.bus.events.written",
-            counts(self._written, ("system",)),
-            "{event}",
-            "Events a shared bus wrote",
-        )
-        meter.create_observable_counter(
-            "skillwire.tasks.pruned",
-            counts(self._pruned, ()),
-            "{task}",
-            "Finished tasks removed by retention",
-        )
-
-        def store_size(_options: Any) -> Any:
-            yield observation(owner.stats.size_bytes)
-
-        def store_tasks(_options: Any) -> Any:
-            for state in _STATES:
-                yield observation(owner.stats.tasks.get(state.value, 0), {"state": state.value})
-
-        meter.create_observable_gauge(
-            "skillwire.store.size", [store_size], "By", "Bytes the task store takes"
-        )
-        meter.create_observable_gauge("skillwire.store.tasks", [store_tasks], "{task}", "Tasks in the store")
-        meter.create_observable_up_down_counter(
-            "skillwire.tasks.running", gauge(lambda: owner.running), "{run}", "Task runs in progress"
-        )
-        meter.create_observable_up_down_counter(
-            "skillwire.streams.open",
-            gauge(lambda: owner.streams),
-            "{stream}",
-            "SSE and gRPC streams being answered",
-        )
-        meter.create_observable_up_down_counter(
-            "skillwire.subscribers",
-            gauge(lambda: owner.subscribers()),
-            "{subscription}",
-            "Subscriptions to task events held in this process",
-        )
-        self._request_seconds = meter.create_histogram(
-            "skillwire.request.duration",
-            "s",
-            "Time to answer an A2A request (a stream: until it ended)",
-            explicit_bucket_boundaries_advisory=list(_REQUEST_BUCKETS),
-        )
-        self._run_seconds = meter.create_histogram(
-            "skillwire.task.run.duration",
-            "s",
-            "Time a task run took, by skill and the state it left the task in",
-            explicit_bucket_boundaries_advisory=list(_RUN_BUCKETS),
-        )
-        self._store_seconds = meter.create_histogram(
-            "skillwire.store.operation.duration",
-            "s",
-            "Time a task store call took",
-            explicit_bucket_boundaries_advisory=list(_IO_BUCKETS),
-        )
-        self._write_seconds = meter.create_histogram(
-            "skillwire.bus.write.duration",
-            "s",
-            "Round trip of a shared event bus's batched write",
-            explicit_bucket_boundaries_advisory=list(_IO_BUCKETS),
-        )
+        self._observation = otel.Observation
+        for row in _INSTRUMENTS:
+            self._make(meter, row, owner)
         # attribute dicts are built once per label set and reused
         self._attributes: dict[tuple[str, ...], dict[str, str]] = {}
+
+    def _make(self, meter: Any, row: _Instrument, owner: Metrics) -> None:
+        """Creates one instrument: a histogram, kept in its attribute; an observable counter of a dict of
+        counts kept in its attribute; an observable up-down counter or gauge reading the owner."""
+        name, unit, description = row.opentelemetry, row.unit, row.description
+        if row.kind == "histogram":
+            buckets = list(row.buckets)
+            histogram = meter.create_histogram(
+                name, unit, description, explicit_bucket_boundaries_advisory=buckets
+            )
+            setattr(self, row.attribute, histogram)
+        elif row.kind == "counter":
+            table: dict[Any, int] = {}
+            setattr(self, row.attribute, table)
+            meter.create_observable_counter(name, [self._counts(table, row.labels)], unit, description)
+        elif row.kind == "up_down":
+            meter.create_observable_up_down_counter(name, [self._reading(row, owner)], unit, description)
+        else:
+            meter.create_observable_gauge(name, [self._reading(row, owner)], unit, description)
+
+    def _counts(self, table: dict[Any, int], names: tuple[str, ...]) -> Callable[[Any], Any]:
+        """The callback of an observable counter: one observation per label set counted in ``table``."""
+        observation = self._observation
+
+        def observe(_options: Any) -> Any:
+            for key, value in list(table.items()):
+                labels = key if isinstance(key, tuple) else (key,)
+                yield observation(value, dict(zip(names, labels, strict=True)))
+
+        return observe
+
+    def _reading(self, row: _Instrument, owner: Metrics) -> Callable[[Any], Any]:
+        """The callback of an observable gauge: what ``row.read`` reads from the owner (by task state, with
+        the label ``state``: every state, one without tasks as 0)."""
+        observation, read = self._observation, row.read
+        assert read is not None
+
+        def observe(_options: Any) -> Any:
+            yield observation(read(owner))
+
+        def observe_states(_options: Any) -> Any:
+            counts = read(owner)
+            for state in _STATES:
+                yield observation(counts.get(state.value, 0), {"state": state.value})
+
+        return observe_states if row.labels == ("state",) else observe
 
     def _attrs(self, *pairs: str) -> dict[str, str]:
         attributes = self._attributes.get(pairs)

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import uvicorn
 
@@ -399,75 +399,110 @@ def serve_workers(
     settles its tasks and ends its streams as a single server does) and then this process."""
     configure_logging(log_level)
     sockets = _worker_sockets(host, port, workers)
-    children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start time)
-    stopping = False
-
-    def start(number: int) -> None:
-        pid = os.fork()
-        if pid == 0:  # the worker
-            code = 0
-            try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                signal.signal(signal.SIGINT, signal.SIG_DFL)
-                app = build()
-                warn_unnamed(app, host)
-                sys.setswitchinterval(0.001)
-                raise_fd_limit()
-                _return_large_buffers()
-                ready = on_ready if number == 0 else None
-                own = sockets[number % len(sockets)]
-                for other in sockets:
-                    if other is not own:
-                        other.close()  # the supervisor keeps it for the worker it belongs to
-                server = build_server(app, host=host, port=port, log_level=log_level, on_ready=ready)
-                server.run(sockets=[own])
-                code = 0 if server.started else 3
-            except BaseException:  # a worker reports and exits; the supervisor goes on
-                log.exception("worker %d failed", number)
-                code = 1
-            finally:
-                os._exit(code)
-        children[pid] = (number, time.monotonic())
-
-    def stop(signum: int, frame: Any) -> None:
-        nonlocal stopping
-        stopping = True
-        for pid in list(children):
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-
-    previous = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
-    quick = 0
-    status = 0
+    supervisor = _Supervisor(build, sockets, host=host, port=port, log_level=log_level, on_ready=on_ready)
+    previous = {s: signal.signal(s, supervisor.stop) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
+        return supervisor.supervise(workers)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for sock in sockets:
+            sock.close()
+
+
+class _Supervisor:
+    """The process that forks the workers of :func:`serve_workers`, starts again each that dies and stops
+    them all on a signal."""
+
+    def __init__(
+        self,
+        build: Callable[[], A2AApplication],
+        sockets: list[socket.socket],
+        *,
+        host: str,
+        port: int,
+        log_level: str,
+        on_ready: Callable[[], None] | None,
+    ) -> None:
+        self._build = build
+        self._sockets = sockets
+        self._host = host
+        self._port = port
+        self._log_level = log_level
+        self._on_ready = on_ready
+        self.children: dict[int, tuple[int, float]] = {}  # pid -> (worker number, start time)
+        self.stopping = False
+
+    def supervise(self, workers: int) -> int:
+        """Starts the workers and waits on them, starting again each that exits (until they keep exiting at
+        once, or a signal stops them); returns the exit status."""
+        quick = 0
+        status = 0
         for number in range(workers):
-            start(number)
-        log.info("serving with %d worker processes on %s:%d", workers, host, port)
-        while children:
+            self.start(number)
+        log.info("serving with %d worker processes on %s:%d", workers, self._host, self._port)
+        while self.children:
             try:
                 pid, code = os.wait()
             except ChildProcessError:
                 break
             except InterruptedError:  # pragma: no cover - PEP 475 retries os.wait
                 continue
-            number, started = children.pop(pid, (-1, 0.0))
-            if number < 0 or stopping:
+            number, started = self.children.pop(pid, (-1, 0.0))
+            if number < 0 or self.stopping:
                 continue
             exit_code = os.waitstatus_to_exitcode(code)
             quick = quick + 1 if time.monotonic() - started < _QUICK_EXIT else 0
             if quick >= _QUICK_EXITS:
                 log.error("worker processes keep exiting at once (last status %d): stopping", exit_code)
                 status = 1
-                stop(signal.SIGTERM, None)
+                self.stop(signal.SIGTERM, None)
                 continue
             log.warning("worker %d (pid %d) exited with status %d: starting it again", number, pid, exit_code)
-            start(number)
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        for sock in sockets:
-            sock.close()
-    return status
+            self.start(number)
+        return status
+
+    def start(self, number: int) -> None:
+        """Forks worker ``number``."""
+        pid = os.fork()
+        if pid == 0:
+            self._work(number)
+        self.children[pid] = (number, time.monotonic())
+
+    def stop(self, signum: int, frame: Any) -> None:
+        """(the handler of SIGTERM and SIGINT) Stops every worker gracefully."""
+        self.stopping = True
+        for pid in list(self.children):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+
+    def _work(self, number: int) -> NoReturn:
+        """(in the forked worker) Builds the application and serves it on the worker's socket, then exits:
+        0, 3 when the server did not start, 1 when it failed."""
+        code = 0
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            app = self._build()
+            warn_unnamed(app, self._host)
+            sys.setswitchinterval(0.001)
+            raise_fd_limit()
+            _return_large_buffers()
+            ready = self._on_ready if number == 0 else None
+            own = self._sockets[number % len(self._sockets)]
+            for other in self._sockets:
+                if other is not own:
+                    other.close()  # the supervisor keeps it for the worker it belongs to
+            server = build_server(
+                app, host=self._host, port=self._port, log_level=self._log_level, on_ready=ready
+            )
+            server.run(sockets=[own])
+            code = 0 if server.started else 3
+        except BaseException:  # a worker reports and exits; the supervisor goes on
+            log.exception("worker %d failed", number)
+            code = 1
+        finally:
+            os._exit(code)
 
 
 def _worker_sockets(host: str, port: int, workers: int) -> list[socket.socket]:
