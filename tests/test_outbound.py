@@ -28,9 +28,9 @@ from skillwire.server.notifications.outbound import (
     Resolver,
     WebhookPolicy,
     address_refusal,
-    guarded_client,
     resolve,
 )
+from skillwire.server.notifications.outbound_http import guarded_client
 
 WAIT = 15.0  # the cap on every wait, in seconds
 

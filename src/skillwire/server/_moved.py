@@ -38,7 +38,10 @@ MOVED: dict[str, tuple[str, ...]] = {
     "skillwire.server.logs": ("skillwire.server.observability.logs",),
     "skillwire.server.metrics": ("skillwire.server.observability.metrics",),
     "skillwire.server.observe": ("skillwire.server.observability.observe",),
-    "skillwire.server.outbound": ("skillwire.server.notifications.outbound",),
+    "skillwire.server.outbound": (
+        "skillwire.server.notifications.outbound",
+        "skillwire.server.notifications.outbound_http",
+    ),
     "skillwire.server.outbound_http": ("skillwire.server.notifications.outbound_http",),
     "skillwire.server.push": ("skillwire.server.notifications.push",),
     "skillwire.server.push_delivery": ("skillwire.server.notifications.push_delivery",),

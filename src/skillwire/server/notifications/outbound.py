@@ -3,7 +3,8 @@
 A caller names a webhook URL; the server will POST to it. Without a guard that caller could make the server
 reach what only the server can reach: its own loopback, the private network, a cloud metadata service. The
 guard is on by default: :class:`WebhookPolicy` refuses those, and an allowlist opens hosts or networks
-explicitly::
+explicitly (the client lives in :mod:`skillwire.server.notifications.outbound_http`, which imports this module and
+not the other way round, so that the policy loads without httpx)::
 
     policy = WebhookPolicy(allow=["hooks.internal.example", "10.1.0.0/16"])
     policy.check_url("https://hooks.example.com/a2a")   # a ParsedTarget, or WebhookRefusedError
@@ -19,7 +20,7 @@ Two moments, two checks:
   (``127.1``, ``0x7f.0.0.1``, ``2130706433``: resolvers read them as IPv4 addresses). The refusal is a
   :class:`~skillwire.errors.WebhookRefusedError`, an InvalidParamsError: the caller sees -32602 (HTTP 400)
   and the reason.
-* **Delivery time** (:func:`guarded_client`): the URL httpx actually sends to is checked again, the host is
+* **Delivery time** (:func:`~skillwire.server.notifications.outbound_http.guarded_client`): the URL httpx actually sends to is checked again, the host is
   resolved once per connection, **every** address of the answer is checked, and the connection is made to a
   checked address: nothing resolves the name a second time, so an answer that changes between check and
   connect (DNS rebinding) has nothing to change.
@@ -43,7 +44,6 @@ import asyncio
 import ipaddress
 import re
 import socket
-import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -52,7 +52,7 @@ from urllib.parse import urlsplit
 from skillwire.errors import WebhookRefusedError
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = [
     "IPAddress",
@@ -61,7 +61,6 @@ __all__ = [
     "WebhookPolicy",
     "WebhookRefusedError",
     "address_refusal",
-    "guarded_client",
     "resolve",
 ]
 
@@ -281,24 +280,6 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     found = (ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in infos)
     return list(dict.fromkeys(found))
-
-
-def guarded_client(
-    policy: WebhookPolicy,
-    *,
-    timeout: float = 10.0,
-    resolver: Resolver | None = None,
-    ssl_context: ssl.SSLContext | None = None,
-) -> httpx.AsyncClient:
-    """An httpx client that calls only what ``policy`` allows: each request's URL is checked, each
-    connection's host resolved once, every address checked and the connection made to a checked address,
-    with TLS (SNI and certificate verification) still on the URL's host name. Redirects are never followed
-    (a 3xx is the caller's failure to report) and no proxy or ``.netrc`` is read from the environment.
-    ``ssl_context``: the CAs to trust (default: the system's, as httpx's). Refusals raise
-    WebhookRefusedError from the request."""
-    from skillwire.server.notifications.outbound_http import guarded_client as build
-
-    return build(policy, timeout=timeout, resolver=resolver, ssl_context=ssl_context)
 
 
 def _normal_host(host: str) -> str:

@@ -117,6 +117,11 @@ def guarded_client(
     resolver: Resolver | None = None,
     ssl_context: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
-    """See :func:`skillwire.server.notifications.outbound.guarded_client`."""
+    """An httpx client that calls only what ``policy`` allows: each request's URL is checked, each
+    connection's host resolved once, every address checked and the connection made to a checked address,
+    with TLS (SNI and certificate verification) still on the URL's host name. Redirects are never followed
+    (a 3xx is the caller's failure to report) and no proxy or ``.netrc`` is read from the environment.
+    ``ssl_context``: the CAs to trust (default: the system's, as httpx's). Refusals raise
+    WebhookRefusedError from the request."""
     transport = GuardedTransport(policy, resolver=resolver, ssl_context=ssl_context)
     return httpx.AsyncClient(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False)

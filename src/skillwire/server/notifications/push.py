@@ -184,7 +184,7 @@ class PushService:
     ) -> None:
         """``signer``: the deliveries' signer, or a function that makes it at start-up (it may read or
         write a key file); ``issuer``: the ``iss`` of deliveries whose config gives none;
-        ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.notifications.outbound.guarded_client` takes them."""
+        ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.notifications.outbound_http.guarded_client` takes them."""
         self.store = store
         #: the signer once made, and what makes it (None once made)
         self._signer: WebhookSigner | None = None if callable(signer) else signer
@@ -244,7 +244,7 @@ class PushService:
         """What the first delivery needs: one guarded client per delivery slot, and the signer."""
         import httpx
 
-        from skillwire.server.notifications.outbound import guarded_client
+        from skillwire.server.notifications.outbound_http import guarded_client
 
         context = self._ssl_context or httpx.create_ssl_context(trust_env=False)
         clients = [
