@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import textwrap
 from pathlib import Path
 
 import pytest
 
 import skillwire
+from skillwire.cli.main import main
 from skillwire.server.buses import schemes as bus_schemes
 from skillwire.stores import schemes as store_schemes
 from skillwire.stores.base import TaskStore
@@ -103,3 +106,64 @@ def test_no_protocol_or_table_module_imports_an_implementation(protocol: str, ta
     for module in table:
         importlib.import_module(module)  # each row names a real module
     assert imported_modules(SRC / protocol) & set(table) == set()
+
+
+def test_each_store_offers_the_operator_tools_it_can() -> None:
+    offered = {
+        scheme: {name for name, tool in vars(store_schemes.store_tools(url)).items() if tool is not None}
+        for scheme, url in STORE_URLS.items()
+    }
+    assert offered == {
+        "memory": set(),
+        "sqlite": {"read_stats", "read_failed_deliveries", "vacuum"},
+        "postgresql": {"read_stats", "read_failed_deliveries", "upgrade"},
+        "postgres": {"read_stats", "read_failed_deliveries", "upgrade"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["db", "stats", "memory://"], "this store keeps nothing to read from outside a server"),
+        (["db", "prune", "memory://"], "this store lives inside a server"),
+        (["db", "upgrade", "memory://"], "this store has no schema to migrate"),
+        (["deliveries", "memory://"], "this store keeps no deliveries to read from outside a server"),
+        (["db", "stats", "mysql://host/db"], "Unknown store URL 'mysql://host/db'"),
+    ],
+)
+def test_an_operator_command_a_store_cannot_serve_says_so(
+    command: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(command) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_store_added_as_one_module_and_one_row_reaches_the_operator_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "kept_store.py").write_text(
+        textwrap.dedent(
+            """
+            from skillwire.protocol.limits import Limits
+            from skillwire.stores.memory import MemoryTaskStore
+            from skillwire.stores.retention import StoreStats
+            from skillwire.stores.schemes import StoreTools
+
+            def open_url(url: str, limits: Limits, setting: str) -> MemoryTaskStore:
+                return MemoryTaskStore()
+
+            async def read_stats(url: str) -> StoreStats:
+                return StoreStats(tasks={"TASK_STATE_COMPLETED": len(url)}, size_bytes=7)
+
+            TOOLS = StoreTools(read_stats=read_stats)
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(store_schemes.SCHEMES, "kept", "kept_store:open_url")
+    assert type(store_schemes.open_store("kept://x")).__name__ == "MemoryTaskStore"
+    assert main(["db", "stats", "kept://abc", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert (stats["tasks"], stats["sizeBytes"]) == ({"completed": len("kept://abc")}, 7)
+    assert main(["deliveries", "kept://abc"]) == 2
+    assert "keeps no deliveries" in capsys.readouterr().err

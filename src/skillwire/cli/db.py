@@ -31,7 +31,7 @@ from skillwire.protocol.limits import Limits, describe_duration, parse_duration
 from skillwire.protocol.states import TaskState
 from skillwire.stores.base import sqlite_path
 from skillwire.stores.retention import Pruned, RetentionStore, StoreStats
-from skillwire.stores.schemes import open_store
+from skillwire.stores.schemes import StoreTools, open_store, store_tools
 
 __all__ = ["COMMANDS", "add_parsers", "run"]
 
@@ -87,20 +87,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _store_url(given: str) -> str:
     """A store URL from what the operator typed: a URL, or a SQLite file's path."""
-    if given.startswith(("sqlite://", "postgresql://", "postgres://")):
-        return given
-    if "://" in given:
-        raise SkillwireError(f"{given!r}: expected sqlite:///PATH (or a file's path) or postgresql://...")
-    return f"sqlite:///{given}"
+    return given if "://" in given else f"sqlite:///{given}"
 
 
 def _upgrade(url: str) -> int:
-    """``skillwire db upgrade URL``: bring a PostgreSQL store's schema up to date and say its version."""
-    if not url.startswith(("postgresql://", "postgres://")):
-        raise SkillwireError(f"{url!r}: db upgrade migrates a PostgreSQL store (postgresql://...)")
-    from skillwire.stores.postgres import upgrade  # without asyncpg, upgrade() says how to install it
-
-    say(f"schema version {asyncio.run(upgrade(url))}")
+    """``skillwire db upgrade URL``: bring a store's schema up to date (PostgreSQL's) and say its version."""
+    upgrade = store_tools(url).upgrade
+    if upgrade is None:
+        raise SkillwireError(
+            f"{url!r}: this store has no schema to migrate (db upgrade migrates PostgreSQL's)"
+        )
+    say(f"schema version {asyncio.run(upgrade(url))}")  # without asyncpg, it says how to install it
     return 0
 
 
@@ -111,7 +108,13 @@ def _prune(url: str, older_than: str | None, *, dry_run: bool, vacuum: bool) -> 
         raise SkillwireError(f"--older-than: {exc}") from None
     if age is None:
         raise SkillwireError("--older-than: give a duration (none would prune nothing)")
-    if vacuum and not url.startswith("sqlite://"):
+    tools = store_tools(url)
+    if tools == StoreTools():
+        raise SkillwireError(
+            f"{url!r}: this store lives inside a server; there is nothing to prune from here"
+        )
+    vacuum_tool = tools.vacuum if vacuum else None
+    if vacuum and vacuum_tool is None:
         raise SkillwireError("--vacuum rewrites a SQLite file; PostgreSQL's autovacuum reclaims space itself")
     before_us = time.time_ns() // 1000 - int(age * 1_000_000)
     when = f"older than {describe_duration(age)}"
@@ -130,12 +133,9 @@ def _prune(url: str, older_than: str | None, *, dry_run: bool, vacuum: bool) -> 
         )
     if done.busy:
         say("  another process was pruning this store meanwhile: it removes the rest")
-    if vacuum:
-        from skillwire.stores.sqlite import vacuum_store
-
-        path, _ = sqlite_path(url)
-        vacuum_store(path, setting="URL")
-        say(f"vacuumed {path}: incremental auto-vacuum, free pages given back")
+    if vacuum_tool is not None:
+        asyncio.run(vacuum_tool(url))
+        say(f"vacuumed {sqlite_path(url)[0]}: incremental auto-vacuum, free pages given back")
     return 0
 
 
@@ -207,14 +207,10 @@ def _stats(url: str, *, as_json: bool) -> int:
 
 
 def _read_stats(url: str) -> StoreStats:
-    if url.startswith("sqlite://"):
-        from skillwire.stores.sqlite import read_stats
-
-        path, _ = sqlite_path(url)
-        return read_stats(path)
-    from skillwire.stores.postgres import read_stats as read_postgres  # without asyncpg: says what to install
-
-    return asyncio.run(read_postgres(url))
+    read = store_tools(url).read_stats
+    if read is None:
+        raise SkillwireError(f"{url!r}: this store keeps nothing to read from outside a server")
+    return asyncio.run(read(url))  # without asyncpg, it says how to install it
 
 
 def _iso(us: int) -> str:

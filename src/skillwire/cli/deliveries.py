@@ -63,24 +63,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _failed_deliveries(store: str, after: int, limit: int) -> list[Delivery]:
-    """The failed deliveries of the SQLite or PostgreSQL store ``store``, read without opening it."""
-    if store.startswith(("postgresql://", "postgres://")):
-        import asyncio
+    """The failed deliveries of the store ``store`` (a URL, or a SQLite file's path), read without opening
+    it."""
+    import asyncio
 
-        from skillwire.stores.postgres import read_failed_deliveries as read_postgres
+    from skillwire.stores.schemes import store_tools
 
-        return asyncio.run(read_postgres(store, after, limit))  # without asyncpg: says how to install it
-    from skillwire.stores.base import sqlite_path
-    from skillwire.stores.sqlite import read_failed_deliveries
-
-    if store.startswith("sqlite://"):
-        store, _ = sqlite_path(store)
-    elif "://" in store:
-        raise SkillwireError(
-            f"{store!r}: deliveries are read from a SQLite store (sqlite:///PATH) or a PostgreSQL one"
-            " (postgresql://...)"
-        )
-    return read_failed_deliveries(store, after, limit)
+    url = store if "://" in store else f"sqlite:///{store}"
+    read = store_tools(url).read_failed_deliveries
+    if read is None:
+        raise SkillwireError(f"{store!r}: this store keeps no deliveries to read from outside a server")
+    return asyncio.run(read(url, after, limit))  # without asyncpg, it says how to install it
 
 
 def _delivery_json(d: Delivery) -> str:

@@ -84,6 +84,7 @@ from skillwire.stores.postgres_sql import (
 )
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
 from skillwire.stores.retention import Pruned, StoreStats
+from skillwire.stores.schemes import StoreTools
 
 try:
     import asyncpg
@@ -870,3 +871,8 @@ def open_url(url: str, limits: Limits, setting: str) -> PostgresTaskStore:
     """``postgresql://`` or ``postgres://`` (the table in :mod:`skillwire.stores.schemes` sends them here);
     without asyncpg, :class:`PostgresTaskStore` says how to install it."""
     return PostgresTaskStore(url, max_log_bytes=limits.max_task_log_bytes)
+
+
+#: The operator's commands on a PostgreSQL store (:mod:`skillwire.stores.schemes`); autovacuum gives space
+#: back by itself.
+TOOLS = StoreTools(read_stats=read_stats, read_failed_deliveries=read_failed_deliveries, upgrade=upgrade)

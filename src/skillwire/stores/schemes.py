@@ -5,19 +5,29 @@ store (and asyncpg loads only when a ``postgresql://`` URL is opened). Adding a 
 folder, with a function ``open_url(url, limits, setting) -> TaskStore``, and one row here::
 
     store = open_store("sqlite:///.skillwire/greeter.db")
+
+The operator's commands (``skillwire db``, ``skillwire deliveries``) reach a store's data through the same
+row: the store's module may offer ``TOOLS``, a :class:`StoreTools`, and what it leaves out those commands
+refuse with a message naming the store. So a new store is still one module and one line.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits
 from skillwire.stores.base import TaskStore
 
-__all__ = ["SCHEMES", "open_store"]
+if TYPE_CHECKING:
+    from skillwire.stores.push import Delivery
+    from skillwire.stores.retention import StoreStats
+
+__all__ = ["SCHEMES", "StoreTools", "open_store", "store_tools"]
 
 #: scheme -> ``"module:function"``; the function takes ``(url, limits, setting)`` and returns the store.
 SCHEMES: dict[str, str] = {
@@ -47,11 +57,37 @@ def open_store(url: str, *, limits: Limits | None = None, setting: str = "store=
 
     ``postgresql://`` (or ``postgres://``) URLs open :class:`~skillwire.stores.postgres.PostgresTaskStore`,
     shared by several processes (``?schema=NAME``, ``?pool=N``, ``?timeout=SECONDS``: docs/postgres.md)."""
+    module = _module(url)
+    open_url = getattr(module, SCHEMES[scheme_of(url)].partition(":")[2])
+    return cast(Callable[[str, Limits, str], TaskStore], open_url)(url, limits or Limits(), setting)
+
+
+@dataclass(frozen=True)
+class StoreTools:
+    """What the operator's commands do to a store's data without serving it, each given the store's URL; a
+    tool a store lacks is None. Reads work while a server (or a cluster) owns the store."""
+
+    #: ``skillwire db stats``: tasks by state, size, the oldest finished task.
+    read_stats: Callable[[str], Coroutine[Any, Any, StoreStats]] | None = None
+    #: ``skillwire deliveries``: the failed push deliveries after a sequence number, at most a number of them.
+    read_failed_deliveries: Callable[[str, int, int], Coroutine[Any, Any, list[Delivery]]] | None = None
+    #: ``skillwire db upgrade``: apply the schema's migrations; the schema version.
+    upgrade: Callable[[str], Coroutine[Any, Any, int]] | None = None
+    #: ``skillwire db prune --vacuum``: give the free space back to the file system.
+    vacuum: Callable[[str], Coroutine[Any, Any, None]] | None = None
+
+
+def _module(url: str) -> ModuleType:
     opener = SCHEMES.get(scheme_of(url))
     if opener is None:
         raise SkillwireError(
             f"Unknown store URL {url!r}: use memory://, sqlite:///PATH or postgresql://HOST/DATABASE"
         )
-    module, _, function = opener.partition(":")
-    open_url = getattr(importlib.import_module(module), function)
-    return cast(Callable[[str, Limits, str], TaskStore], open_url)(url, limits or Limits(), setting)
+    return importlib.import_module(opener.partition(":")[0])
+
+
+def store_tools(url: str) -> StoreTools:
+    """The operator's tools of the store that ``url`` opens (none for a store whose module offers no
+    ``TOOLS``); SkillwireError for a URL no store opens."""
+    tools = getattr(_module(url), "TOOLS", None)
+    return tools if isinstance(tools, StoreTools) else StoreTools()

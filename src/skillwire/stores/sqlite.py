@@ -73,6 +73,7 @@ from skillwire.stores.base import (
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import Delivery, Lane, PushConfigRecord
 from skillwire.stores.retention import Pruned, StoreStats
+from skillwire.stores.schemes import StoreTools
 from skillwire.stores.sqlite_retention import FINISHED, count_finished, prune_batch, stats, vacuum_file
 from skillwire.stores.sqlite_writer import (
     CLAIM_COLUMNS,
@@ -877,3 +878,19 @@ def open_url(url: str, limits: Limits, setting: str) -> SQLiteTaskStore:
         except ValueError:
             raise SkillwireError(f"{url!r}: timeout must be a number of seconds") from None
     return SQLiteTaskStore(path, timeout=timeout, max_log_bytes=limits.max_task_log_bytes, setting=setting)
+
+
+async def _stats_at(url: str) -> StoreStats:
+    return await asyncio.to_thread(read_stats, sqlite_path(url)[0])
+
+
+async def _failed_at(url: str, after: int, limit: int) -> list[Delivery]:
+    return await asyncio.to_thread(read_failed_deliveries, sqlite_path(url)[0], after, limit)
+
+
+async def _vacuum_at(url: str) -> None:
+    await asyncio.to_thread(vacuum_store, sqlite_path(url)[0], "URL")
+
+
+#: The operator's commands on a SQLite file (:mod:`skillwire.stores.schemes`); it has no schema migrations.
+TOOLS = StoreTools(read_stats=_stats_at, read_failed_deliveries=_failed_at, vacuum=_vacuum_at)
