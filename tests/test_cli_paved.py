@@ -334,6 +334,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"skillwire {skillwire.__version__}"
 
 
+def test_the_package_version_is_the_installed_distributions() -> None:
+    """``--version`` prints ``skillwire.__version__`` (cheaper than reading the metadata): it must be true."""
+    from importlib.metadata import version
+
+    import skillwire
+
+    assert skillwire.__version__ == version("skillwire")
+
+
 def test_host_port_and_port_are_http_urls(serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
     assert agent_url(":8000") == "http://127.0.0.1:8000"
     assert agent_url("localhost:8000/a") == "http://localhost:8000/a"

@@ -601,7 +601,7 @@ def first_skill_send(page: Any, text: str) -> None:
 
 
 def test_the_relay_drives_an_a2a_sdk_agent(page: Any) -> None:
-    from skillwire.cli.console import Relay
+    from skillwire.cli.console_relay import Relay
     from test_client_interop_sdk import run_sdk_agent
 
     with run_sdk_agent() as sdk:
@@ -631,7 +631,7 @@ def test_the_relay_drives_an_a2a_sdk_agent(page: Any) -> None:
 
 
 def test_the_relay_drives_a_v03_agent(page: Any, v03_peer: Any) -> None:  # noqa: F811 - the fixture
-    from skillwire.cli.console import Relay
+    from skillwire.cli.console_relay import Relay
 
     relay_url, stop = serve_asgi(Relay(v03_peer.url))
     try:

@@ -27,7 +27,7 @@ from conftest import (
     user_message,
 )
 from skillwire import Agent, SkillContext
-from skillwire.cli.console import Relay
+from skillwire.cli.console_relay import Relay
 from skillwire.console import CONTENT_SECURITY_POLICY, asset_bytes
 from skillwire.security import APIKey, Security
 

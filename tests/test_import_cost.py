@@ -80,3 +80,20 @@ def test_serving_does_load_them() -> None:
     """The check can fail: the path that serves an agent loads exactly what the light paths must not."""
     heavy = _heavy(_loaded("from skillwire import Agent"))
     assert {"skillwire.agent", "skillwire.server.app", "skillwire.security"} <= set(heavy)
+
+
+#: What ``skillwire --version`` has no use for either, though a call to an agent loads it: the event loop, TLS,
+#: the distribution's metadata (the version is read from ``skillwire._version``).
+NOT_FOR_VERSION = (
+    "asyncio",
+    "ssl",
+    "importlib.metadata",
+    "skillwire.cli.console_relay",
+    "skillwire.cli.db_work",
+)
+
+
+def test_skillwire_version_builds_the_parser_without_what_the_commands_use() -> None:
+    loaded = _loaded(CASES["skillwire --version"])
+    assert [name for name in loaded if name.startswith(NOT_FOR_VERSION)] == []
+    assert {"skillwire.cli.console", "skillwire.cli.db"} <= set(loaded)  # their parsers are there

@@ -14,6 +14,8 @@ SRC = Path(skillwire.__file__).parent
 # Each layer may import only from itself and the layers listed for it (see STYLE: the layer map).
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    # the version, in one place (pyproject.toml reads it)
+    "_version": set(),
     # the web console's static files and their ASGI handler: served by the server, relayed by the CLI
     "console": set(),
     "protocol": {"errors"},
@@ -42,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     # agent.test_client() loads the test kit lazily, in that method only: agent never imports the client
     "agent": {"errors", "protocol", "wire", "stores", "server", "skills", "testing", "security", "mcp"},
     "cli": {
+        "_version",
         "errors",
         "protocol",
         "wire",

@@ -88,12 +88,11 @@ if _typing.TYPE_CHECKING:
     from skillwire.skills.schema import compile_schema, validate_json
     from skillwire.wire.card_signing import CardSigner, verify_card
 
-__version__ = "0.1.0"
-
 # Every name is imported on its first use: a caller (the client, the command line) should not pay for the
 # server, the security schemes or the schema compiler it does not use, and start-up time matters
 # (tests/test_import_cost.py holds the light paths light).
 _LAZY = {
+    "__version__": "skillwire._version",
     "Agent": "skillwire.agent",
     **dict.fromkeys(
         ("Client", "ClientError", "RetryPolicy", "SyncClient", "TaskFailedError"), "skillwire.client"

@@ -42,7 +42,6 @@ Exit codes (:data:`EXIT_OK` ...), each reported as one line on stderr (``--debug
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import uuid
@@ -392,6 +391,8 @@ def run(args: argparse.Namespace) -> int:
     except LocalError as exc:
         say_error(str(exc))
         return EXIT_USAGE
+    import asyncio
+
     try:
         return asyncio.run(_with_client(call, handlers[name]))
     except UntrustedOriginError as exc:

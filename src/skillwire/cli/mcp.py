@@ -12,7 +12,6 @@ Standard output carries MCP's messages only; logs (``--log-level``, default warn
 from __future__ import annotations
 
 import argparse
-import asyncio
 from typing import Any
 
 from skillwire.errors import SkillwireError, install_command
@@ -61,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         import mcp  # noqa: F401
     except ImportError:
         raise SkillwireError(f"skillwire mcp needs the mcp package: {install_command('mcp')}") from None
+    import asyncio
+
     if is_agent_url(args.target):
         from skillwire.cli.calls import agent_url
 

@@ -4,11 +4,13 @@ the terminal would act on, :func:`is_terminal`, the live :class:`StatusLine` dra
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import shutil
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:  # asyncio loads with the client, when a command calls an agent: not for --version
+    import asyncio
 
 __all__ = ["StatusLine", "is_terminal", "read_line", "safe_text"]
 
@@ -80,6 +82,8 @@ class StatusLine:
         self._text = f"{state}: {note}" if note else state
         self._draw()
         if self._ticker is None:
+            import asyncio
+
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
 
     def clear(self) -> None:
@@ -102,6 +106,8 @@ class StatusLine:
         self._shown = True
 
     async def _tick(self) -> None:
+        import asyncio
+
         while True:
             await asyncio.sleep(self.TICK_SECONDS)
             self._frame += 1
@@ -130,6 +136,8 @@ async def read_line(stream: IO[str]) -> str | None:
 
 
 async def _readable(fd: int) -> None:
+    import asyncio
+
     loop = asyncio.get_running_loop()
     ready: asyncio.Future[None] = loop.create_future()
 

@@ -9,7 +9,7 @@ Two hosts serve it:
 
 - ``skillwire serve`` mounts it at ``/console/`` on the agent itself (:class:`ConsoleAssets` with
   :meth:`ConsoleAssets.served`), so the page and the agent share an origin;
-- ``skillwire console URL`` runs a small loopback relay (:mod:`skillwire.cli.console`) that serves the same
+- ``skillwire console URL`` runs a small loopback relay (:mod:`skillwire.cli.console_relay`) that serves the same
   files and forwards the page's calls to any agent, v1.0 or v0.3, skillwire or not.
 
 This module is a layer of its own and imports nothing from skillwire: the server and the CLI import it.

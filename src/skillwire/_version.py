@@ -1,0 +1,4 @@
+"""The package's version, in one place: hatchling reads it for the distribution (pyproject.toml
+``[tool.hatch.version]``), ``skillwire.__version__`` and ``skillwire --version`` print it."""
+
+__version__ = "0.1.0"
