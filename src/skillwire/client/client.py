@@ -54,6 +54,7 @@ from skillwire.client.errors import (
     NoCompatibleInterfaceError,
     TaskFailedError,
 )
+from skillwire.client.lazy_tls import default_http
 from skillwire.client.origins import OriginPolicy, agent_url
 from skillwire.client.progress import StreamProgress
 from skillwire.client.retry import RetryPolicy, parse_retry_after
@@ -379,7 +380,7 @@ class Client:
         )
         provider = as_provider(credentials) if credentials is not None else None
         owns = http is None
-        client_http = http if http is not None else httpx.AsyncClient(timeout=timeout)
+        client_http = http if http is not None else default_http(timeout)
         try:
             url = base_url if base_url.endswith(".json") else base_url.rstrip("/") + CARD_PATH
             trust = CardTrust(card_keys, client_http, timeout) if card_keys is not None else None

@@ -44,19 +44,59 @@ its docstring how it decides where v0.3 and v1.0 do not map one to one:
 
 from __future__ import annotations
 
-from skillwire.wire.v03.cards import card_from_v03, is_v03_card, v03_card, v03_card_fields
-from skillwire.wire.v03.client import (
-    decode_event,
-    decode_rest_event,
-    decode_rest_result,
-    decode_result,
-    encode_request,
-    encode_rest_request,
-)
-from skillwire.wire.v03.errors import decode_error, error_code, error_data, rest_error
-from skillwire.wire.v03.rest import encode_rest_result, encode_rest_stream_event, match_rest
-from skillwire.wire.v03.server import METHODS, decode_request, encode_result, encode_stream_event, is_final
-from skillwire.wire.v03.shapes import DATA_PART_COMPAT, PROTOCOL_VERSION
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skillwire.wire.v03.cards import card_from_v03, is_v03_card, v03_card, v03_card_fields
+    from skillwire.wire.v03.client import (
+        decode_event,
+        decode_rest_event,
+        decode_rest_result,
+        decode_result,
+        encode_request,
+        encode_rest_request,
+    )
+    from skillwire.wire.v03.errors import decode_error, error_code, error_data, rest_error
+    from skillwire.wire.v03.rest import encode_rest_result, encode_rest_stream_event, match_rest
+    from skillwire.wire.v03.server import (
+        METHODS,
+        decode_request,
+        encode_result,
+        encode_stream_event,
+        is_final,
+    )
+    from skillwire.wire.v03.shapes import DATA_PART_COMPAT, PROTOCOL_VERSION
+
+# Each name is imported on its first use: a client decoding a card that also carries the v0.3 fields needs
+# the card codec only, not the server's and the client's request codecs (tests/test_import_cost.py).
+_LAZY = {
+    "DATA_PART_COMPAT": "skillwire.wire.v03.shapes",
+    "METHODS": "skillwire.wire.v03.server",
+    "PROTOCOL_VERSION": "skillwire.wire.v03.shapes",
+    "card_from_v03": "skillwire.wire.v03.cards",
+    "decode_error": "skillwire.wire.v03.errors",
+    "decode_event": "skillwire.wire.v03.client",
+    "decode_request": "skillwire.wire.v03.server",
+    "decode_rest_event": "skillwire.wire.v03.client",
+    "decode_rest_result": "skillwire.wire.v03.client",
+    "decode_result": "skillwire.wire.v03.client",
+    "encode_request": "skillwire.wire.v03.client",
+    "encode_rest_request": "skillwire.wire.v03.client",
+    "encode_rest_result": "skillwire.wire.v03.rest",
+    "encode_rest_stream_event": "skillwire.wire.v03.rest",
+    "encode_result": "skillwire.wire.v03.server",
+    "encode_stream_event": "skillwire.wire.v03.server",
+    "error_code": "skillwire.wire.v03.errors",
+    "error_data": "skillwire.wire.v03.errors",
+    "is_final": "skillwire.wire.v03.server",
+    "is_v03_card": "skillwire.wire.v03.cards",
+    "match_rest": "skillwire.wire.v03.rest",
+    "rest_error": "skillwire.wire.v03.errors",
+    "v03_card": "skillwire.wire.v03.cards",
+    "v03_card_fields": "skillwire.wire.v03.cards",
+}
+
 
 __all__ = [
     "DATA_PART_COMPAT",
@@ -84,3 +124,12 @@ __all__ = [
     "v03_card",
     "v03_card_fields",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
