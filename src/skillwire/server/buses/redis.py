@@ -337,10 +337,14 @@ class RedisEventBus:
                     self.on_write(time.perf_counter() - started, len(batch))
 
     async def _send(self, batch: list[tuple[Key, bytes, int, bytes, bool]]) -> None:
+        """One pipeline: the batch's XADDs in order, then one PEXPIRE per stream, with the expiry its last
+        event sets (a PEXPIRE after each XADD would only be overwritten by the next one)."""
         pipe = self._client.pipeline(transaction=False)
+        expiry: dict[bytes, float | None] = {}
         for _, name, version, data, ends in batch:
             pipe.xadd(name, {b"version": version, b"event": data}, maxlen=self.maxlen, approximate=True)
-            ttl = self.ttl_after_end if ends else self.idle_ttl
+            expiry[name] = self.ttl_after_end if ends else self.idle_ttl
+        for name, ttl in expiry.items():
             if ttl is not None:
                 pipe.pexpire(name, max(1, int(ttl * 1000)))
         await pipe.execute()
