@@ -268,3 +268,14 @@ def test_run_refuses_a_bad_variable() -> None:
         run_options("127.0.0.1", {}, {"SKILLWIRE_CONSOLE": "maybe"})
     with pytest.raises(SkillwireError, match="SKILLWIRE_TASK_RETENTION"):
         run_options("127.0.0.1", {}, {"SKILLWIRE_TASK_RETENTION": "soon"})
+
+
+def test_a_misspelt_keyword_is_refused_as_before() -> None:
+    """The keywords are a TypedDict now: one it does not name is refused, as a named parameter list did."""
+    agent = Agent("Echo", "Says it back", executor=lambda context: None)
+    with pytest.raises(TypeError, match="asgi\\(\\) got an unexpected keyword argument 'stor'"):
+        agent.asgi(stor="memory://")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="run\\(\\) got an unexpected keyword argument 'consol'"):
+        agent.run(consol=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="skill\\(\\) got an unexpected keyword argument 'tag'"):
+        agent.skill(tag=["x"])  # type: ignore[call-arg]

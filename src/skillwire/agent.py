@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, cast
@@ -186,6 +186,8 @@ class Agent:
         and gives (its card's inputModes and outputModes; without them, the agent's defaults apply): a
         message part of another type is refused, and a result or artifact of another type fails the task,
         except a text where only ``application/json`` is declared, which is sent as a JSON string."""
+
+        _refuse_unknown("skill", keywords.keys() - SkillKeywords.__optional_keys__)
 
         def register(handler: F) -> F:
             try:
@@ -503,6 +505,7 @@ class Agent:
 
         ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
         ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
+        _refuse_unknown("run", keywords.keys() - RunKeywords.__optional_keys__)
         host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
         port = port if port is not None else _env_port()
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
@@ -577,6 +580,12 @@ class SkillKeywords(TypedDict, total=False):
     retryable: bool
     input_modes: Sequence[str]
     output_modes: Sequence[str]
+
+
+def _refuse_unknown(function: str, unknown: Set[str]) -> None:
+    """Refuse keywords a function does not take, as a signature of named parameters would."""
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
 
 
 def _skill_details(keywords: SkillKeywords) -> SkillDetails:

@@ -367,6 +367,9 @@ class Client:
                 allowed_origins=["https://api.example.com"],
             )
         """
+        unknown = sorted(options.keys() - ConnectOptions.__optional_keys__)
+        if unknown:  # what a signature of named parameters would refuse
+            raise TypeError(f"connect() got an unexpected keyword argument {unknown[0]!r}")
         base_url = agent_url(base_url)  # host:port and :port, as the command line takes them
         bindings, versions = options.get("bindings"), options.get("versions", PROTOCOL_VERSIONS)
         http, headers, extensions = options.get("http"), options.get("headers"), options.get("extensions", ())

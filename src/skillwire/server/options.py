@@ -174,6 +174,9 @@ def serving(options: Serving | None = None, keywords: ServingKeywords | None = N
     """
     options = options or Serving()
     given = keywords or {}
+    unknown = sorted(given.keys() - ServingKeywords.__optional_keys__)
+    if unknown:  # what a signature of named parameters would refuse
+        raise TypeError(f"asgi() got an unexpected keyword argument {unknown[0]!r}")
     if not given:
         return options
     replace = dataclasses.replace

@@ -254,6 +254,9 @@ def skill_from_function(handler: Callable[..., Any], *, id: str, **details: Unpa
     :func:`implied_text_input`)."""
     from skillwire.skills.signature import read_signature
 
+    unknown = sorted(details.keys() - SkillDetails.__optional_keys__)
+    if unknown:  # what a signature of named parameters would refuse
+        raise TypeError(f"skill_from_function() got an unexpected keyword argument {unknown[0]!r}")
     doc = inspect.getdoc(handler) or ""
     name = details.get("name")
     description = details.get("description") or doc.split("\n\n")[0].strip() or None

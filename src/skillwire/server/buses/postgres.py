@@ -220,6 +220,9 @@ class PostgresEventBus:
 
     def __init__(self, url: str, **tuning: Unpack[PostgresBusTuning]) -> None:
         """``tuning``: the keyword options of :class:`PostgresBusTuning` (each has a default)."""
+        unknown = sorted(tuning.keys() - PostgresBusTuning.__optional_keys__)
+        if unknown:  # what a signature of named parameters would refuse
+            raise TypeError(f"PostgresEventBus() got an unexpected keyword argument {unknown[0]!r}")
         given: PostgresBusTuning = {**_TUNING, **tuning}
         self._dsn, self.schema = parse_url(url)
         self.url = url
