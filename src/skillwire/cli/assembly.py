@@ -13,7 +13,6 @@ from skillwire.cli.serve_options import LOG_LEVELS, env, env_list
 from skillwire.cli.targets import load_agent
 from skillwire.errors import A2AError, SkillwireError
 from skillwire.protocol.limits import Limits, parse_limit
-from skillwire.server.options import CardOptions, Grpc, Network, Observability, PushOptions, Serving
 
 if TYPE_CHECKING:
     from skillwire.agent import Agent
@@ -22,6 +21,7 @@ if TYPE_CHECKING:
     from skillwire.server.notifications.push import PushSettings
     from skillwire.server.observability.metrics import Metrics
     from skillwire.server.observability.telemetry import Telemetry
+    from skillwire.server.options import Grpc, Network, Serving
     from skillwire.wire.card_signing import CardSigner
 
 __all__ = ["application", "limits_from", "serving_from"]
@@ -51,6 +51,7 @@ def serving_from(args: argparse.Namespace, agent: Agent) -> Serving:
     ``SKILLWIRE_*`` variable); what they leave unsaid is the agent's (its push settings, its card's v0.3
     fields, its card signers, its task retention)."""
     from skillwire.agent import with_retention
+    from skillwire.server.options import CardOptions, Observability, PushOptions, Serving
 
     if args.task_retention:
         try:
@@ -79,6 +80,8 @@ def serving_from(args: argparse.Namespace, agent: Agent) -> Serving:
 
 def _grpc(args: argparse.Namespace) -> Grpc:
     """``--grpc-port`` (None: no gRPC), on ``--host``, with the status table ``--grpc-statuses`` names."""
+    from skillwire.server.options import Grpc
+
     status_overrides: Mapping[type[A2AError], str] = {}
     if args.grpc_port is not None:
         try:
@@ -94,6 +97,7 @@ def _network(args: argparse.Namespace) -> Network:
     """TLS, the public URL, the Hosts and origins served, and the console, as the flags say."""
     from skillwire.server.bindings.hosts import is_loopback, served_hosts
     from skillwire.server.bindings.tls import tls_from
+    from skillwire.server.options import Network
 
     tls = tls_from(
         args.tls_cert,
