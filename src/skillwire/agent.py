@@ -17,29 +17,37 @@ An agent is made of skills (``@agent.skill`` for code, ``agent.add_skill`` for a
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, cast
 
 import msgspec
 
-from skillwire.errors import A2AError, SkillwireError
+from skillwire.errors import SkillwireError
 from skillwire.protocol.limits import Limits, parse_duration
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentProvider, AgentSkill
 from skillwire.security.policy import Requirement, Security, as_card, requirement_sets
 from skillwire.security.principal import Principal
-from skillwire.server.app import A2AApplication, Mounted
+from skillwire.server.app import A2AApplication, Mounted, MountFactory
 from skillwire.server.buses.base import EventBus
-from skillwire.server.handler import RequestHandler
-from skillwire.server.notifications.outbound import WebhookPolicy
+from skillwire.server.buses.memory import InProcessEventBus
+from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.notifications.push import PushService, PushSettings, signer_for
 from skillwire.server.observability.instrument import observe_bus, observe_store
-from skillwire.server.observability.metrics import Metrics
-from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.options import (
+    CardOptions,
+    Network,
+    Retention,
+    Serving,
+    ServingKeywords,
+    serving,
+    signers_of,
+)
 from skillwire.server.tasks.executor import Executor, ExecutorFunction, as_executor
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.skills.executor import OutcomeHook, SkillExecutor
@@ -47,6 +55,7 @@ from skillwire.skills.registry import (
     Follower,
     InMemorySkillRegistry,
     Skill,
+    SkillDetails,
     SkillRegistry,
     report_code_skill,
     skill_from_function,
@@ -58,7 +67,6 @@ from skillwire.stores.schemes import open_store
 
 if TYPE_CHECKING:
     from skillwire.mcp.config import McpServer
-    from skillwire.server.bindings.tls import TLSConfig
     from skillwire.testing.client import AgentTestClient
     from skillwire.wire.card_signing import CardSigner
 
@@ -70,6 +78,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Agent:
+    """An agent: its card's description, its skills (or one executor), and how it is served."""
+
+    #: Serve only skills marked readOnly (the others are left off the card and refused).
+    read_only: bool
+    #: Extensions declared on the card; ``required=True`` ones must be activated by every client.
+    extensions: list[AgentExtension]
+    #: Whether the agent card also carries the v0.3 fields (url, protocolVersion, ...) for v0.3 clients.
+    card_v03_fields: bool
+    #: The schemes and requirements enforced on every call (None: every caller is anonymous). A skill's
+    #: securityRequirements must name its schemes and are checked on top of the agent's.
+    security: Security | None
+    #: Signs the public and extended cards served (several: one signature each, for key rotation).
+    card_signer: CardSigner | Sequence[CardSigner] | None
+    #: Push notifications (on by default; False or ``PushSettings(enabled=False)``: off). They need a store
+    #: that keeps deliveries (memory://, SQLite): with another, they are off.
+    push: PushSettings
+    #: MCP servers whose tools become skills when the agent is served (:meth:`load_mcp_tools`).
+    mcp_servers: list[McpServer]
+    #: How long finished tasks are kept (seconds; None: forever), or ``"default"``: as the app's
+    #: ``Limits.task_retention`` says (1 day). Also ``"7d"``, ``"12h"``, a timedelta (docs/retention.md).
+    task_retention: Retention
+
     def __init__(
         self,
         name: str,
@@ -101,9 +131,7 @@ class Agent:
         self.executor = as_executor(executor) if executor is not None else None
         self.version = version
         self.skills = list(skills)
-        self.provider = provider
-        self.documentation_url = documentation_url
-        self.icon_url = icon_url
+        self.provider, self.documentation_url, self.icon_url = provider, documentation_url, icon_url
         self.streaming = streaming
         self.default_input_modes = list(default_input_modes)
         self.default_output_modes = list(default_output_modes)
@@ -112,47 +140,21 @@ class Agent:
             extended_card is not None if extended_card_enabled is None else extended_card_enabled
         )
         self.registry: SkillRegistry = registry if registry is not None else InMemorySkillRegistry()
-        #: Serve only skills marked readOnly (the others are left off the card and refused).
         self.read_only = read_only
         self.hooks: list[OutcomeHook] = []
-        #: Extensions declared on the card; ``required=True`` ones must be activated by every client.
         self.extensions = list(extensions)
-        #: Whether the agent card also carries the v0.3 fields (url, protocolVersion, ...) for v0.3 clients.
         self.card_v03_fields = card_v03_fields
-        #: The schemes and requirements enforced on every call (None: every caller is anonymous). A skill's
-        #: securityRequirements must name its schemes and are checked on top of the agent's.
         self.security = security
-        #: Signs the public and extended cards served (several: one signature each, for key rotation).
         self.card_signer = card_signer
-        #: Push notifications (on by default; False or ``PushSettings(enabled=False)``: off). They need a store
-        #: that keeps deliveries (memory://, SQLite): with another, they are off.
         self.push = push if isinstance(push, PushSettings) else PushSettings(enabled=push)
-        #: MCP servers whose tools become skills when the agent is served (:meth:`load_mcp_tools`).
         self.mcp_servers = list(mcp_servers)
         self._mcp_loaded = False
-        #: How long finished tasks are kept (seconds; None: forever), or ``"default"``: as the app's
-        #: ``Limits.task_retention`` says (1 day). Also ``"7d"``, ``"12h"``, a timedelta (docs/retention.md).
         self.task_retention = task_retention
 
     def limits_for(self, limits: Limits | None = None) -> Limits:
         """``limits`` (default: Limits()) with this agent's ``task_retention`` applied, unless it is
         ``"default"``."""
-        limits = limits or Limits()
-        retention = self.task_retention
-        if isinstance(retention, str) and retention == "default":
-            return limits
-        if isinstance(retention, str):
-            try:
-                seconds = parse_duration(retention)
-            except ValueError as exc:
-                raise SkillwireError(f"task_retention: {exc}") from None
-        elif isinstance(retention, timedelta):
-            seconds = retention.total_seconds()
-        else:
-            seconds = None if retention is None else float(retention)
-        if seconds is not None and seconds <= 0:
-            raise SkillwireError("task_retention must be above 0 (None keeps finished tasks forever)")
-        return limits.replace(task_retention=seconds)
+        return with_retention(limits or Limits(), self.task_retention)
 
     # -- skills -------------------------------------------------------------------------------------------
 
@@ -160,25 +162,7 @@ class Agent:
         """Register a skill (duplicate ids are refused)."""
         return self.registry.register(skill)
 
-    def skill(
-        self,
-        *,
-        id: str | None = None,
-        name: str | None = None,
-        description: str | None = None,
-        tags: Sequence[str] = (),
-        examples: Sequence[str] = (),
-        input_schema: dict[str, Any] | None = None,
-        output_schema: dict[str, Any] | None = None,
-        read_only: bool = False,
-        follow: Follower | None = None,
-        timeout_seconds: float | None = None,
-        text_input: str | None = None,
-        security: Sequence[Requirement] = (),
-        retryable: bool = False,
-        input_modes: Sequence[str] = (),
-        output_modes: Sequence[str] = (),
-    ) -> Callable[[F], F]:
+    def skill(self, **keywords: Unpack[SkillKeywords]) -> Callable[[F], F]:
         """Register the decorated function as a skill (sugar over ``add_skill(skill_from_function(...))``)::
 
             @agent.skill(tags=["money"])
@@ -203,28 +187,12 @@ class Agent:
         message part of another type is refused, and a result or artifact of another type fails the task,
         except a text where only ``application/json`` is declared, which is sent as a JSON string."""
 
+        _refuse_unknown("skill", keywords.keys() - SkillKeywords.__optional_keys__)
+
         def register(handler: F) -> F:
             try:
-                skill = self.add_skill(
-                    skill_from_function(
-                        handler,
-                        id=id or str(getattr(handler, "__name__", "skill")),
-                        name=name,
-                        description=description,
-                        tags=list(tags),
-                        examples=list(examples),
-                        input_schema=input_schema,
-                        output_schema=output_schema,
-                        read_only=read_only,
-                        follow=follow,
-                        timeout_seconds=timeout_seconds,
-                        text_input=text_input,
-                        retryable=retryable,
-                        input_modes=list(input_modes),
-                        output_modes=list(output_modes),
-                        security_requirements=as_card(requirement_sets(security)),
-                    )
-                )
+                skill_id = keywords.get("id") or str(getattr(handler, "__name__", "skill"))
+                skill = self.add_skill(skill_from_function(handler, id=skill_id, **_skill_details(keywords)))
             except SkillwireError as exc:
                 if not report_code_skill(None, handler, exc):  # `skills check` collects, others raise
                     raise
@@ -358,22 +326,8 @@ class Agent:
         bus: EventBus | None = None,
         handler: RequestHandler | None = None,
         wrap: RuntimeWrapper | None = None,
-        public_url: str | None = None,
-        keepalive: float = 15.0,
-        shutdown_grace: float = 5.0,
-        limits: Limits | None = None,
-        grpc_port: int | None = None,
-        grpc_host: str = "127.0.0.1",
-        grpc_status_overrides: Mapping[type[A2AError], str] = {},
-        tls: TLSConfig | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-        webhook_policy: WebhookPolicy | None = None,
-        push: PushSettings | bool | None = None,
-        console: bool = False,
-        telemetry: Telemetry | bool | None = None,
-        metrics: Metrics | bool | None = None,
-        cors_origins: Sequence[str] = (),
-        mcp: bool = False,
+        options: Serving | None = None,
+        **keywords: Unpack[ServingKeywords],
     ) -> A2AApplication:
         """An ASGI application serving this agent.
 
@@ -396,78 +350,119 @@ class Agent:
         may call the agent (CORS); a request a browser marks as coming from any other site is refused
         (docs/security.md, "Browsers"). ``mcp`` also serves the skills as MCP tools, over Streamable HTTP at
         ``/mcp`` behind the same security schemes and budgets (needs ``pip install 'skillwire[mcp]'``;
-        docs/mcp.md).
+        docs/mcp.md). ``json_logs`` adds each request's and run's fields to its log records, for JSON logs
+        (``skillwire serve --log-format json``). ``card_v03_fields``, ``card_signer`` and ``task_retention``
+        override the agent's own for this app (None, None, ``"default"``: the agent's).
+
+        The keywords are turned once into the frozen :class:`~skillwire.server.options.Serving` object the
+        application takes; ``options=`` gives that object itself (the keywords given beside it are applied
+        over it)::
+
+            agent.asgi(options=Serving(network=Network(allowed_hosts=("agent.example",))))
         """
-        limits = self.limits_for(limits)
+        return self._application(serving(options, keywords), store, bus, handler, wrap)
+
+    def _application(
+        self,
+        options: Serving,
+        store: str | TaskStore,
+        bus: EventBus | None,
+        handler: RequestHandler | None,
+        wrap: RuntimeWrapper | None,
+    ) -> A2AApplication:
+        """The application of :meth:`asgi`, from its options (the agent's own choices resolved in them)."""
+        options = self._resolved(options)
+        limits = options.limits
         _check_handler(handler, wrap)
         self.load_mcp_tools()
         self.check_security()
         store = default_store(self.name) if store == DEFAULT_STORE else store
         task_store = open_store(store, limits=limits) if isinstance(store, str) else store
-        tracing = Telemetry() if telemetry is True else telemetry or None
-        counting = Metrics() if metrics is True else metrics or None
-        task_store = observe_store(task_store, tracing, counting)
-        settings = self.push if push is None else push
-        if not isinstance(settings, PushSettings):
-            settings = PushSettings(enabled=settings)
+        observed = options.observability
+        task_store = observe_store(task_store, observed.telemetry, observed.metrics)
         runtime: TaskRuntime | None = None
         push_service: PushService | None = None
         if handler is None:
-            _warn_partial_push_store(task_store, settings)
-            if settings.enabled and isinstance(task_store, PushStore):
-                issuer = (public_url or "").rstrip("/") or settings.issuer or "urn:skillwire:agent"
-                push_service = PushService(
-                    task_store,
-                    functools.partial(signer_for, settings, task_store.url, issuer),
-                    issuer=issuer,
-                    policy=webhook_policy,
-                    settings=settings,
-                )
-            runtime = TaskRuntime(
-                self._executor(limits),
-                task_store,
-                bus,
-                extended_card=self.extended_card,
-                limits=limits,
-                input_modes=self.default_input_modes,
-                push=push_service,
-            )
-            runtime.bus = observe_bus(runtime.bus, tracing, counting)
+            push_service = self._push_service(task_store, options)
+            runtime = self._runtime(task_store, bus, options, push_service)
             handler = runtime if wrap is None else wrap(runtime)
-        card = self.card()
-        if card.capabilities.push_notifications != (push_service is not None):
-            # as served: off for this app, or with a store or handler that cannot keep deliveries
-            offered = msgspec.structs.replace(card.capabilities, push_notifications=push_service is not None)
-            card = msgspec.structs.replace(card, capabilities=offered)
-        app = A2AApplication(
-            card=card,
+        mcp: list[MountFactory] = [functools.partial(self._mcp_mount, limits=limits)] if options.mcp else []
+        return A2AApplication(
+            card=self._served_card(push_service is not None),
             handler=handler,
             runtime=runtime,
             store=task_store if runtime is not None else None,
-            public_url=public_url,
-            keepalive=keepalive,
-            shutdown_grace=shutdown_grace,
-            limits=limits,
-            grpc_port=grpc_port,
-            grpc_host=grpc_host,
-            grpc_status_overrides=grpc_status_overrides,
-            card_v03_fields=self.card_v03_fields,
+            options=options,
             security=self.security,
-            tls=tls,
-            allowed_hosts=allowed_hosts,
-            card_signer=self.card_signer,
-            webhook_policy=webhook_policy,
+            card_signer=options.card.signers,
             push=push_service,
-            console=console,
-            telemetry=tracing,
-            metrics=counting,
-            cors_origins=cors_origins,
+            mounts=mcp,
         )
-        if mcp:
-            app.mounts.append(self._mcp_mount(app, limits))
-        return app
 
-    def _mcp_mount(self, app: A2AApplication, limits: Limits) -> Mounted:
+    def _resolved(self, options: Serving) -> Serving:
+        """``options`` with what they leave to the agent filled in: its task retention (in the limits), its
+        v0.3 card fields and its card signers."""
+        retention = options.task_retention
+        if isinstance(retention, str) and retention == "default":
+            retention = self.task_retention
+        card = options.card
+        return dataclasses.replace(
+            options,
+            limits=with_retention(options.limits, retention),
+            card=CardOptions(
+                v03_fields=self.card_v03_fields if card.v03_fields is None else card.v03_fields,
+                signers=signers_of(self.card_signer) if card.signers is None else card.signers,
+            ),
+            task_retention="default",
+        )
+
+    def _push_service(self, task_store: TaskStore, options: Serving) -> PushService | None:
+        """The push notifications this app offers: None when they are off, or the store cannot keep them."""
+        given = options.push.settings
+        settings = self.push if given is None else given
+        if not isinstance(settings, PushSettings):
+            settings = PushSettings(enabled=settings)
+        _warn_partial_push_store(task_store, settings)
+        if not settings.enabled or not isinstance(task_store, PushStore):
+            return None
+        issuer = (options.network.public_url or "").rstrip("/") or settings.issuer or "urn:skillwire:agent"
+        return PushService(
+            task_store,
+            functools.partial(signer_for, settings, task_store.url, issuer),
+            issuer=issuer,
+            policy=options.push.webhook_policy,
+            settings=settings,
+            telemetry=options.observability.telemetry,
+        )
+
+    def _runtime(
+        self, task_store: TaskStore, bus: EventBus | None, options: Serving, push: PushService | None
+    ) -> TaskRuntime:
+        limits, observed = options.limits, options.observability
+        bus = bus or InProcessEventBus(
+            max_events=limits.stream_buffer_events, max_bytes=limits.stream_buffer_bytes
+        )
+        return TaskRuntime(
+            self._executor(limits),
+            task_store,
+            observe_bus(bus, observed.telemetry, observed.metrics),
+            extended_card=self.extended_card,
+            limits=limits,
+            input_modes=self.default_input_modes,
+            push=push,
+            observability=observed,
+        )
+
+    def _served_card(self, push: bool) -> AgentCard:
+        """The card, offering push notifications as served (off for this app, or with a store or handler
+        that cannot keep deliveries)."""
+        card = self.card()
+        if card.capabilities.push_notifications == push:
+            return card
+        offered = msgspec.structs.replace(card.capabilities, push_notifications=push)
+        return msgspec.structs.replace(card, capabilities=offered)
+
+    def _mcp_mount(self, dispatcher: Dispatcher, limits: Limits) -> Mounted:
         try:
             from skillwire.mcp.http import McpMount
             from skillwire.mcp.local import local_server
@@ -476,7 +471,7 @@ class Agent:
                 f"serving MCP needs the mcp package: pip install 'skillwire[mcp]' ({exc})"
             ) from None
         server = local_server(
-            self.name, self.version, self.served_skills(), app.dispatcher, instructions=self.description
+            self.name, self.version, self.served_skills(), dispatcher, instructions=self.description
         )
         return McpMount(server, limits=limits)
 
@@ -488,14 +483,7 @@ class Agent:
         store: str | TaskStore | None = None,
         log_level: str | None = None,
         on_ready: Callable[[], None] | None = None,
-        tls_cert: str | None = None,
-        tls_key: str | None = None,
-        tls_client_ca: str | None = None,
-        tls_client_cert: str | None = None,
-        tls_min_version: str | None = None,
-        allowed_hosts: Sequence[str] | None = None,
-        console: bool | None = None,
-        cors_origins: Sequence[str] | None = None,
+        **keywords: Unpack[RunKeywords],
     ) -> None:
         """Serve the agent until interrupted (Ctrl-C), shutting down gracefully; once it serves, print where
         (like ``skillwire serve``: the URL, the card's URL, the task store), then call ``on_ready``. Raises
@@ -517,49 +505,22 @@ class Agent:
 
         ``console`` serves the web console at ``/console/`` (docs/console.md); by default (else
         ``SKILLWIRE_CONSOLE``: ``1`` or ``0``) it is on when ``host`` is a loopback address, off otherwise."""
-        from skillwire.server.bindings.browser import BrowserPolicy
-        from skillwire.server.bindings.hosts import is_loopback, served_hosts, split_hosts
-        from skillwire.server.bindings.tls import tls_from
-        from skillwire.server.serving.serve import print_banner, serve
-
+        _refuse_unknown("run", keywords.keys() - RunKeywords.__optional_keys__)
         host = host if host is not None else os.environ.get("SKILLWIRE_HOST", "127.0.0.1")
         port = port if port is not None else _env_port()
         store = store if store is not None else os.environ.get("SKILLWIRE_STORE", DEFAULT_STORE)
         log_level = log_level if log_level is not None else os.environ.get("SKILLWIRE_LOG_LEVEL", "info")
-
-        tls = tls_from(
-            tls_cert, tls_key, tls_client_ca, tls_client_cert, min_version=tls_min_version, env=os.environ
-        )
-        try:
-            hosts = served_hosts(host, allowed_hosts, env=os.environ.get("SKILLWIRE_ALLOWED_HOSTS"))
-        except ValueError as exc:
-            raise SkillwireError(f"allowed hosts: {exc}") from None
-        if console is None:
-            console = _env_flag("SKILLWIRE_CONSOLE", default=is_loopback(host))
-        if cors_origins is None:
-            cors_origins = split_hosts(os.environ.get("SKILLWIRE_CORS_ORIGINS"))
-        try:
-            BrowserPolicy(cors_origins)
-        except ValueError as exc:
-            raise SkillwireError(f"cors origins: {exc}") from None
+        options = run_options(host, keywords, os.environ)
         if isinstance(store, str):  # opened here, so that its errors name run()'s own setting
             url = default_store(self.name) if store == DEFAULT_STORE else store
             store = open_store(url, setting="run(store=...) (SKILLWIRE_STORE)")
-        limits = Limits()
-        retention = os.environ.get("SKILLWIRE_TASK_RETENTION")
-        if retention:  # the agent's own task_retention, when it has one, still wins (see limits_for)
-            try:
-                limits = limits.replace(task_retention=parse_duration(retention))
-            except ValueError as exc:
-                raise SkillwireError(f"SKILLWIRE_TASK_RETENTION: {exc}") from None
-        app = self.asgi(
-            store=store,
-            tls=tls,
-            allowed_hosts=hosts,
-            console=console,
-            cors_origins=cors_origins,
-            limits=limits,
-        )
+        self._serve(self.asgi(store=store, options=options), host, port, log_level, on_ready)
+
+    def _serve(
+        self, app: A2AApplication, host: str, port: int, log_level: str, on_ready: Callable[[], None] | None
+    ) -> None:
+        """Serve ``app`` as :meth:`run` says: the banner once it serves, then ``on_ready``."""
+        from skillwire.server.serving.serve import print_banner, serve
 
         def ready() -> None:
             print_banner(app, self.name, host=host, port=port)
@@ -601,6 +562,121 @@ class Agent:
         return AgentTestClient(make_app, bindings=bindings, headers=headers, extensions=extensions)
 
 
+class SkillKeywords(TypedDict, total=False):
+    """The keyword options of :meth:`Agent.skill`, each documented there."""
+
+    id: str | None
+    name: str | None
+    description: str | None
+    tags: Sequence[str]
+    examples: Sequence[str]
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    read_only: bool
+    follow: Follower | None
+    timeout_seconds: float | None
+    text_input: str | None
+    security: Sequence[Requirement]
+    retryable: bool
+    input_modes: Sequence[str]
+    output_modes: Sequence[str]
+
+
+def _refuse_unknown(function: str, unknown: Set[str]) -> None:
+    """Refuse keywords a function does not take, as a signature of named parameters would."""
+    if unknown:
+        raise TypeError(f"{function}() got an unexpected keyword argument {sorted(unknown)[0]!r}")
+
+
+def _skill_details(keywords: SkillKeywords) -> SkillDetails:
+    """:meth:`Agent.skill`'s keywords as :func:`skill_from_function` takes them: the security requirements
+    in the card's form, the id apart."""
+    details = {key: value for key, value in keywords.items() if key not in ("id", "security")}
+    details["security_requirements"] = as_card(requirement_sets(keywords.get("security", ())))
+    return cast(SkillDetails, details)
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keyword options of :meth:`Agent.run` beside host, port, store, log level and ``on_ready``, each
+    documented there; :func:`run_options` turns them, with the ``SKILLWIRE_*`` variables, into the serving
+    options."""
+
+    tls_cert: str | None
+    tls_key: str | None
+    tls_client_ca: str | None
+    tls_client_cert: str | None
+    tls_min_version: str | None
+    allowed_hosts: Sequence[str] | None
+    console: bool | None
+    cors_origins: Sequence[str] | None
+
+
+def run_options(host: str, given: RunKeywords, environ: Mapping[str, str]) -> Serving:
+    """The serving options :meth:`Agent.run` serves with: what it was given, else what ``environ`` (the
+    ``SKILLWIRE_*`` variables) says, else the defaults (see its docstring)."""
+    from skillwire.server.bindings.browser import BrowserPolicy
+    from skillwire.server.bindings.hosts import is_loopback, served_hosts, split_hosts
+    from skillwire.server.bindings.tls import tls_from
+
+    tls = tls_from(
+        given.get("tls_cert"),
+        given.get("tls_key"),
+        given.get("tls_client_ca"),
+        given.get("tls_client_cert"),
+        min_version=given.get("tls_min_version"),
+        env=environ,
+    )
+    try:
+        hosts = served_hosts(host, given.get("allowed_hosts"), env=environ.get("SKILLWIRE_ALLOWED_HOSTS"))
+    except ValueError as exc:
+        raise SkillwireError(f"allowed hosts: {exc}") from None
+    console = given.get("console")
+    if console is None:
+        console = _env_flag(environ, "SKILLWIRE_CONSOLE", default=is_loopback(host))
+    origins = given.get("cors_origins")
+    if origins is None:
+        origins = split_hosts(environ.get("SKILLWIRE_CORS_ORIGINS"))
+    try:
+        BrowserPolicy(origins)
+    except ValueError as exc:
+        raise SkillwireError(f"cors origins: {exc}") from None
+    network = Network(
+        allowed_hosts=tuple(hosts) if hosts else None, cors_origins=tuple(origins), tls=tls, console=console
+    )
+    return Serving(limits=_env_limits(environ), network=network)
+
+
+def _env_limits(environ: Mapping[str, str]) -> Limits:
+    """Limits() with ``SKILLWIRE_TASK_RETENTION`` applied (the agent's own task_retention, when it has one,
+    still wins: see :meth:`Agent.limits_for`)."""
+    retention = environ.get("SKILLWIRE_TASK_RETENTION")
+    if not retention:
+        return Limits()
+    try:
+        return Limits(task_retention=parse_duration(retention))
+    except ValueError as exc:
+        raise SkillwireError(f"SKILLWIRE_TASK_RETENTION: {exc}") from None
+
+
+def with_retention(limits: Limits, retention: Retention) -> Limits:
+    """``limits`` with ``retention`` (seconds, a timedelta, ``"7d"``, None: forever) as their
+    ``task_retention``; ``"default"``: ``limits`` as they are. Raises SkillwireError for a bad one."""
+    if isinstance(retention, str) and retention == "default":
+        return limits
+    if isinstance(retention, str):
+        try:
+            seconds = parse_duration(retention)
+        except ValueError as exc:
+            raise SkillwireError(f"task_retention: {exc}") from None
+    elif isinstance(retention, timedelta):
+        seconds = retention.total_seconds()
+    else:
+        seconds = None if retention is None else float(retention)
+    if seconds is not None and seconds <= 0:
+        raise SkillwireError("task_retention must be above 0 (None keeps finished tasks forever)")
+    return limits.replace(task_retention=seconds)
+
+
 def _env_port() -> int:
     value = os.environ.get("SKILLWIRE_PORT", "8000")
     if not value.isdigit() or not 0 <= int(value) <= 65535:
@@ -608,8 +684,8 @@ def _env_port() -> int:
     return int(value)
 
 
-def _env_flag(name: str, *, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
+def _env_flag(environ: Mapping[str, str], name: str, *, default: bool) -> bool:
+    value = environ.get(name, "").strip().lower()
     if not value:
         return default
     if value in ("1", "true", "yes", "on"):

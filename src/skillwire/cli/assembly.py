@@ -21,15 +21,14 @@ if TYPE_CHECKING:
     from skillwire.server.notifications.push import PushSettings
     from skillwire.server.observability.metrics import Metrics
     from skillwire.server.observability.telemetry import Telemetry
+    from skillwire.server.options import Grpc, Network, Serving
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["application", "limits_from"]
+__all__ = ["application", "limits_from", "serving_from"]
 
 
 def application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     """The agent ``args`` name and the application serving it as ``args`` say."""
-    from skillwire.server.bindings.hosts import is_loopback, served_hosts
-    from skillwire.server.bindings.tls import tls_from
     from skillwire.server.buses.schemes import open_bus
     from skillwire.stores.base import default_store
     from skillwire.stores.schemes import open_store
@@ -39,14 +38,50 @@ def application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     if args.log_level not in LOG_LEVELS:
         raise SkillwireError(f"log level {args.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
     agent = load_agent(args.target, read_only=args.read_only, plugins=args.plugins)
-    if args.v03_card is not None:
-        agent.card_v03_fields = args.v03_card
+    options = serving_from(args, agent)
+    store = open_store(
+        args.store or default_store(agent.name), limits=options.limits, setting="--store (SKILLWIRE_STORE)"
+    )
+    bus = open_bus(args.bus, options.limits) if args.bus else None
+    return agent, agent.asgi(store=store, bus=bus, options=options)
+
+
+def serving_from(args: argparse.Namespace, agent: Agent) -> Serving:
+    """The serving options of ``skillwire serve``, built once from its flags (each of which defaults to its
+    ``SKILLWIRE_*`` variable); what they leave unsaid is the agent's (its push settings, its card's v0.3
+    fields, its card signers, its task retention)."""
+    from skillwire.agent import with_retention
+    from skillwire.server.options import CardOptions, Observability, PushOptions, Serving
+
     if args.task_retention:
-        agent.task_retention = args.task_retention
         try:
-            agent.limits_for()  # a bad duration is said now, naming the option
+            with_retention(Limits(), args.task_retention)  # a bad duration is said now, naming the option
         except SkillwireError as exc:
             raise SkillwireError(f"--task-retention: {exc}") from None
+    grpc = _grpc(args)
+    limits = limits_from(args)
+    network = _network(args)
+    signers = (_card_signer(args.card_signing_key, args.card_signing_kid),) if args.card_signing_key else None
+    return Serving(
+        limits=limits,
+        network=network,
+        grpc=grpc,
+        observability=Observability(
+            telemetry=_telemetry(args, agent.name),
+            metrics=_metrics(args, agent.name),
+            json_logs=args.log_format == "json",
+        ),
+        push=PushOptions(settings=_push_settings(agent, args), webhook_policy=_webhook_policy(args)),
+        card=CardOptions(v03_fields=args.v03_card, signers=signers),
+        task_retention=args.task_retention or "default",
+        mcp=args.mcp,
+    )
+
+
+def _grpc(args: argparse.Namespace) -> Grpc:
+    """``--grpc-port`` (None: no gRPC), on ``--host``, with the status table ``--grpc-statuses`` names."""
+    from skillwire.server.options import Grpc
+
     status_overrides: Mapping[type[A2AError], str] = {}
     if args.grpc_port is not None:
         try:
@@ -55,7 +90,15 @@ def application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
             raise SkillwireError(str(exc)) from None
         if args.grpc_statuses == "v1.0.0":
             status_overrides = GRPC_STATUSES_V1_0_0
-    limits = limits_from(args)
+    return Grpc(port=args.grpc_port, host=args.host, status_overrides=status_overrides)
+
+
+def _network(args: argparse.Namespace) -> Network:
+    """TLS, the public URL, the Hosts and origins served, and the console, as the flags say."""
+    from skillwire.server.bindings.hosts import is_loopback, served_hosts
+    from skillwire.server.bindings.tls import tls_from
+    from skillwire.server.options import Network
+
     tls = tls_from(
         args.tls_cert,
         args.tls_key,
@@ -65,37 +108,19 @@ def application(args: argparse.Namespace) -> tuple[Agent, A2AApplication]:
     )
     if tls is not None and tls.min_version != "1.2" and args.grpc_port is not None:
         tls.grpc_credentials()  # says why gRPC cannot serve it, before anything starts
-    if args.card_signing_key:
-        agent.card_signer = _card_signer(args.card_signing_key, args.card_signing_kid)
     try:
         hosts = served_hosts(
             args.host, args.allowed_host, env=env("ALLOWED_HOSTS"), public_url=args.public_url
         )
     except ValueError as exc:
         raise SkillwireError(f"--allowed-host: {exc}") from None
-    origins = _cors_origins(args)
-    store = open_store(
-        args.store or default_store(agent.name), limits=limits, setting="--store (SKILLWIRE_STORE)"
-    )
-    app = agent.asgi(
-        store=store,
-        bus=open_bus(args.bus, limits) if args.bus else None,
-        allowed_hosts=hosts,
+    return Network(
         public_url=args.public_url,
-        grpc_port=args.grpc_port,
-        grpc_host=args.host,
-        grpc_status_overrides=status_overrides,
-        limits=limits,
+        allowed_hosts=tuple(hosts) if hosts else None,
+        cors_origins=tuple(_cors_origins(args)),
         tls=tls,
-        webhook_policy=_webhook_policy(args),
-        push=_push_settings(agent, args),
         console=is_loopback(args.host) if args.console is None else args.console,
-        telemetry=_telemetry(args, agent.name),
-        metrics=_metrics(args, agent.name),
-        cors_origins=origins,
-        mcp=args.mcp,
     )
-    return agent, app
 
 
 def _webhook_policy(args: argparse.Namespace) -> WebhookPolicy:

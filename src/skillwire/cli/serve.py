@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillwire.cli.assembly import application, limits_from
+from skillwire.cli.assembly import application
 from skillwire.cli.serve_options import add_parser, as_env
 from skillwire.errors import SkillwireError
 
@@ -160,9 +160,6 @@ def _serve_reloading(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=args.log_level,
-        public_url=args.public_url,
-        limits=limits_from(args),
-        grpc=args.grpc_port is not None,
-        tls=app.tls,
+        options=app.options,
     )
     return 0

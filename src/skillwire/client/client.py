@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypedDict, TypeVar, Unpack
 
 import httpx
 import msgspec
@@ -289,6 +289,23 @@ def _decode_card(content: bytes, url: str) -> m.AgentCard:
         raise InvalidResponseError(f"{url} is not a valid agent card: {exc}") from None
 
 
+class ConnectOptions(TypedDict, total=False):
+    """The keyword options of :meth:`Client.connect`, each documented there."""
+
+    bindings: Sequence[str] | None
+    versions: Sequence[str]
+    http: httpx.AsyncClient | None
+    #: per-request HTTP timeouts
+    timeout: httpx.Timeout | float
+    retries: int | RetryPolicy
+    headers: dict[str, str] | None
+    credentials: CredentialsProvider | Mapping[str, Secret] | None
+    extensions: Sequence[str]
+    grpc_credentials: Any
+    card_keys: CardKeys | None
+    allowed_origins: Sequence[str]
+
+
 class Client:
     """An A2A v1.0 client over one of the agent's HTTP interfaces. Make one with :meth:`connect`."""
 
@@ -318,22 +335,7 @@ class Client:
         self.idempotency_keys = False
 
     @classmethod
-    async def connect(
-        cls,
-        base_url: str,
-        *,
-        bindings: Sequence[str] | None = None,
-        versions: Sequence[str] = PROTOCOL_VERSIONS,
-        http: httpx.AsyncClient | None = None,
-        timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,  # noqa: ASYNC109 - per-request HTTP timeouts
-        retries: int | RetryPolicy = 3,
-        headers: dict[str, str] | None = None,
-        credentials: CredentialsProvider | Mapping[str, Secret] | None = None,
-        extensions: Sequence[str] = (),
-        grpc_credentials: Any = None,
-        card_keys: CardKeys | None = None,
-        allowed_origins: Sequence[str] = (),
-    ) -> Client:
+    async def connect(cls, base_url: str, **options: Unpack[ConnectOptions]) -> Client:
         """Read the agent card at ``base_url`` (``http(s)://...``; ``host:port`` and ``:port`` mean plain
         ``http://``, ``:port`` on 127.0.0.1) and connect through the interface it offers that suits
         best: protocol ``versions`` in order (v1.0 first, then v0.3), and within a version the first of
@@ -366,8 +368,20 @@ class Client:
                 allowed_origins=["https://api.example.com"],
             )
         """
+        unknown = sorted(options.keys() - ConnectOptions.__optional_keys__)
+        if unknown:  # what a signature of named parameters would refuse
+            raise TypeError(f"connect() got an unexpected keyword argument {unknown[0]!r}")
         base_url = agent_url(base_url)  # host:port and :port, as the command line takes them
+        bindings, versions = options.get("bindings"), options.get("versions", PROTOCOL_VERSIONS)
+        http, headers, extensions = options.get("http"), options.get("headers"), options.get("extensions", ())
+        credentials, card_keys = options.get("credentials"), options.get("card_keys")
+        grpc_credentials, allowed_origins = (
+            options.get("grpc_credentials"),
+            options.get("allowed_origins", ()),
+        )
+        timeout = options.get("timeout", DEFAULT_TIMEOUT)
         timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        retries = options.get("retries", 3)
         retry = retries if isinstance(retries, RetryPolicy) else RetryPolicy(retries=retries)
         if bindings is None:
             bindings = DEFAULT_BINDINGS if _grpc_available() else DEFAULT_BINDINGS[:2]

@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from urllib.parse import quote, urlsplit
 
 import msgspec
@@ -33,7 +33,6 @@ from skillwire.errors import (
     ServerBusyError,
     SkillwireError,
 )
-from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import AgentCapabilities, AgentCard, AgentExtension, AgentInterface
 from skillwire.protocol.operations import Operation
 from skillwire.security.policy import Security
@@ -68,8 +67,8 @@ from skillwire.server.handler import Dispatcher, RequestHandler
 from skillwire.server.notifications.outbound import WebhookPolicy
 from skillwire.server.notifications.push import JWKS_PATH as PUSH_JWKS_PATH
 from skillwire.server.notifications.push import PushService
-from skillwire.server.observability.metrics import METRICS_PATH, Metrics
-from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.observability.metrics import METRICS_PATH
+from skillwire.server.options import Grpc, Serving, signers_of
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores.base import TaskStore
 from skillwire.wire import jsonrpc as jsonrpc_wire
@@ -78,10 +77,9 @@ from skillwire.wire.generations import GENERATIONS_URI, IDEMPOTENCY_URI
 from skillwire.wire.rest import encode_status
 
 if TYPE_CHECKING:
-    from skillwire.server.bindings.tls import TLSConfig
     from skillwire.wire.card_signing import CardSigner
 
-__all__ = ["PRINCIPAL_SCOPE_KEY", "A2AApplication", "Mounted", "NotLoadedApplication"]
+__all__ = ["PRINCIPAL_SCOPE_KEY", "A2AApplication", "MountFactory", "Mounted", "NotLoadedApplication"]
 
 log = logging.getLogger("skillwire.app")
 
@@ -95,6 +93,7 @@ _RETRY_START_AFTER = 1
 PRINCIPAL_SCOPE_KEY = "skillwire.principal"
 
 
+@runtime_checkable
 class Mounted(Protocol):
     """An ASGI app served at ``path`` beside the A2A routes (the MCP endpoint of ``serve --mcp``), behind the
     same door: the browser guard, the security schemes (the caller's Principal is in the scope under
@@ -112,7 +111,25 @@ class Mounted(Protocol):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None: ...
 
 
+#: Makes a :class:`Mounted` app from the application's dispatcher (the MCP endpoint calls the skills there).
+MountFactory = Callable[[Dispatcher], Mounted]
+
+
 class A2AApplication:
+    """The agent served over ASGI; :meth:`skillwire.Agent.asgi` builds it.
+
+    What its options (:class:`~skillwire.server.options.Serving`) say: ``network.allowed_hosts``, the Host
+    headers served, others refused (see :mod:`skillwire.server.bindings.hosts`); ``network.console``: serve
+    the web console (:mod:`skillwire.console`) at ``/console/`` below the root path, without the security
+    schemes (the page is public; its calls are A2A calls like any other, with the credentials typed into it);
+    ``network.cors_origins``: the origins (``https://app.example``) whose web pages may call the agent, with
+    CORS; requests a browser marks as coming from any other site are refused
+    (:mod:`skillwire.server.bindings.browser`); ``observability.telemetry``: OpenTelemetry spans of requests
+    and task runs (:mod:`skillwire.server.observability.telemetry`; None: none, and nothing imported);
+    ``observability.metrics``: Prometheus metrics served at ``/metrics`` behind the security schemes
+    (:mod:`skillwire.server.observability.metrics`; None: not counted, no endpoint).
+    """
+
     def __init__(
         self,
         *,
@@ -120,92 +137,77 @@ class A2AApplication:
         handler: RequestHandler,
         runtime: TaskRuntime | None = None,
         store: TaskStore | None = None,
-        public_url: str | None = None,
-        rpc_path: str = "/",
-        limits: Limits | None = None,
-        keepalive: float = 15.0,
-        shutdown_grace: float = 5.0,
-        grpc_port: int | None = None,
-        grpc_host: str = "127.0.0.1",
-        grpc_status_overrides: Mapping[type[A2AError], str] = {},
-        card_v03_fields: bool = True,
+        options: Serving | None = None,
         security: Security | None = None,
-        tls: TLSConfig | None = None,
-        allowed_hosts: Sequence[str] | None = None,
         card_signer: CardSigner | Sequence[CardSigner] | None = None,
-        webhook_policy: WebhookPolicy | None = None,
         push: PushService | None = None,
-        console: bool = False,
-        telemetry: Telemetry | None = None,
-        metrics: Metrics | None = None,
-        cors_origins: Sequence[str] = (),
-        mounts: Sequence[Mounted] = (),
+        mounts: Sequence[Mounted | MountFactory] = (),
     ) -> None:
-        """``security``: the schemes and requirements enforced on every operation of every binding (the card
-        at ``/.well-known/agent-card.json`` excepted); None: every caller is anonymous. ``allowed_hosts``:
-        the Host headers served, others refused (see :mod:`skillwire.server.bindings.hosts`); ``card_signer``: one
-        CardSigner, or several (key rotation), that sign the public and extended cards (see
-        :mod:`skillwire.server.bindings.card`); ``webhook_policy``: the SSRF guard of webhook URLs (default: public
-        https hosts only); ``push``: the runtime's push notifications, whose signing keys are served at
-        ``/.well-known/webhook-jwks.json``; ``console``: serve the web console (:mod:`skillwire.console`) at
-        ``/console/`` below the root path, without the security schemes (the page is public; its calls are
-        A2A calls like any other, with the credentials typed into it); ``telemetry``: OpenTelemetry spans of
-        requests and task runs (:mod:`skillwire.server.observability.telemetry`; None: none, and nothing imported);
-        ``metrics``: Prometheus metrics, served at ``/metrics`` behind the security schemes
-        (:mod:`skillwire.server.observability.metrics`; None: not counted, no endpoint); ``cors_origins``: the origins
-        (``https://app.example``) whose web pages may call the agent, with CORS; requests a browser marks as
-        coming from any other site are refused (:mod:`skillwire.server.bindings.browser`); ``mounts``: ASGI apps served
-        beside the A2A routes behind the same door (:class:`Mounted`)."""
-        self.mounts = list(mounts)
+        """``options``: the serving options (:mod:`skillwire.server.options`: the budgets, the network, gRPC,
+        timing, observability, the webhook policy, the card's v0.3 fields), each part handed to what uses it;
+        the runtime was built with the same observability. ``security``: the schemes and requirements
+        enforced on every operation of every binding (the card at ``/.well-known/agent-card.json``
+        excepted); None: every caller is anonymous. ``card_signer``: one CardSigner, or several (key
+        rotation), that sign the public and extended cards (see :mod:`skillwire.server.bindings.card`).
+        ``push``: the runtime's push notifications, whose signing keys are served at
+        ``/.well-known/webhook-jwks.json``. ``mounts``: ASGI apps served beside the A2A routes behind the
+        same door (:class:`Mounted`), or functions of the app's dispatcher that make one."""
+        self.options = options = options or Serving()
+        network = options.network
         self.card = card if runtime is None else _with_runtime_extensions(card, runtime)
-        self.browser = BrowserPolicy(cors_origins)
-        self.console = ConsoleAssets.served() if console else None
+        self.browser = BrowserPolicy(network.cors_origins)
+        self.console = ConsoleAssets.served() if network.console else None
         self.push = push
-        self.webhook_policy = webhook_policy or WebhookPolicy()
+        self.webhook_policy = options.push.webhook_policy or WebhookPolicy()
         self.security = security
         self.guard = Guard(security) if security is not None else None
-        self.limits = limits = limits or Limits()
         self.handler = handler
         self.runtime = runtime
         self.store = store
-        self.rpc_path = rpc_path
-        self.shutdown_grace = shutdown_grace
-        # (CardSigner is not imported to ask isinstance: signing loads joserfc only once it signs)
-        signers = (
-            list(card_signer) if isinstance(card_signer, Sequence) else [card_signer] if card_signer else []
-        )
-        self.allowed_hosts = AllowedHosts(allowed_hosts) if allowed_hosts else None
-        self.card_endpoint = CardEndpoint(
-            self.card_for,
-            public_url=public_url,
-            allowed_hosts=self.allowed_hosts,
-            signers=signers,
-            extra=self._v03_fields if card_v03_fields else None,
-        )
-        sign = self.card_endpoint.sign if signers else None
+        self._init_options(options)
+        self.allowed_hosts = AllowedHosts(network.allowed_hosts) if network.allowed_hosts else None
+        self.card_endpoint = self._card_endpoint(signers_of(card_signer))
+        sign = self.card_endpoint.sign if self.card_endpoint.signers else None
         self.dispatcher = Dispatcher(handler, self._capabilities, self._interfaces, sign)
-        self.jsonrpc = self._endpoint(JsonRpcEndpoint, keepalive)
-        self.rest = self._endpoint(RestEndpoint, keepalive)
-        self.telemetry = telemetry
-        self.jsonrpc.telemetry = self.rest.telemetry = telemetry
-        self.metrics = metrics
-        self.jsonrpc.metrics = self.rest.metrics = metrics
-        if runtime is not None:
-            runtime.telemetry = telemetry
-            runtime.metrics = metrics
-            if runtime.push is not None:  # deliveries keep their event's trace context, and continue it
-                runtime.push.telemetry = telemetry
-        #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc_port`` is set
-        #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
-        #: ``grpc_status_overrides``: see :class:`~skillwire.server.bindings.grpc.GrpcServer`'s ``status_overrides``.
-        self.grpc_port = grpc_port
-        self.grpc_host = grpc_host
-        self.grpc_status_overrides = grpc_status_overrides
-        self.grpc_address: str | None = None
+        self.jsonrpc = self._endpoint(JsonRpcEndpoint)
+        self.rest = self._endpoint(RestEndpoint)
+        self.mounts: list[Mounted] = [m if isinstance(m, Mounted) else m(self.dispatcher) for m in mounts]
+        self._init_grpc(options.grpc)
+        self._init_state()
+
+    def _init_options(self, options: Serving) -> None:
+        """The options read on every request, at hand."""
+        self.limits = options.limits
+        self.rpc_path = options.network.rpc_path
+        self.shutdown_grace = options.timing.shutdown_grace
+        self.observability = options.observability
+        self.telemetry = options.observability.telemetry
+        self.metrics = options.observability.metrics
         #: The certificates skillwire's own servers serve with: the gRPC server, and the uvicorn server
         #: :func:`~skillwire.server.serving.serve.build_server` makes (an ASGI server of yours brings its own).
-        self.tls = tls
+        self.tls = options.network.tls
+
+    def _card_endpoint(self, signers: Sequence[CardSigner]) -> CardEndpoint:
+        v03 = self.options.card.v03_fields
+        return CardEndpoint(
+            self.card_for,
+            public_url=self.options.network.public_url,
+            allowed_hosts=self.allowed_hosts,
+            signers=list(signers),
+            extra=self._v03_fields if v03 is None or v03 else None,
+        )
+
+    def _init_grpc(self, grpc: Grpc) -> None:
+        #: gRPC (extra ``skillwire[grpc]``) is served beside the HTTP bindings when ``grpc.port`` is set
+        #: (0 picks a free port); ``grpc_address`` is then the ``host:port`` written on the card.
+        #: ``grpc_status_overrides``: see :class:`~skillwire.server.bindings.grpc.GrpcServer`'s ``status_overrides``.
+        self.grpc_port = grpc.port
+        self.grpc_host = grpc.host
+        self.grpc_status_overrides = grpc.status_overrides
+        self.grpc_address: str | None = None
         self._grpc: Any = None
+
+    def _init_state(self) -> None:
         self._declared = frozenset(e.uri for e in self.card.capabilities.extensions)
         self._started = False  # start-up ran (and left something to shut down)
         self._serving = False  # start-up succeeded: requests go straight to the bindings
@@ -216,16 +218,17 @@ class A2AApplication:
         self._unavailable: ServerBusyError | None = None  # what requests answer while start-up fails
         self._retry_at = 0.0  # loop time from which a failed start-up may be tried again (inf: never)
 
-    def _endpoint(self, binding: type[E], keepalive: float) -> E:
-        """An HTTP binding over this app's dispatcher, budgets and extension rule."""
+    def _endpoint(self, binding: type[E]) -> E:
+        """An HTTP binding over this app's dispatcher, budgets, extension rule and observability."""
         return binding(
             self.dispatcher,
             limits=self.limits,
-            keepalive=keepalive,
+            keepalive=self.options.timing.keepalive,
             activate=self._activate,
             base_url=self.card_endpoint.base_url,
             guard=self.guard,
             browser=self.browser,
+            observability=self.observability,
         )
 
     def _capabilities(self) -> AgentCapabilities:
@@ -336,8 +339,7 @@ class A2AApplication:
                 status_overrides=self.grpc_status_overrides,
                 guard=self.guard,
                 credentials=self.tls.grpc_credentials() if self.tls is not None else None,
-                telemetry=self.telemetry,
-                metrics=self.metrics,
+                observability=self.observability,
             )
             await self._grpc.start()
             public = self.card_endpoint.public_url

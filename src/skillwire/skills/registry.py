@@ -21,11 +21,11 @@ The registry is a protocol; :class:`InMemorySkillRegistry` is the default. Dupli
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Unpack, runtime_checkable
 
 from skillwire.errors import SkillwireError
 from skillwire.protocol.models import AgentSkill, SecurityRequirement
@@ -43,6 +43,7 @@ __all__ = [
     "Handler",
     "InMemorySkillRegistry",
     "Skill",
+    "SkillDetails",
     "SkillRegistry",
     "collecting_code_skills",
     "implied_text_input",
@@ -216,25 +217,26 @@ def _described(
         raise SkillwireError(f"skill {skill_id!r} has {' and '.join(missing)}; a manifest requires them too")
 
 
-def skill_from_function(
-    handler: Callable[..., Any],
-    *,
-    id: str,
-    name: str | None = None,
-    description: str | None = None,
-    tags: list[str] | None = None,
-    examples: list[str] | None = None,
-    input_modes: list[str] | None = None,
-    output_modes: list[str] | None = None,
-    security_requirements: list[SecurityRequirement] | None = None,
-    input_schema: dict[str, Any] | None = None,
-    output_schema: dict[str, Any] | None = None,
-    read_only: bool = False,
-    follow: Follower | None = None,
-    timeout_seconds: float | None = None,
-    text_input: str | None = None,
-    retryable: bool = False,
-) -> Skill:
+class SkillDetails(TypedDict, total=False):
+    """The keyword options of :func:`skill_from_function` (all optional), as its docstring says."""
+
+    name: str | None
+    description: str | None
+    tags: Sequence[str] | None
+    examples: Sequence[str] | None
+    input_modes: Sequence[str] | None
+    output_modes: Sequence[str] | None
+    security_requirements: Sequence[SecurityRequirement] | None
+    input_schema: dict[str, Any] | None
+    output_schema: dict[str, Any] | None
+    read_only: bool
+    follow: Follower | None
+    timeout_seconds: float | None
+    text_input: str | None
+    retryable: bool
+
+
+def skill_from_function(handler: Callable[..., Any], *, id: str, **details: Unpack[SkillDetails]) -> Skill:
     """A programmatic skill (see :mod:`skillwire.skills.signature` for the handler's two forms).
 
     ``def`` handlers run in a worker thread, ``async def`` ones on the event loop. The input schema is
@@ -252,11 +254,19 @@ def skill_from_function(
     :func:`implied_text_input`)."""
     from skillwire.skills.signature import read_signature
 
+    unknown = sorted(details.keys() - SkillDetails.__optional_keys__)
+    if unknown:  # what a signature of named parameters would refuse
+        raise TypeError(f"skill_from_function() got an unexpected keyword argument {unknown[0]!r}")
     doc = inspect.getdoc(handler) or ""
-    description = description or doc.split("\n\n")[0].strip() or None
-    _described(id, handler, name, description, list(tags or []))
+    name = details.get("name")
+    description = details.get("description") or doc.split("\n\n")[0].strip() or None
+    tags = list(details.get("tags") or [])
+    input_modes = list(details.get("input_modes") or [])
+    output_modes = list(details.get("output_modes") or [])
+    _described(id, handler, name, description, tags)
     _media_types(id, "input_modes", input_modes)
     _media_types(id, "output_modes", output_modes)
+    input_schema, output_schema = details.get("input_schema"), details.get("output_schema")
     call = read_signature(handler, skill_id=id, input_schema=input_schema, output_schema=output_schema)
     if call.input is not None:
         input_schema = call.input.schema
@@ -266,11 +276,11 @@ def skill_from_function(
         id=id,
         name=name or id.replace("-", " ").replace("_", " ").title(),
         description=description or id,
-        tags=list(tags or []),
-        examples=list(examples or []),
-        input_modes=list(input_modes or []),
-        output_modes=list(output_modes or []),
-        security_requirements=list(security_requirements or []),
+        tags=tags,
+        examples=list(details.get("examples") or []),
+        input_modes=input_modes,
+        output_modes=output_modes,
+        security_requirements=list(details.get("security_requirements") or []),
     )
     return Skill(
         id=id,
@@ -278,13 +288,13 @@ def skill_from_function(
         handler=call.handler,
         input_schema=input_schema,
         output_schema=output_schema,
-        read_only=read_only,
-        follow=follow,
+        read_only=details.get("read_only", False),
+        follow=details.get("follow"),
         check_input=call.input.load if call.input is not None else _no_check,
         check_output=call.output.dump if call.output is not None else dump_result,
-        timeout_seconds=_positive(timeout_seconds, "timeout_seconds"),
-        retryable=bool(retryable),
-        text_input=_text_input(id, text_input, input_schema),
+        timeout_seconds=_positive(details.get("timeout_seconds"), "timeout_seconds"),
+        retryable=bool(details.get("retryable", False)),
+        text_input=_text_input(id, details.get("text_input"), input_schema),
     )
 
 

@@ -53,7 +53,7 @@ from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.handler import Dispatcher
 from skillwire.server.observability import access
 from skillwire.server.observability.metrics import Metrics
-from skillwire.server.observability.observe import Watch, refused
+from skillwire.server.observability.observe import Observability, Watch, refused
 from skillwire.server.observability.telemetry import Telemetry
 from skillwire.wire.sse import encode_event
 
@@ -159,6 +159,7 @@ class HttpEndpoint:
         base_url: Callable[[Scope, Mapping[str, str]], str] | None = None,
         guard: Guard | None = None,
         browser: BrowserPolicy | None = None,
+        observability: Observability | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.limits = limits
@@ -171,10 +172,13 @@ class HttpEndpoint:
         self.guard = guard
         #: which requests of web pages on other sites are refused (:mod:`skillwire.server.bindings.browser`)
         self.browser = browser or BrowserPolicy()
+        observability = observability or Observability()
         #: where request spans go (:mod:`skillwire.server.observability.telemetry`; None: no tracing, nothing imported)
-        self.telemetry: Telemetry | None = None
+        self.telemetry: Telemetry | None = observability.telemetry
         #: what requests are counted in (:mod:`skillwire.server.observability.metrics`; None: not counted)
-        self.metrics: Metrics | None = None
+        self.metrics: Metrics | None = observability.metrics
+        #: whether access lines carry their fields, for JSON logs
+        self.json_logs = observability.json_logs
 
     # -- the steps a binding implements --------------------------------------------------------------------
 
@@ -329,6 +333,7 @@ class HttpEndpoint:
             telemetry=self.telemetry,
             metrics=self.metrics,
             tenant=tenant,
+            json_logs=self.json_logs,
         )
         outcome: Any = None
         answered = False

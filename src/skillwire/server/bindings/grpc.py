@@ -97,9 +97,7 @@ from skillwire.server.bindings.guard import Guard, checked_tenant
 from skillwire.server.context import CallContext, requested_extensions
 from skillwire.server.handler import Dispatcher
 from skillwire.server.observability import access
-from skillwire.server.observability.metrics import Metrics
-from skillwire.server.observability.observe import Watch
-from skillwire.server.observability.telemetry import Telemetry
+from skillwire.server.observability.observe import Observability, Watch
 from skillwire.wire.budget import check_shape
 from skillwire.wire.generations import codec_version, without_generations
 from skillwire.wire.protobuf import ConversionError, message_to_struct, struct_to_message
@@ -266,16 +264,14 @@ class _Servicer:
         limits: Limits,
         overrides: StatusOverrides,
         guard: Guard | None = None,
-        telemetry: Telemetry | None = None,
-        metrics: Metrics | None = None,
+        observability: Observability | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.activate = activate
         self.limits = limits
         self.overrides = overrides
         self.guard = guard
-        self.telemetry = telemetry
-        self.metrics = metrics
+        self.observability = observability or Observability()
 
     def method_handlers(self) -> dict[str, Any]:
         """grpc's method handler of every rpc, by rpc name."""
@@ -332,7 +328,13 @@ class _Servicer:
 
     def _watch(self, operation: Operation, headers: dict[str, str], *, streaming: bool) -> Watch:
         return Watch(
-            "GRPC", operation, headers, streaming=streaming, telemetry=self.telemetry, metrics=self.metrics
+            "GRPC",
+            operation,
+            headers,
+            streaming=streaming,
+            telemetry=self.observability.telemetry,
+            metrics=self.observability.metrics,
+            json_logs=self.observability.json_logs,
         )
 
     async def _unary(self, rpc: Rpc, request: Any, context: Any) -> Any:
@@ -448,13 +450,12 @@ class GrpcServer:
         activate: Activate | None = None,
         status_overrides: Mapping[type[A2AError], str] = {},
         guard: Guard | None = None,
-        telemetry: Telemetry | None = None,
-        metrics: Metrics | None = None,
+        observability: Observability | None = None,
     ) -> None:
+        """``observability``: the spans, metrics and log fields of its calls (default: none)."""
         check_overrides(status_overrides)
         self.guard = guard
-        self.telemetry = telemetry
-        self.metrics = metrics
+        self.observability = observability
         self.dispatcher = dispatcher
         self.activate = activate or _all_requested
         self.host = host
@@ -481,8 +482,7 @@ class GrpcServer:
             self.limits,
             self.status_overrides,
             self.guard,
-            self.telemetry,
-            self.metrics,
+            self.observability,
         )
         handlers = servicer.method_handlers()
         # The service's own rpcs first; _Unknown answers every other method.

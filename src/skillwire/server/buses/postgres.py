@@ -68,7 +68,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
@@ -80,7 +80,7 @@ from skillwire.protocol.models import StreamResponse
 from skillwire.server.buses.base import Subscription
 from skillwire.server.buses.memory import InProcessEventBus
 
-__all__ = ["PostgresEventBus", "open_url"]
+__all__ = ["PostgresBusTuning", "PostgresEventBus", "open_url"]
 
 log = logging.getLogger("skillwire.bus.postgres")
 
@@ -163,6 +163,48 @@ def _names(schema: str | None) -> tuple[str, str]:
     )
 
 
+class PostgresBusTuning(TypedDict, total=False):
+    """The keyword options of :class:`PostgresEventBus` (docs/postgres-bus.md); each left out has its default
+    (:data:`_TUNING`)."""
+
+    #: each subscriber's queue: at most this many events and bytes
+    max_events: int
+    max_bytes: int
+    #: seconds a stream's rows are kept after its task ended; seconds any row is kept at most
+    ttl_after_end: float
+    max_age: float
+    #: rows a subscriber that fell behind is replayed at most; events queued for writing at most
+    replay_events: int
+    max_pending: int
+    #: rows written in one statement; rows deleted in one trim
+    batch: int
+    trim_batch: int
+    #: connections; seconds to connect; seconds ``aclose()`` flushes at most
+    pool_size: int
+    connect_timeout: float
+    flush_timeout: float
+    #: seconds between health checks of the listening connection; the longest wait between reconnections
+    health_interval: float
+    reconnect_max: float
+
+
+_TUNING: PostgresBusTuning = {
+    "max_events": 10_000,
+    "max_bytes": 8 * 1024 * 1024,
+    "ttl_after_end": 60.0,
+    "max_age": 3600.0,
+    "replay_events": 1000,
+    "max_pending": 100_000,
+    "batch": 500,
+    "trim_batch": 1000,
+    "pool_size": 4,
+    "connect_timeout": 5.0,
+    "flush_timeout": 5.0,
+    "health_interval": 5.0,
+    "reconnect_max": 5.0,
+}
+
+
 class PostgresEventBus:
     """The :class:`~skillwire.server.buses.base.EventBus` of processes that share one PostgreSQL database.
 
@@ -176,34 +218,23 @@ class PostgresEventBus:
 
     shared = True
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        max_events: int = 10_000,
-        max_bytes: int = 8 * 1024 * 1024,
-        ttl_after_end: float = 60.0,
-        max_age: float = 3600.0,
-        replay_events: int = 1000,
-        max_pending: int = 100_000,
-        batch: int = 500,
-        trim_batch: int = 1000,
-        pool_size: int = 4,
-        connect_timeout: float = 5.0,
-        flush_timeout: float = 5.0,
-        health_interval: float = 5.0,
-        reconnect_max: float = 5.0,
-    ) -> None:
+    def __init__(self, url: str, **tuning: Unpack[PostgresBusTuning]) -> None:
+        """``tuning``: the keyword options of :class:`PostgresBusTuning` (each has a default)."""
+        unknown = sorted(tuning.keys() - PostgresBusTuning.__optional_keys__)
+        if unknown:  # what a signature of named parameters would refuse
+            raise TypeError(f"PostgresEventBus() got an unexpected keyword argument {unknown[0]!r}")
+        given: PostgresBusTuning = {**_TUNING, **tuning}
         self._dsn, self.schema = parse_url(url)
         self.url = url
-        self.max_events, self.max_bytes = max_events, max_bytes
+        self.max_events, self.max_bytes = given["max_events"], given["max_bytes"]
         #: The subscribers' bounded queues: the rows read are published to it.
-        self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
-        self.ttl_after_end, self.max_age = ttl_after_end, max_age
-        self.replay_events, self.max_pending = replay_events, max_pending
-        self.batch, self.trim_batch = batch, trim_batch
-        self.pool_size, self.connect_timeout, self.flush_timeout = pool_size, connect_timeout, flush_timeout
-        self.health_interval, self.reconnect_max = health_interval, reconnect_max
+        self._local = InProcessEventBus(max_events=self.max_events, max_bytes=self.max_bytes)
+        self.ttl_after_end, self.max_age = given["ttl_after_end"], given["max_age"]
+        self.replay_events, self.max_pending = given["replay_events"], given["max_pending"]
+        self.batch, self.trim_batch = given["batch"], given["trim_batch"]
+        self.pool_size, self.connect_timeout = given["pool_size"], given["connect_timeout"]
+        self.flush_timeout = given["flush_timeout"]
+        self.health_interval, self.reconnect_max = given["health_interval"], given["reconnect_max"]
         self.table, self.channel = _names(self.schema)
         #: Events that could not be written (PostgreSQL down, queue full, closed): counted, then dropped.
         self.dropped_events = 0

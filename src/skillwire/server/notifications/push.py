@@ -181,10 +181,12 @@ class PushService:
         settings: PushSettings | None = None,
         resolver: Resolver | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         """``signer``: the deliveries' signer, or a function that makes it at start-up (it may read or
         write a key file); ``issuer``: the ``iss`` of deliveries whose config gives none;
-        ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.notifications.outbound_http.guarded_client` takes them."""
+        ``resolver`` and ``ssl_context``: as :func:`~skillwire.server.notifications.outbound_http.guarded_client` takes them;
+        ``telemetry``: deliveries keep their event's trace context and continue it (None: off)."""
         self.store = store
         #: the signer once made, and what makes it (None once made)
         self._signer: WebhookSigner | None = None if callable(signer) else signer
@@ -206,16 +208,13 @@ class PushService:
                 first_delay=settings.first_delay,
                 max_delay=settings.max_delay,
             ),
+            telemetry=telemetry,
         )
 
     @property
     def telemetry(self) -> Telemetry | None:
-        """Where the trace contexts of deliveries come from and their spans go (set by the app; None: off)."""
+        """Where the trace contexts of deliveries come from and their spans go (None: off)."""
         return self.deliverer.telemetry
-
-    @telemetry.setter
-    def telemetry(self, telemetry: Telemetry | None) -> None:
-        self.deliverer.telemetry = telemetry
 
     async def signer(self) -> WebhookSigner:
         """The deliveries' signer, made on first use when it was given as a function (it may read or write

@@ -21,7 +21,6 @@ from typing import Any
 from skillwire.errors import A2AError
 from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
-from skillwire.server.observability import logs
 
 __all__ = ["Tracked", "line", "log"]
 
@@ -29,11 +28,19 @@ log = logging.getLogger("skillwire.access")
 
 
 def line(
-    binding: str, operation: Operation, params: Any, outcome: Any, started: float, caller: str = ""
+    binding: str,
+    operation: Operation,
+    params: Any,
+    outcome: Any,
+    started: float,
+    caller: str = "",
+    *,
+    json_fields: bool = False,
 ) -> None:
     """Log one request: ``outcome`` is its result, the A2AError it answered with, or a :class:`Tracked`
     stream; ``started`` its ``time.perf_counter()`` at the start; ``caller`` the principal's owner key
-    (``scheme:subject``) when the agent has security."""
+    (``scheme:subject``) when the agent has security; ``json_fields``: the record also carries them as fields, for
+    JSON logs (the serving option ``Observability.json_logs``)."""
     elapsed = (time.perf_counter() - started) * 1000
     task_id, state = ending(params, outcome)
     fields = [binding, operation.value]
@@ -46,7 +53,7 @@ def line(
     if task_id:
         fields.append(f"task={task_id}")
     fields.append(state)
-    if not logs.enabled:
+    if not json_fields:
         log.info("%s %.1f ms", " ".join(fields), elapsed)
         return
     extra: dict[str, Any] = {"binding": binding, "operation": operation.value, "outcome": state}

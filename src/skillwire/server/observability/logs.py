@@ -20,8 +20,9 @@ says which request, task, context and trace it belongs to.
 
 Messages hold what they held before: skillwire never logs message contents or credentials. The ids are
 kept in context variables. The default text format (:class:`TextFormatter`) ends a line logged for a
-request with ``request=<id>``; the task and trace ids are bound only while JSON logs are on
-(:data:`enabled`), so text costs nothing more for them.
+request with ``request=<id>``; the task and trace ids are bound only when JSON logs are asked for (the
+serving option :attr:`~skillwire.server.observability.observe.Observability.json_logs`, which
+``skillwire serve --log-format json`` sets beside :func:`use_json`), so text costs nothing more for them.
 
 **A caller cannot forge or flood a line.** Ids, skill names and tenants come from callers and end up in
 lines (``skill=``, ``task=``, a warning about a task). Both formats (:class:`TextFormatter`, the default
@@ -55,14 +56,9 @@ __all__ = [
     "bind_task",
     "configure_logging",
     "current_request_id",
-    "enabled",
     "printable",
     "request_id_of",
 ]
-
-#: Whether JSON logs are on in this process (set by :func:`use_json`): the bindings and the runtime bind
-#: ids only then.
-enabled = False
 
 _request_id: contextvars.ContextVar[str] = contextvars.ContextVar("skillwire_request_id", default="")
 _task: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("skillwire_task", default=("", ""))
@@ -229,13 +225,11 @@ def _trace_ids() -> dict[str, str]:
 
 def use_json(level: str) -> None:
     """Send every log record of the process to stderr as JSON lines, from ``level`` on."""
-    global enabled
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
-    enabled = True
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from skillwire.errors import A2AError
@@ -21,14 +22,28 @@ from skillwire.server.observability import access, logs
 from skillwire.server.observability.metrics import Metrics
 from skillwire.server.observability.telemetry import Telemetry
 
-__all__ = ["Watch", "budget_of", "refused"]
+__all__ = ["Observability", "Watch", "budget_of", "refused"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observability:
+    """What is traced, counted and logged (docs/observability.md): one of the serving options
+    (:mod:`skillwire.server.options`), handed to the bindings, the task runtime and the serve glue."""
+
+    #: OpenTelemetry spans of requests, task runs and deliveries (None: none, and nothing imported).
+    telemetry: Telemetry | None = None
+    #: Prometheus and/or OpenTelemetry metrics, Prometheus served at ``/metrics`` (None: not counted).
+    metrics: Metrics | None = None
+    #: Log records carry their fields (binding, operation, task, ...) for JSON logs (``--log-format json``,
+    #: :func:`~skillwire.server.observability.logs.use_json`), and a task run's records name their task.
+    json_logs: bool = False
 
 
 class Watch:
     """One request being observed: started by the binding, :meth:`end`-ed once."""
 
-    __slots__ = ("_bound", "_metrics", "_span", "_telemetry", "_token", "binding", "logged", "operation",
-                 "request_id", "started", "streaming", "tenant")  # fmt: skip
+    __slots__ = ("_bound", "_metrics", "_span", "_telemetry", "_token", "binding", "json_logs", "logged",
+                 "operation", "request_id", "started", "streaming", "tenant")  # fmt: skip
 
     def __init__(
         self,
@@ -40,11 +55,13 @@ class Watch:
         telemetry: Telemetry | None,
         metrics: Metrics | None,
         tenant: str = "",
+        json_logs: bool = False,
     ) -> None:
         self.binding = binding
         self.operation = operation
         self.streaming = streaming
         self.tenant = tenant
+        self.json_logs = json_logs
         self.logged = access.log.isEnabledFor(logging.INFO)  # once per request: a disabled access log is free
         self.started = time.perf_counter() if self.logged or metrics is not None else 0.0
         self._metrics = metrics
@@ -68,7 +85,15 @@ class Watch:
         write its access line (unless ``line`` is False: the request was abandoned), still inside its span
         and ids; then end the span, count it, and unbind its ids."""
         if self.logged and line:
-            access.line(self.binding, self.operation, params, outcome, self.started, caller)
+            access.line(
+                self.binding,
+                self.operation,
+                params,
+                outcome,
+                self.started,
+                caller,
+                json_fields=self.json_logs,
+            )
         telemetry, metrics = self._telemetry, self._metrics
         if telemetry is not None or metrics is not None:
             task_id, state = access.ending(params, outcome)

@@ -25,8 +25,8 @@ from skillwire.protocol.limits import Limits, describe_duration
 from skillwire.server.app import A2AApplication
 from skillwire.server.bindings.descriptors import connection_ceiling, raise_fd_limit
 from skillwire.server.bindings.hosts import is_loopback
-from skillwire.server.bindings.tls import TLSConfig
 from skillwire.server.observability.logs import configure_logging
+from skillwire.server.options import Serving
 from skillwire.server.serving.uvicorn_tls import uvicorn_config
 from skillwire.stores.retention import RetentionStore
 
@@ -169,11 +169,9 @@ def without_secret(url: str) -> str:
     return f"{scheme}://{userinfo.split(':', 1)[0]}:***@{host}"
 
 
-def _log_options() -> dict[str, Any]:
+def _log_options(json_logs: bool) -> dict[str, Any]:
     """With JSON logs, uvicorn configures no logging of its own: its records go to the JSON handler too."""
-    from skillwire.server.observability import logs
-
-    return {"log_config": None} if logs.enabled else {}
+    return {"log_config": None} if json_logs else {}
 
 
 def _uvicorn_level(level: str) -> str:
@@ -206,7 +204,7 @@ def build_server(
         app.tls,
         app,
         **_COMMON,
-        **_log_options(),
+        **_log_options(app.options.observability.json_logs),
         host=host,
         port=port,
         log_level=_uvicorn_level(log_level),
@@ -334,16 +332,15 @@ def serve_reloading(
     host: str = "127.0.0.1",
     port: int = 8000,
     log_level: str = "info",
-    public_url: str | None = None,
-    limits: Limits | None = None,
-    grpc: bool = False,
-    tls: TLSConfig | None = None,
+    options: Serving | None = None,
 ) -> None:
     """Serve the application ``factory`` (``"module:function"``, called in each server process) and start a
     fresh process whenever a file matching ``includes`` changes under ``folder``: uvicorn's reloader over
     watchfiles, which alone honours ``reload_includes`` (uvicorn's fallback watches ``*.py`` only). For
-    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`; over ``tls``
-    when it is set (the factory's app holds it too, for gRPC and the banner)."""
+    development: HTTP is served by h11, without the header and body deadlines of :func:`serve`; over
+    ``options.network.tls`` when it is set (the factory's app holds it too, for gRPC and the banner), with the
+    budgets of ``options.limits`` and uvicorn's own logging off for JSON logs."""
+    options = options or Serving()
     try:
         import watchfiles  # noqa: F401
     except ImportError:
@@ -352,10 +349,10 @@ def serve_reloading(
 
     configure_logging(log_level)
     config = uvicorn_config(
-        tls,
+        options.network.tls,
         factory,
         **_COMMON,
-        **_log_options(),
+        **_log_options(options.observability.json_logs),
         factory=True,
         host=host,
         port=port,
@@ -365,9 +362,9 @@ def serve_reloading(
         reload_includes=list(includes),
         # h11: the bounded httptools protocol is a class made for the limits, which cannot be handed to the
         # processes the reloader starts; a development server goes without its header and body deadlines.
-        **_h11_options(limits or Limits(), grpc=grpc),
+        **_h11_options(options.limits, grpc=options.grpc.port is not None),
     )
-    server = _Server(config, None, None, _Banner(host, port, public_url))
+    server = _Server(config, None, None, _Banner(host, port, options.network.public_url))
     WatchFilesReload(config, target=server.run, sockets=[config.bind_socket()]).run()
 
 

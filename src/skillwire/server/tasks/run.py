@@ -181,6 +181,8 @@ class RunHost(Protocol):
     def telemetry(self) -> Telemetry | None: ...
     @property
     def metrics(self) -> Metrics | None: ...
+    @property
+    def json_logs(self) -> bool: ...
 
     async def repair(
         self, key: tuple[str, str], reason: str, fresh: Task | None = None
@@ -716,7 +718,7 @@ class TaskRun:
         metrics = self.runtime.metrics
         if metrics is not None:
             began = metrics.run_started()
-        if logs.enabled:  # this run's own context: its lines say which task they are about
+        if self.runtime.json_logs:  # this run's own context: its lines say which task they are about
             logs.bind_task(self.task_id, self.context_id)
         expiry = None
         if self.deadline is not None:

@@ -77,6 +77,7 @@ from skillwire.server.context import CallContext, partition, split_partition
 from skillwire.server.handler import BaseRequestHandler
 from skillwire.server.notifications.push import PushService
 from skillwire.server.observability.metrics import Metrics
+from skillwire.server.observability.observe import Observability
 from skillwire.server.observability.telemetry import Telemetry
 from skillwire.server.tasks.executor import Executor, RequestContext, Work
 from skillwire.server.tasks.idempotency import Keyed, Keys, config_id
@@ -277,15 +278,20 @@ class TaskRuntime(BaseRequestHandler):
         limits: Limits | None = None,
         input_modes: Sequence[str] = (),
         push: PushService | None = None,
+        observability: Observability | None = None,
     ) -> None:
         """``input_modes`` are the agent's defaultInputModes: a message part of another media type is refused
         (unless the executor's ``input_modes`` says otherwise for that message); empty: any. ``push``: push
-        notifications (None: the push-config operations are not offered)."""
+        notifications (None: the push-config operations are not offered). ``observability``: the runs'
+        spans, metrics and log fields (default: none)."""
         self.push = push
-        #: where run spans go (:mod:`skillwire.server.observability.telemetry`); set by the app, None: no tracing
-        self.telemetry: Telemetry | None = None
-        #: what runs are counted in (:mod:`skillwire.server.observability.metrics`); set by the app, None: not counted
-        self.metrics: Metrics | None = None
+        observability = observability or Observability()
+        #: where run spans go (:mod:`skillwire.server.observability.telemetry`); None: no tracing
+        self.telemetry: Telemetry | None = observability.telemetry
+        #: what runs are counted in (:mod:`skillwire.server.observability.metrics`); None: not counted
+        self.metrics: Metrics | None = observability.metrics
+        #: whether a run's log records name its task (JSON logs)
+        self.json_logs = observability.json_logs
         self.executor = executor
         self.input_modes = list(input_modes)
         self.store = store
