@@ -58,7 +58,14 @@ from skillwire.protocol.limits import Limits
 from skillwire.protocol.models import Message, Part, Task
 from skillwire.protocol.states import TaskState
 from skillwire.security.policy import Security
-from skillwire.server.tasks.executor import Executor, RequestContext, TaskEvents, Work
+from skillwire.server.tasks.executor import (
+    Admission,
+    Executor,
+    RequestContext,
+    TaskEvents,
+    Work,
+    refuse_parts,
+)
 from skillwire.skills.calls import SkillCalls
 from skillwire.skills.context import (
     AuthNeeded,
@@ -262,9 +269,20 @@ class SkillExecutor(Executor):
 
     # -- the executor seam --------------------------------------------------------------------------------
 
+    async def admission(self, context: RequestContext, input_modes: Sequence[str] = ()) -> Admission:
+        """Route the message once, then check its parts against the skill's inputModes (else the agent's
+        ``input_modes``) and its input, before any task exists: the work that runs the skill, with the
+        skill's timeout and id."""
+        skill = self._skill_for(context)
+        refuse_parts(context.message, skill.agent_skill.input_modes or input_modes)
+        work = await self._admitted(skill, context)
+        return Admission(work=work, timeout=skill.timeout_seconds, skill_id=skill.id)
+
     async def admit(self, context: RequestContext) -> Work:
         """Route the message and check its input before any task exists; the work that runs the skill."""
-        skill = self._skill_for(context)
+        return await self._admitted(self._skill_for(context), context)
+
+    async def _admitted(self, skill: Skill, context: RequestContext) -> Work:
         if self.security is not None and skill.security_sets:
             # on top of the agent's requirements, which the request met at the door; on every turn
             self.security.authorize(context.call.principal, skill.security_sets, f"Skill {skill.id!r}")

@@ -12,10 +12,13 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import msgspec
 
+from skillwire.errors import ContentTypeNotSupportedError
+from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     Artifact,
     Message,
@@ -28,7 +31,17 @@ from skillwire.protocol.models import (
 from skillwire.protocol.states import TaskState
 from skillwire.server.context import CallContext
 
-__all__ = ["Executor", "ExecutorFunction", "RequestContext", "RunHandle", "TaskEvents", "Work", "as_executor"]
+__all__ = [
+    "Admission",
+    "Executor",
+    "ExecutorFunction",
+    "RequestContext",
+    "RunHandle",
+    "TaskEvents",
+    "Work",
+    "as_executor",
+    "refuse_parts",
+]
 
 
 class RequestContext(msgspec.Struct, frozen=True):
@@ -62,20 +75,54 @@ class RequestContext(msgspec.Struct, frozen=True):
 Work = Callable[["TaskEvents"], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Admission:
+    """The executor's one answer about a message, before any task exists: what the run for it is built from.
+
+    ``work``: what answers the message (None: the executor's ``execute``); ``timeout``: the seconds the run
+    may take (None: the agent's ``Limits.task_timeout``); ``skill_id``: the skill the run is for ("": none,
+    or not known), on the new task's ``metadata.skillId``, its trace span and its metrics.
+    """
+
+    work: Work | None = None
+    timeout: float | None = None
+    skill_id: str = ""
+
+
+def refuse_parts(message: Message, modes: Sequence[str]) -> None:
+    """Refuse ``message`` (ContentTypeNotSupportedError) if it has a part of a media type outside ``modes``
+    (empty: any)."""
+    refused = refused_part(message.parts, modes)
+    if refused is None:
+        return
+    index, media_type = refused
+    listed = ", ".join(modes)
+    raise ContentTypeNotSupportedError(
+        f"Message part {index} is {media_type}, which this agent does not accept here; it accepts: {listed}",
+        field_violations=[(f"params.message.parts[{index}]", f"media type must be one of: {listed}")],
+        metadata={"mediaType": media_type, "inputModes": ",".join(modes)},
+    )
+
+
 class Executor(ABC):
     """Runs the agent's logic for one message: subclass it and write ``execute``.
 
-    The other methods are optional hooks; the runtime calls each of them, and their defaults change nothing:
+    The other methods are optional hooks, and their defaults change nothing. The runtime asks one question
+    of a message before any task exists, ``async admission(context, input_modes)``, and builds the run from
+    its answer (an :class:`Admission`); by default that answer is made of the hooks below, asked in this
+    order (an executor that routes a message, as the skill executor does, overrides ``admission`` to route
+    it once):
 
+    * ``input_modes(context)``: the media types the message's target accepts (a skill's inputModes); a part
+      of another type is refused with ContentTypeNotSupportedError before any task exists. None (the
+      default) for the agent's ``defaultInputModes``.
     * ``async admit(context)`` runs before any task exists. It may raise an A2AError to refuse the message
       (nothing is written then). It may return the ``Work`` (``async work(events)``) that answers this
       message, carrying what it learnt (a parsed input, a route) to the run in its own types; None (the
       default) runs ``execute(context, events)``.
     * ``timeout(context)``: the seconds the run for ``context`` may take; None (the default) for the agent's
       ``Limits.task_timeout``.
-    * ``input_modes(context)``: the media types the message's target accepts (a skill's inputModes); a part
-      of another type is refused with ContentTypeNotSupportedError before any task exists. None (the
-      default) for the agent's ``defaultInputModes``.
+    * ``skill_id(context)``: the skill the run is for ("": none).
     * ``resume(task)`` is asked at start-up about each task a previous process left SUBMITTED or WORKING and
       may return the ``Work`` that carries it on, or None (the default) to let it be failed.
 
@@ -85,6 +132,15 @@ class Executor(ABC):
             async def execute(self, context: RequestContext, events: TaskEvents) -> None:
                 await events.reply(context.text)
     """
+
+    async def admission(self, context: RequestContext, input_modes: Sequence[str] = ()) -> Admission:
+        """Admit the message of ``context`` or refuse it (an A2AError; nothing is written then): the one
+        answer the run is built from. ``input_modes``: the agent's defaultInputModes (empty: any), for a
+        target that declares none."""
+        modes = self.input_modes(context)
+        refuse_parts(context.message, input_modes if modes is None else modes)
+        work = await self.admit(context)
+        return Admission(work=work, timeout=self.timeout(context), skill_id=self.skill_id(context))
 
     async def admit(self, context: RequestContext) -> Work | None:
         return None

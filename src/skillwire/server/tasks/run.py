@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -68,8 +69,8 @@ from skillwire.protocol.states import TaskState, can_transition
 from skillwire.server.buses.base import Behind, EventBus
 from skillwire.server.context import CallContext
 from skillwire.server.observability import logs
-from skillwire.server.tasks.executor import RequestContext, TaskEvents, Work
-from skillwire.stores.base import StoredTask, TaskStore, write_task
+from skillwire.server.tasks.executor import TaskEvents, Work
+from skillwire.stores.base import StoredTask, TaskStore, TaskWrite, write_task
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import PushConfigRecord
 
@@ -81,6 +82,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RunHost",
+    "RunSpec",
     "TaskRun",
     "generation_mismatch",
     "snapshot",
@@ -190,32 +192,92 @@ class RunHost(Protocol):
     def forget(self, run: TaskRun) -> None: ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSpec:
+    """What a run is built from, whole: the message and its call, the task it continues or takes back, and
+    what admission decided (the executor's :class:`~skillwire.server.tasks.executor.Admission`, the push
+    configs, the idempotency claim)."""
+
+    tenant: str
+    message: Message
+    request: SendMessageRequest
+    call: CallContext
+    #: The stored task the message continues, or that is taken back (``resumed``); None: a new task.
+    origin: StoredTask | None = None
+    resumed: bool = False
+    #: Whether the task is taken over from a process sharing the store: its first commit is one version on.
+    taken_over: bool = False
+    #: Seconds the executor may take (None: no deadline).
+    deadline: float | None = None
+    #: The skill this run is for: the new task's metadata.skillId, its trace span and metrics label.
+    skill_id: str = ""
+    #: The task's push configs (id -> delivery shape) as admission found them.
+    push: dict[str, str] = field(default_factory=dict)
+    #: Configs to store with the first commit (given inline in the SendMessage that creates the task).
+    push_records: tuple[PushConfigRecord, ...] = ()
+    #: The idempotency claim of the request, made with the first commit.
+    claim: Claim | None = None
+    #: The key of a claimed request that makes a new task: a direct reply is kept with its claim.
+    replying_to: Keyed | None = None
+    #: Whether the task id is revealed before the task settles (a stream).
+    observed: bool = False
+
+
 class TaskRun:
     """One executor invocation on one task; it owns the task while it runs."""
 
-    def __init__(
-        self,
-        runtime: RunHost,
-        *,
-        tenant: str,
-        message: Message,
-        request: SendMessageRequest,
-        call: CallContext,
-        origin: StoredTask | None = None,
-        resumed: bool = False,
-    ) -> None:
-        """A run of a new task (no ``origin``: ``message`` carries its ids), of a message that continues the
-        stored task ``origin`` (appended to its history), or of ``origin`` taken back at start-up
-        (``resumed``: ``message`` is its first message, already in its history)."""
+    def __init__(self, runtime: RunHost, spec: RunSpec) -> None:
+        """A run of a new task (no ``spec.origin``: the message carries its ids), of a message that continues
+        the stored task ``origin`` (appended to its history), or of ``origin`` taken back (``resumed``: the
+        message is its first, already in its history)."""
         self.runtime = runtime
-        self.tenant, self.message, self.request, self.call = tenant, message, request, call
-        #: the skill this run is for (its trace span and metrics label; set only when they are on)
-        self.skill_id = ""
-        #: The task before this run (None for a new task); the live task and its version; what the store
-        #: holds of it (``committed``, ``stored``).
+        self.tenant, self.message, self.request, self.call = (
+            spec.tenant,
+            spec.message,
+            spec.request,
+            spec.call,
+        )
+        self.skill_id, self.deadline = spec.skill_id, spec.deadline
+        self._take(spec)
+        config = spec.request.configuration
+        #: The media types the client accepts in artifacts (empty: any).
+        self.accepted_output_modes = config.accepted_output_modes if config is not None else []
+        self.lock, self._commit_lock = asyncio.Lock(), asyncio.Lock()
+        #: Events made but not yet committed: published once a commit covers their version.
+        self._pending: list[tuple[int, StreamResponse]] = []
+        #: artifact index -> the version at which it was last replaced whole (rather than appended to)
+        self._replaced: dict[int, int] = {}
+        #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
+        self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
+        self.runner: asyncio.Task[None] | None = None
+        #: Blocking SendMessage calls waiting for this run to settle.
+        self.waiters = 0
+        #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
+        self.observed = spec.observed
+        self.replied = False
+        #: Set once a commit failed: the run is over and every further commit raises it.
+        self.failure: A2AError | None = None
+        self._dirty = False
+        self._flusher: asyncio.Task[None] | None = None
+        self._expiring: asyncio.Future[None] | None = None
+        #: The task's push configs (id -> delivery shape): each commit queues its events for them.
+        self.push: dict[str, str] = dict(spec.push)
+        #: Configs to store with the next commit.
+        self.push_records: list[PushConfigRecord] = list(spec.push_records)
+        #: On a bus other processes share: follows this task's events for an end made elsewhere.
+        self._watcher: asyncio.Task[None] | None = None
+        #: The idempotency claim of the request, made with the next commit (the first, before any work).
+        self.claim: Claim | None = spec.claim
+        self.replying_to: Keyed | None = spec.replying_to
+
+    def _take(self, spec: RunSpec) -> None:
+        """The task before this run (None for a new task); the live task and its version; what the store
+        holds of it (``committed``, ``stored``)."""
+        origin, message = spec.origin, spec.message
         self.previous = origin.task if origin is not None else None
         self.task = self.previous
-        if origin is not None and not resumed:
+        turn = origin is not None and not spec.resumed
+        if origin is not None and turn:
             # The message is being worked on from now: stored so, no other process takes the turn too (an
             # interrupted task accepts a message), and a process that dies with it leaves it WORKING, which
             # the others recover.
@@ -230,44 +292,11 @@ class TaskRun:
         self.committed_generation = origin.task.generation if origin is not None else 0
         #: The version the task had when this run took it (0: a new task).
         self.origin_version = self.committed
-        self.version = self.committed + (1 if origin is not None and not resumed else 0)
+        self.version = self.committed + (1 if turn or spec.taken_over else 0)
         self.stored = origin.layout if origin is not None else None
         self.task_id = origin.task.id if origin is not None else message.task_id
         self.context_id = origin.task.context_id if origin is not None else message.context_id
-        self.key = (tenant, self.task_id)
-        config = request.configuration
-        #: The media types the client accepts in artifacts (empty: any).
-        self.accepted_output_modes = config.accepted_output_modes if config is not None else []
-        #: Seconds the executor may take (None: no deadline).
-        self.deadline: float | None = None
-        self.lock, self._commit_lock = asyncio.Lock(), asyncio.Lock()
-        #: Events made but not yet committed: published once a commit covers their version.
-        self._pending: list[tuple[int, StreamResponse]] = []
-        #: artifact index -> the version at which it was last replaced whole (rather than appended to)
-        self._replaced: dict[int, int] = {}
-        #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
-        self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
-        self.runner: asyncio.Task[None] | None = None
-        #: Blocking SendMessage calls waiting for this run to settle.
-        self.waiters = 0
-        #: Whether the task id is revealed before the task settles (streaming or returnImmediately).
-        self.observed = False
-        self.replied = False
-        #: Set once a commit failed: the run is over and every further commit raises it.
-        self.failure: A2AError | None = None
-        self._dirty = False
-        self._flusher: asyncio.Task[None] | None = None
-        self._expiring: asyncio.Future[None] | None = None
-        #: The task's push configs (id -> delivery shape): each commit queues its events for them.
-        self.push: dict[str, str] = {}
-        #: Configs to store with the next commit (given inline in the SendMessage that creates the task).
-        self.push_records: list[PushConfigRecord] = []
-        #: On a bus other processes share: follows this task's events for an end made elsewhere.
-        self._watcher: asyncio.Task[None] | None = None
-        #: The idempotency claim of the request, made with the next commit (the first, before any work).
-        self.claim: Claim | None = None
-        #: The key of a claimed request that makes a new task: a direct reply is kept with its claim.
-        self.replying_to: Keyed | None = None
+        self.key = (spec.tenant, self.task_id)
 
     # -- committing ---------------------------------------------------------------------------------------
 
@@ -283,32 +312,8 @@ class TaskRun:
             if task is None or self.version <= self.committed:
                 return
             version, generation = self.version, task.generation
-            limits = self.runtime.limits
             events = [event for v, event in self._pending if v <= version]
-            try:
-                write = write_task(
-                    task,
-                    version=version,
-                    base=self.committed,
-                    tenant=self.tenant,
-                    stored=self.stored,
-                    replaced=[i for i, v in self._replaced.items() if v > self.committed],
-                    events=events,
-                    max_log_bytes=limits.max_task_log_bytes,
-                )
-            except (TypeError, ValueError, msgspec.EncodeError) as exc:
-                log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
-                raise await self._abort(
-                    InvalidAgentResponseError(NOT_JSON_MESSAGE), NOT_JSON_MESSAGE, content=True
-                ) from None
-            layout = write.layout
-            if layout.size > limits.max_task_bytes or layout.messages > limits.max_history_messages:
-                reason = (
-                    f"The task grew past what one task may hold ({limits.max_task_bytes} bytes,"
-                    f" {limits.max_history_messages} messages), so it was stopped."
-                )
-                log.warning("task %s: %s", self.task_id, reason)
-                raise await self._abort(InvalidAgentResponseError(reason), reason, content=True)
+            write = await self._write(task, version, events)
             targets = self.push
             if targets:
                 targets = dict(targets)  # as of this write: a config set meanwhile gets the next ones
@@ -320,21 +325,55 @@ class TaskRun:
             if self.claim is not None:
                 claim = msgspec.structs.replace(self.claim, task_id=self.task_id, generation=generation)
                 write = msgspec.structs.replace(write, claim=claim)
-            try:
-                await self.runtime.store.commit(write)
-            except KeyClaimedError:
-                raise  # another request with the key was first: this run is dropped, nothing was stored
-            except ConcurrentUpdateError:
-                raise await self._lost() from None
-            except Exception as exc:
-                log.error("could not store task %s: %s", self.task_id, exc)
-                raise await self._abort(store_failure(exc, limits), STORE_MESSAGE) from None
-            self.committed, self.stored, self.committed_generation = version, layout, generation
+            await self._store(write)
+            self.committed, self.stored, self.committed_generation = version, write.layout, generation
             self.push_records.clear()
             self.claim = None
             self._publish_through(version)
             if write.deliveries and self.runtime.push is not None:
                 self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))
+
+    async def _write(self, task: Task, version: int, events: list[StreamResponse]) -> TaskWrite:
+        """The write of ``task`` at ``version`` since the last commit; ends the run if what the executor
+        produced cannot be stored (not JSON, more than a task may hold)."""
+        limits = self.runtime.limits
+        try:
+            write = write_task(
+                task,
+                version=version,
+                base=self.committed,
+                tenant=self.tenant,
+                stored=self.stored,
+                replaced=[i for i, v in self._replaced.items() if v > self.committed],
+                events=events,
+                max_log_bytes=limits.max_task_log_bytes,
+            )
+        except (TypeError, ValueError, msgspec.EncodeError) as exc:
+            log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
+            raise await self._abort(
+                InvalidAgentResponseError(NOT_JSON_MESSAGE), NOT_JSON_MESSAGE, content=True
+            ) from None
+        layout = write.layout
+        if layout.size > limits.max_task_bytes or layout.messages > limits.max_history_messages:
+            reason = (
+                f"The task grew past what one task may hold ({limits.max_task_bytes} bytes,"
+                f" {limits.max_history_messages} messages), so it was stopped."
+            )
+            log.warning("task %s: %s", self.task_id, reason)
+            raise await self._abort(InvalidAgentResponseError(reason), reason, content=True)
+        return write
+
+    async def _store(self, write: TaskWrite) -> None:
+        """Commit ``write``; a failure ends the run (another process changed the task: it ends quietly)."""
+        try:
+            await self.runtime.store.commit(write)
+        except KeyClaimedError:
+            raise  # another request with the key was first: this run is dropped, nothing was stored
+        except ConcurrentUpdateError:
+            raise await self._lost() from None
+        except Exception as exc:
+            log.error("could not store task %s: %s", self.task_id, exc)
+            raise await self._abort(store_failure(exc, self.runtime.limits), STORE_MESSAGE) from None
 
     def _publish_through(self, version: int) -> None:
         pending = self._pending
@@ -384,38 +423,22 @@ class TaskRun:
         runner = self.runner
         if runner is not None and runner is not asyncio.current_task() and not runner.done():
             runner.cancel()
-        meta = {"taskId": self.task_id}
-        error: A2AError
         result: Task | None = None
-        ended = stored is not None and stored.task.status.state.is_terminal
-        config = self.request.configuration
-        expected = config.if_generation_match if config is not None else None
         if self.committed == self.origin_version:
             # this run had not written anything: another process took the message turn (or the task) first
-            if stored is not None and expected is not None and expected != stored.task.generation:
-                error = generation_mismatch(stored.task, expected)
-            elif stored is not None and ended:
-                state = stored.task.status.state.value
-                error = UnsupportedOperationError(
-                    f"Task {self.task_id} is {state}: a terminal task accepts no more messages. Start a new"
-                    " task in the same context instead.",
-                    metadata={**meta, "state": state},
-                )
-            else:
-                error = UnsupportedOperationError(
-                    f"Task {self.task_id} is still working on an earlier message; send more input when it"
-                    " asks for it",
-                    metadata=meta,
-                )
+            error = self._turn_taken(stored)
             self.runtime.bus.fail(self.key, error)
-        elif stored is not None and ended:
+        elif stored is not None and stored.task.status.state.is_terminal:
             state = stored.task.status.state.value
-            error = TaskNotCancelableError(f"Task {self.task_id} is already {state}", metadata=meta)
+            error = TaskNotCancelableError(
+                f"Task {self.task_id} is already {state}", metadata={"taskId": self.task_id}
+            )
             result = stored.task
             log.info("task %s was ended by another process (%s); its run here stops", self.task_id, state)
         else:
             error = UnsupportedOperationError(
-                f"Task {self.task_id} was taken over by another server process", metadata=meta
+                f"Task {self.task_id} was taken over by another server process",
+                metadata={"taskId": self.task_id},
             )
             result = stored.task if stored is not None else None
             log.warning("task %s was taken over by another process; its run here stops", self.task_id)
@@ -429,6 +452,25 @@ class TaskRun:
                 self.settled.set_exception(error)
                 self.settled.exception()
         return error
+
+    def _turn_taken(self, stored: StoredTask | None) -> A2AError:
+        """What the caller of a run that wrote nothing is told when another process wrote its task first."""
+        config = self.request.configuration
+        expected = config.if_generation_match if config is not None else None
+        if stored is not None and expected is not None and expected != stored.task.generation:
+            return generation_mismatch(stored.task, expected)
+        meta = {"taskId": self.task_id}
+        if stored is not None and stored.task.status.state.is_terminal:
+            state = stored.task.status.state.value
+            return UnsupportedOperationError(
+                f"Task {self.task_id} is {state}: a terminal task accepts no more messages. Start a new"
+                " task in the same context instead.",
+                metadata={**meta, "state": state},
+            )
+        return UnsupportedOperationError(
+            f"Task {self.task_id} is still working on an earlier message; send more input when it asks for it",
+            metadata=meta,
+        )
 
     def watch(self) -> None:
         """On a bus other processes share, follow this task's events until the run ends: a terminal state
@@ -683,17 +725,6 @@ class TaskRun:
         return self.waiters + self.runtime.bus.subscriber_count(self.key) - own
 
     # -- lifecycle -----------------------------------------------------------------------------------------
-
-    def request_context(self) -> RequestContext:
-        return RequestContext(
-            message=self.message,
-            task_id=self.task_id,
-            context_id=self.context_id,
-            call=self.call,
-            task=self.previous,
-            configuration=self.request.configuration,
-            metadata=self.request.metadata,
-        )
 
     async def start(self, work: Work, *, eager: bool) -> None:
         """Publish the task if it already exists (or ``eager``), then run ``work`` in the background."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
@@ -27,7 +28,6 @@ import msgspec
 from skillwire.errors import (
     A2AError,
     ConcurrentUpdateError,
-    ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
@@ -43,7 +43,6 @@ from skillwire.errors import (
     UnsupportedOperationError,
 )
 from skillwire.protocol.limits import Limits
-from skillwire.protocol.media import refused_part
 from skillwire.protocol.models import (
     AgentCard,
     CancelTaskRequest,
@@ -84,6 +83,7 @@ from skillwire.server.tasks.idempotency import Keyed, Keys, config_id
 from skillwire.server.tasks.retention import Pruner
 from skillwire.server.tasks.run import (
     CANCELED_MESSAGE,
+    RunSpec,
     TaskRun,
     generation_mismatch,
     settles,
@@ -129,6 +129,7 @@ UNSTORED_MESSAGE = (
 )
 
 _replace = msgspec.structs.replace
+_replace_spec = dataclasses.replace
 _encode = msgspec.json.Encoder().encode
 
 Key = tuple[str, str]
@@ -301,7 +302,22 @@ class TaskRuntime(BaseRequestHandler):
         )
         self.extended_card = extended_card
         self._runs: dict[Key, TaskRun] = {}
+        #: Tasks whose message is being admitted: resolved with the run once it is built (None: refused).
+        self._admitting: dict[Key, _Admitting] = {}
         self._closing = False
+        self._init_recovery(store)
+        #: GetTask long-polls waiting now (``Limits.max_long_polls``).
+        self._polls = 0
+        #: Idempotency keys, with a store that keeps their claims (every store skillwire ships).
+        self.keys = Keys(store, limits.idempotency_window) if isinstance(store, IdempotencyStore) else None
+        #: This runtime's id, on the claims it makes (the store's owner id when processes share it).
+        self.instance = self.shared.owner if self.shared is not None else uuid.uuid4().hex
+        #: Prunes finished tasks past ``limits.task_retention`` (and reads the store's statistics for the
+        #: metrics) once started; None with a store that cannot prune (skillwire.server.tasks.retention).
+        self.pruner: Pruner | None = None
+
+    def _init_recovery(self, store: TaskStore) -> None:
+        """The state of recovery, repair and (with a shared store) the lease, before start-up."""
         self._recovery: asyncio.Future[list[str]] | None = None
         #: Tasks whose failure could not be stored yet, with the reason, retried in the background.
         self._repairs: dict[Key, str] = {}
@@ -312,15 +328,6 @@ class TaskRuntime(BaseRequestHandler):
         self._leaser: asyncio.Task[None] | None = None
         #: Set after each round of the lease keeper (renewal, then takeover of what dead processes left).
         self.swept = asyncio.Event()
-        #: GetTask long-polls waiting now (``Limits.max_long_polls``).
-        self._polls = 0
-        #: Idempotency keys, with a store that keeps their claims (every store skillwire ships).
-        self.keys = Keys(store, limits.idempotency_window) if isinstance(store, IdempotencyStore) else None
-        #: This runtime's id, on the claims it makes (the store's owner id when processes share it).
-        self.instance = self.shared.owner if self.shared is not None else uuid.uuid4().hex
-        #: Prunes finished tasks past ``limits.task_retention`` (and reads the store's statistics for the
-        #: metrics) once started; None with a store that cannot prune (skillwire.server.tasks.retention).
-        self.pruner: Pruner | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -417,7 +424,7 @@ class TaskRuntime(BaseRequestHandler):
             batch = [
                 (tenant, stored)
                 for tenant, stored, _owner in await shared.orphaned(RECOVERY_BATCH)
-                if (tenant, stored.task.id) not in self._runs
+                if not self._owns((tenant, stored.task.id))
             ]
             if not batch:
                 break
@@ -485,17 +492,20 @@ class TaskRuntime(BaseRequestHandler):
         first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
-        run = self._new_run(
-            SendMessageRequest(message=first), _owner_context(tenant), first, tenant, stored, resumed=True
-        )
-        if self.push is not None:
-            run.push = await self.push.targets(tenant, task.id)
-        run.deadline = self.limits.task_timeout
-        if self.shared is not None:
+        spec = RunSpec(
+            tenant=tenant,
+            message=first,
+            request=SendMessageRequest(message=first),
+            call=_owner_context(tenant),
+            origin=stored,
+            resumed=True,
             # Taking a task over is a commit from the version read: of several processes, one wins; the
             # others' runs end quietly when their first commit finds the task changed.
-            run.version += 1
-        await run.start(work, eager=False)
+            taken_over=self.shared is not None,
+            deadline=self.limits.task_timeout,
+        )
+        run = await self._open((tenant, task.id), functools.partial(self._built, spec))
+        await self._launch(run, work, eager=False)
         log.info("resumed task %s", task.id)
 
     async def stop(self, grace: float = 5.0) -> None:
@@ -541,7 +551,58 @@ class TaskRuntime(BaseRequestHandler):
 
     @property
     def running(self) -> int:
-        return len(self._runs)
+        """Runs of this process, with those whose message is being admitted."""
+        return len(self._runs) + len(self._admitting)
+
+    def _owns(self, key: Key) -> bool:
+        return key in self._runs or key in self._admitting
+
+    async def _run_of(self, key: Key) -> TaskRun | None:
+        """The run that owns the task ``key`` here, once its message is admitted (None: none, or refused):
+        a cancel or a push config that arrives meanwhile reaches the run admission builds, before it starts."""
+        admitting = self._admitting.get(key)
+        if admitting is None:
+            return self._runs.get(key)
+        admitting.waiting += 1
+        try:
+            return await asyncio.shield(admitting.run)
+        finally:
+            admitting.waiting -= 1
+            if not admitting.waiting:
+                admitting.served.set()
+
+    async def _open(self, key: Key, build: Callable[[], Awaitable[TaskRun]]) -> TaskRun:
+        """The run ``build`` makes for ``key``, which this process owns from now on (the busy check and the
+        lookups of a cancel or a push config find it while it is built); once the calls that waited for it
+        have reached it (a cancel holds its lock, a push config is in its targets)."""
+        admitting = _Admitting()
+        self._admitting[key] = admitting
+        run = None
+        try:
+            run = await build()
+        finally:
+            del self._admitting[key]
+            if run is not None:
+                self._runs[key] = run
+            admitting.run.set_result(run)
+        if admitting.waiting:
+            await admitting.served.wait()
+        return run
+
+    async def _built(self, spec: RunSpec) -> TaskRun:
+        """A run of ``spec``, with the push configs its task has now (a task that exists already)."""
+        if self.push is not None and spec.origin is not None:
+            spec = _replace_spec(
+                spec, push={**await self.push.targets(spec.tenant, spec.message.task_id), **spec.push}
+            )
+        return TaskRun(self, spec)
+
+    async def _launch(self, run: TaskRun, work: Work, *, eager: bool) -> None:
+        try:
+            await run.start(work, eager=eager)
+        except BaseException:
+            self.forget(run)
+            raise
 
     # -- failing a stored task ---------------------------------------------------------------------------
 
@@ -615,8 +676,9 @@ class TaskRuntime(BaseRequestHandler):
 
     # -- starting runs -----------------------------------------------------------------------------------
 
-    async def _begin(self, request: SendMessageRequest, call: CallContext, task_id: str = "") -> TaskRun:
-        """A run for ``request`` (a new task's id is ``task_id`` when given)."""
+    def _at_the_door(self, request: SendMessageRequest) -> None:
+        """Refuse a message before anything is read: the server is stopping, the message is not a user's,
+        the running budget is spent, an inline push config is refused."""
         if self._closing:
             raise UnsupportedOperationError("The server is shutting down")
         message = request.message
@@ -625,25 +687,18 @@ class TaskRuntime(BaseRequestHandler):
                 f"params.message.role must be ROLE_USER for a message from a client, not {message.role.value}",
                 field_violations=[("params.message.role", "must be ROLE_USER")],
             )
-        if len(self._runs) >= self.limits.max_running_tasks:
+        if self.running >= self.limits.max_running_tasks:
             raise ServerBusyError(
-                f"This server is running {len(self._runs)} tasks, its limit: try again shortly",
+                f"This server is running {self.running} tasks, its limit: try again shortly",
                 retry_after=self.limits.retry_after,
                 metadata={"budget": "max_running_tasks", "limit": self.limits.max_running_tasks},
             )
-        tenant = _partition(request, call)
         inline = request.configuration.task_push_notification_config if request.configuration else None
         if inline is not None:
             self._push_service().check(inline, "params.configuration.taskPushNotificationConfig")
-        if not message.task_id:
-            task_id = task_id or new_id()
-            context_id = message.context_id or new_id()
-            return self._new_run(
-                request, call, _replace(message, task_id=task_id, context_id=context_id), tenant
-            )
-        return await self._continue(request, call, tenant)
 
-    async def _continue(self, request: SendMessageRequest, call: CallContext, tenant: str) -> TaskRun:
+    async def _turn(self, request: SendMessageRequest, tenant: str) -> tuple[StoredTask, Message]:
+        """The stored task a message continues and the message as it joins it; refused if it cannot."""
         message = request.message
         key = (tenant, message.task_id)
         self._refuse_busy(key)
@@ -672,32 +727,7 @@ class TaskRuntime(BaseRequestHandler):
             )
         user = _replace(message, context_id=task.context_id)
         self._check_room(task, stored, user)
-        run = self._new_run(request, call, user, tenant, stored)
-        if self.push is not None:
-            try:
-                run.push = await self.push.targets(tenant, task.id)
-            except BaseException:
-                self.forget(run)
-                raise
-        return run
-
-    def _new_run(
-        self,
-        request: SendMessageRequest,
-        call: CallContext,
-        message: Message,
-        tenant: str,
-        origin: StoredTask | None = None,
-        *,
-        resumed: bool = False,
-    ) -> TaskRun:
-        """A run, owning its task from now on: of a new task (no ``origin``), of a message continuing the
-        stored task ``origin``, or of ``origin`` taken back at start-up (``resumed``)."""
-        run = TaskRun(
-            self, tenant=tenant, message=message, request=request, call=call, origin=origin, resumed=resumed
-        )
-        self._runs[run.key] = run
-        return run
+        return stored, user
 
     def _check_room(self, task: Task, stored: StoredTask, message: Any) -> None:
         """Refuse a message the task has no room for (its history or size limit), leaving room in the
@@ -727,57 +757,45 @@ class TaskRuntime(BaseRequestHandler):
                 )
 
     def _refuse_busy(self, key: Key) -> None:
-        if key in self._runs:
+        if self._owns(key):
             raise _busy(key)
 
-    async def _admit_and_start(self, run: TaskRun, *, eager: bool, claim: Claim | None = None) -> None:
-        """The executor's ``admit`` check, before anything is written; then ``claim`` made, when given
-        (KeyClaimedError if another request has its key); then start the run with the work ``admit``
-        returned, or else the executor's ``execute``."""
-        context = run.request_context()
-        executor = self.executor
-        try:
-            self._check_input_modes(context)
-            work = await executor.admit(context)
-            deadline = executor.timeout(context)
-            run.deadline = deadline if deadline is not None else self.limits.task_timeout
-            config = run.request.configuration
-            inline = config.task_push_notification_config if config is not None else None
-            if inline is not None and self.push is not None:
-                await self._read(self.push.admit(run.tenant))
-                if run.previous is None:  # a new task: the config is stored with its first write
-                    stored, record = self.push.record(inline, run.tenant, run.task_id, run.call)
-                    run.push_records.append(record)
-                    run.push[stored.id] = record.shape
-                else:
-                    stored, shape = await self._read(self.push.put(inline, run.tenant, run.task_id, run.call))
-                    run.push[stored.id] = shape
-            run.skill_id = executor.skill_id(context)  # the new task's metadata.skillId, spans and metrics
-            claimed = claim is not None and self.keys is not None
-            if claimed and await self._read(self.keys.store.claim(claim)) is not None:  # type: ignore[union-attr,arg-type]
-                raise KeyClaimedError("the request's idempotency key is claimed already")
-            await run.start(work or functools.partial(executor.execute, context), eager=eager)
-        except BaseException:
-            self.forget(run)
-            raise
-
-    def _check_input_modes(self, context: RequestContext) -> None:
-        """Refuse a message with a part of a media type its target does not accept: the executor's
-        ``input_modes`` (a skill's inputModes), else the agent's defaultInputModes."""
-        modes = self.executor.input_modes(context)
-        if modes is None:
-            modes = self.input_modes
-        refused = refused_part(context.message.parts, modes)
-        if refused is None:
-            return
-        index, media_type = refused
-        listed = ", ".join(modes)
-        raise ContentTypeNotSupportedError(
-            f"Message part {index} is {media_type}, which this agent does not accept here; it accepts:"
-            f" {listed}",
-            field_violations=[(f"params.message.parts[{index}]", f"media type must be one of: {listed}")],
-            metadata={"mediaType": media_type, "inputModes": ",".join(modes)},
+    async def _admitted(self, spec: RunSpec, claim: Claim | None) -> tuple[RunSpec, Work]:
+        """``spec`` as the executor's one answer (:class:`Admission`) and the push configs given inline make
+        it, before anything is written; then ``claim`` made, when given (KeyClaimedError if another request
+        has its key). The work to run: the answer's, or else the executor's ``execute``."""
+        context = RequestContext(
+            message=spec.message,
+            task_id=spec.message.task_id,
+            context_id=spec.message.context_id,
+            call=spec.call,
+            task=spec.origin.task if spec.origin is not None else None,
+            configuration=spec.request.configuration,
+            metadata=spec.request.metadata,
         )
+        admission = await self.executor.admission(context, self.input_modes)
+        timeout = admission.timeout if admission.timeout is not None else self.limits.task_timeout
+        spec = _replace_spec(spec, deadline=timeout, skill_id=admission.skill_id)
+        spec = await self._inline_push(spec)
+        keys = self.keys
+        if claim is not None and keys is not None and await self._read(keys.store.claim(claim)) is not None:
+            raise KeyClaimedError("the request's idempotency key is claimed already")
+        return spec, admission.work or functools.partial(self.executor.execute, context)
+
+    async def _inline_push(self, spec: RunSpec) -> RunSpec:
+        """``spec`` with the push config its SendMessage gives inline: stored with a new task's first write,
+        or now for a task that exists."""
+        config = spec.request.configuration
+        inline = config.task_push_notification_config if config is not None else None
+        if inline is None or self.push is None:
+            return spec
+        task_id = spec.message.task_id
+        await self._read(self.push.admit(spec.tenant))
+        if spec.origin is None:
+            stored, record = self.push.record(inline, spec.tenant, task_id, spec.call)
+            return _replace_spec(spec, push={stored.id: record.shape}, push_records=(record,))
+        stored, shape = await self._read(self.push.put(inline, spec.tenant, task_id, spec.call))
+        return _replace_spec(spec, push={**spec.push, stored.id: shape})
 
     async def _read(self, read: Awaitable[T]) -> T:
         """Await a store read; a failing store is an internal error for the caller, an unreachable one a
@@ -811,31 +829,66 @@ class TaskRuntime(BaseRequestHandler):
         eager: bool,
         stream: bool,
     ) -> tuple[TaskRun, Subscription | None]:
-        """Begin and start a run (subscribed first, for a stream). With a key, the request is claimed before
+        """Admit and start a run (subscribed first, for a stream). With a key, the request is claimed before
         any work: a message that continues a task in the write that stores its turn, one that makes a new
         task on its own, naming the task's id; KeyClaimedError means another request with the key was first."""
         if keyed is None or self.keys is None:
-            return await self._started(await self._begin(request, call), eager=eager, stream=stream)
+            return await self._started(request, call, eager=eager, stream=stream)
         async with self.keys.claiming(keyed):
             if request.message.task_id:
-                run = await self._begin(request, call)
-                run.claim = self.keys.claim(keyed)
-                return await self._started(run, eager=eager, stream=stream)
+                turn = self.keys.claim(keyed)
+                return await self._started(request, call, eager=eager, stream=stream, turn=turn)
             task_id = new_id()
-            run = await self._begin(request, call, task_id=task_id)
-            run.replying_to = keyed
             claim = self.keys.claim(keyed, task_id=task_id, owner=self.instance)
-            return await self._started(run, eager=eager, stream=stream, claim=claim)
+            return await self._started(
+                request, call, eager=eager, stream=stream, task_id=task_id, claim=claim, keyed=keyed
+            )
 
     async def _started(
-        self, run: TaskRun, *, eager: bool, stream: bool, claim: Claim | None = None
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        *,
+        eager: bool,
+        stream: bool,
+        task_id: str = "",
+        turn: Claim | None = None,
+        claim: Claim | None = None,
+        keyed: Keyed | None = None,
     ) -> tuple[TaskRun, Subscription | None]:
-        sub = None
-        if stream:
-            sub = self.bus.subscribe(run.key, after=run.committed_generation)
-            run.observed = True
+        """The run of ``request``, built whole once its message is admitted, then started. ``turn``: the
+        claim the turn's first write makes; ``claim``: made before the run starts (a new task's)."""
+        self._at_the_door(request)
+        tenant = _partition(request, call)
+        origin, message = None, request.message
+        if message.task_id:
+            origin, message = await self._turn(request, tenant)
+        else:
+            message = _replace(
+                message, task_id=task_id or new_id(), context_id=message.context_id or new_id()
+            )
+        spec = RunSpec(
+            tenant=tenant,
+            message=message,
+            request=request,
+            call=call,
+            origin=origin,
+            claim=turn,
+            replying_to=keyed,
+            observed=stream,
+        )
+        key = (tenant, message.task_id)
+        sub = self.bus.subscribe(key, after=origin.task.generation if origin else 0) if stream else None
         try:
-            await self._admit_and_start(run, eager=eager, claim=claim)
+            work: list[Work] = []
+
+            async def build() -> TaskRun:
+                admitted, answer = await self._admitted(spec, claim)
+                work.append(answer)
+                return await self._built(admitted)
+
+            run = await self._open(key, build)
+            await self._launch(run, work[0], eager=eager)
         except BaseException:
             if sub is not None:
                 sub.close()
@@ -892,7 +945,7 @@ class TaskRuntime(BaseRequestHandler):
     async def _alive(self, claim: Claim) -> bool:
         """Whether the process that made ``claim`` may still store its task or reply."""
         if claim.owner == self.instance:
-            return (claim.scope, claim.task_id) in self._runs
+            return self._owns((claim.scope, claim.task_id))
         if self.shared is not None and claim.owner:
             return await self._read(self.shared.alive(claim.owner))
         return False  # made by an earlier process of this store, which stopped
@@ -1057,7 +1110,7 @@ class TaskRuntime(BaseRequestHandler):
 
     async def on_cancel_task(self, request: CancelTaskRequest, call: CallContext) -> Task:
         key = (_partition(request, call), request.id)
-        run = self._runs.get(key)
+        run = await self._run_of(key)
         if run is not None:
             return await run.stop(TaskState.CANCELED, CANCELED_MESSAGE)
         # No run of this process owns the task: end it in the store, from the version read. Another process
@@ -1175,7 +1228,7 @@ class TaskRuntime(BaseRequestHandler):
         push, tenant = await self._push_task(request, call)
         await self._read(push.admit(tenant))
         stored, shape = await self._read(push.put(request, tenant, request.task_id, call))
-        run = self._runs.get((tenant, request.task_id))
+        run = await self._run_of((tenant, request.task_id))
         if run is not None:
             run.push[stored.id] = shape
         if keyed is not None and self.keys is not None:
@@ -1215,7 +1268,7 @@ class TaskRuntime(BaseRequestHandler):
             return
         push, tenant = await self._push_task(request, call)
         await self._read(push.delete(request, tenant))
-        run = self._runs.get((tenant, request.task_id))
+        run = await self._run_of((tenant, request.task_id))
         if run is not None:
             run.push.pop(request.id, None)
         if keyed is not None and self.keys is not None:
@@ -1230,6 +1283,15 @@ class TaskRuntime(BaseRequestHandler):
             raise UnauthenticatedError("The extended agent card is served to authenticated callers only")
         card = self.extended_card
         return card(call.principal) if callable(card) else card
+
+
+class _Admitting:
+    """A task whose message is being admitted: the calls waiting for its run, and the run once built."""
+
+    def __init__(self) -> None:
+        self.run: asyncio.Future[TaskRun | None] = asyncio.get_running_loop().create_future()
+        self.waiting = 0
+        self.served = asyncio.Event()
 
 
 def _partition(request: Any, call: CallContext) -> str:
