@@ -156,7 +156,8 @@ def launch(executable: str) -> Iterator[Firefox]:
                 lines.put(line)
             lines.put(None)
 
-        threading.Thread(target=read, daemon=True).start()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         try:
             url = _listening(lines)
             with connect(url + "/session", open_timeout=START_TIMEOUT, max_size=64 * 1024 * 1024) as ws:
@@ -177,7 +178,10 @@ def launch(executable: str) -> Iterator[Firefox]:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(15)
-            if process.stderr is not None:
+            # the reader sees the end of stderr once Firefox is gone: let it finish before the pipe is closed
+            # under it (closing first raised ValueError in the reader thread, seen under load)
+            reader.join(15)
+            if process.stderr is not None and not reader.is_alive():
                 process.stderr.close()
 
 
