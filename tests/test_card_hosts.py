@@ -321,6 +321,23 @@ def test_allowed_hosts_match_name_and_port(host: str, allowed: bool) -> None:
     assert hosts.allows(host) is allowed
 
 
+def test_allowed_hosts_answer_the_same_after_many_hosts_and_schemes() -> None:
+    """Answers are remembered per (Host, scheme), a bounded number of them: asked again, and after a caller
+    has sent a thousand other hosts, every answer is the same as the first time."""
+    hosts = AllowedHosts(["agent.example", "fixed.example:443"])
+    cases = [
+        ("fixed.example", "https", True),
+        ("fixed.example", "http", False),  # the same header, another default port
+        ("agent.example:1", "http", True),
+        ("evil.example", "https", False),
+    ]
+    first = [hosts.allows(host, scheme) for host, scheme, _ in cases]
+    assert first == [allowed for _, _, allowed in cases]
+    assert not any(hosts.allows(f"h{i}.example", "http") for i in range(1000))
+    assert [hosts.allows(host, scheme) for host, scheme, _ in cases] == first
+    assert hosts.allows("h999.example") is False and hosts.allows("AGENT.example") is True
+
+
 @pytest.mark.parametrize(
     "entry", ["http://a.example", "a.example/x", "a.example:0", "a.example:99999", "::1", ""]
 )

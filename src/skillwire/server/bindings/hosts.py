@@ -62,6 +62,10 @@ def parse_host(text: str) -> tuple[str, int | None]:
     return host, int(port_text) if port_text else None
 
 
+#: Host headers whose answer an AllowedHosts keeps (those past it are parsed each time).
+_REMEMBERED_ANSWERS = 64
+
+
 class AllowedHosts:
     """The hosts requests may name: ``AllowedHosts(["agent.example", "127.0.0.1:8000"])`` (ValueError for an
     entry that is not ``host[:port]``)."""
@@ -70,6 +74,9 @@ class AllowedHosts:
         self.entries = tuple(entries)
         self._any_port: set[str] = set()
         self._with_port: set[tuple[str, int]] = set()
+        #: (Host header, scheme) -> the answer, for the few headers a server is sent (every request asks,
+        #: twice: the check and the base URL); bounded, since a caller chooses what it sends.
+        self._answers: dict[tuple[str, str], bool] = {}
         for entry in self.entries:
             host, port = parse_host(entry)
             if port is None:
@@ -81,6 +88,14 @@ class AllowedHosts:
         """Whether a request with this Host header (None: none sent) may be served."""
         if not host_header:
             return False
+        answer = self._answers.get((host_header, scheme))
+        if answer is None:
+            answer = self._answer(host_header, scheme)
+            if len(self._answers) < _REMEMBERED_ANSWERS:
+                self._answers[host_header, scheme] = answer
+        return answer
+
+    def _answer(self, host_header: str, scheme: str) -> bool:
         try:
             host, port = parse_host(host_header)
         except ValueError:

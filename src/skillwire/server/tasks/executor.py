@@ -12,8 +12,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -75,13 +74,13 @@ class RequestContext(msgspec.Struct, frozen=True):
 Work = Callable[["TaskEvents"], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Admission:
+class Admission(NamedTuple):
     """The executor's one answer about a message, before any task exists: what the run for it is built from.
 
     ``work``: what answers the message (None: the executor's ``execute``); ``timeout``: the seconds the run
     may take (None: the agent's ``Limits.task_timeout``); ``skill_id``: the skill the run is for ("": none,
-    or not known), on the new task's ``metadata.skillId``, its trace span and its metrics.
+    or not known), on the new task's ``metadata.skillId``, its trace span and its metrics. A named tuple
+    (immutable; made for every message, at a third of a frozen dataclass's cost).
     """
 
     work: Work | None = None

@@ -16,7 +16,6 @@ uses the runtime's store, executor, bus, push service and limits, and opens runs
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import TYPE_CHECKING
 
@@ -36,7 +35,7 @@ from skillwire.stores.base import StoredTask, TaskStore, write_task
 from skillwire.stores.shared import SharedStore
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
+    from collections.abc import Awaitable
 
 __all__ = ["ORPHAN_MESSAGE", "RECOVERY_BATCH", "RESTART_MESSAGE", "Recovery"]
 
@@ -70,9 +69,11 @@ class Recovery:
 
         def _owns(self, key: Key) -> bool: ...
 
-        async def _open(self, key: Key, build: Callable[[], Awaitable[TaskRun]]) -> TaskRun: ...
+        async def _open(
+            self, key: Key, building: Awaitable[tuple[TaskRun, Work]]
+        ) -> tuple[TaskRun, Work]: ...
 
-        async def _built(self, spec: RunSpec) -> TaskRun: ...
+        def _new_run(self, spec: RunSpec) -> TaskRun: ...
 
         async def _launch(self, run: TaskRun, work: Work, *, eager: bool) -> None: ...
 
@@ -224,19 +225,26 @@ class Recovery:
         first = next((m for m in task.history if m.role is Role.USER), None) or agent_text(
             "(resumed)", context_id=task.context_id, task_id=task.id
         )
-        spec = RunSpec(
-            tenant=tenant,
-            message=first,
-            request=SendMessageRequest(message=first),
-            call=_owner_context(tenant),
-            origin=stored,
-            resumed=True,
-            # Taking a task over is a commit from the version read: of several processes, one wins; the
-            # others' runs end quietly when their first commit finds the task changed.
-            taken_over=self.shared is not None,
-            deadline=self.limits.task_timeout,
-        )
-        run = await self._open((tenant, task.id), functools.partial(self._built, spec))
+
+        async def taking_back() -> tuple[TaskRun, Work]:
+            # With the push configs the task has now, read while the task is reserved for this run.
+            push = await self.push.targets(tenant, task.id) if self.push is not None else {}
+            spec = RunSpec(
+                tenant=tenant,
+                message=first,
+                request=SendMessageRequest(message=first),
+                call=_owner_context(tenant),
+                origin=stored,
+                resumed=True,
+                # Taking a task over is a commit from the version read: of several processes, one wins; the
+                # others' runs end quietly when their first commit finds the task changed.
+                taken_over=self.shared is not None,
+                deadline=self.limits.task_timeout,
+                push=push,
+            )
+            return self._new_run(spec), work
+
+        run, _ = await self._open((tenant, task.id), taking_back())
         await self._launch(run, work, eager=False)
         log.info("resumed task %s", task.id)
 

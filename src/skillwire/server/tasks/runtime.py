@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import dataclasses
 import functools
 import logging
 import time
@@ -101,6 +100,7 @@ from skillwire.stores.base import (
     write_task,
 )
 from skillwire.stores.idempotency import Claim, IdempotencyStore
+from skillwire.stores.push import PushConfigRecord
 from skillwire.stores.retention import RetentionStore
 
 __all__ = ["RECOVERY_BATCH", "RESTART_MESSAGE", "EventStream", "TaskRuntime"]
@@ -121,7 +121,6 @@ UNSTORED_MESSAGE = (
 )
 
 _replace = msgspec.structs.replace
-_replace_spec = dataclasses.replace
 _encode = msgspec.json.Encoder().encode
 
 Key = tuple[str, str]
@@ -391,38 +390,37 @@ class TaskRuntime(Recovery, BaseRequestHandler):
         admitting = self._admitting.get(key)
         if admitting is None:
             return self._runs.get(key)
+        if admitting.run is None:  # the first call to wait for this run (most runs have none)
+            admitting.run = asyncio.get_running_loop().create_future()
+            admitting.served = asyncio.Event()
         admitting.waiting += 1
         try:
             return await asyncio.shield(admitting.run)
         finally:
             admitting.waiting -= 1
-            if not admitting.waiting:
+            if not admitting.waiting and admitting.served is not None:
                 admitting.served.set()
 
-    async def _open(self, key: Key, build: Callable[[], Awaitable[TaskRun]]) -> TaskRun:
-        """The run ``build`` makes for ``key``, which this process owns from now on (the busy check and the
-        lookups of a cancel or a push config find it while it is built); once the calls that waited for it
-        have reached it (a cancel holds its lock, a push config is in its targets)."""
+    async def _open(self, key: Key, building: Awaitable[tuple[TaskRun, Work]]) -> tuple[TaskRun, Work]:
+        """The run ``building`` makes for ``key`` and its work; this process owns the task from now on (the
+        busy check and the lookups of a cancel or a push config find it while it is built). Returned once the
+        calls that waited for it have reached it (a cancel holds its lock, a push config is in its targets)."""
         admitting = _Admitting()
         self._admitting[key] = admitting
-        run = None
+        built = None
         try:
-            run = await build()
+            built = await building
         finally:
             del self._admitting[key]
-            if run is not None:
-                self._runs[key] = run
-            admitting.run.set_result(run)
-        if admitting.waiting:
+            if built is not None:
+                self._runs[key] = built[0]
+            if admitting.run is not None:
+                admitting.run.set_result(built[0] if built is not None else None)
+        if admitting.waiting and admitting.served is not None:
             await admitting.served.wait()
-        return run
+        return built
 
-    async def _built(self, spec: RunSpec) -> TaskRun:
-        """A run of ``spec``, with the push configs its task has now (a task that exists already)."""
-        if self.push is not None and spec.origin is not None:
-            spec = _replace_spec(
-                spec, push={**await self.push.targets(spec.tenant, spec.message.task_id), **spec.push}
-            )
+    def _new_run(self, spec: RunSpec) -> TaskRun:
         return TaskRun(self, spec)
 
     async def _launch(self, run: TaskRun, work: Work, *, eager: bool) -> None:
@@ -520,42 +518,77 @@ class TaskRuntime(Recovery, BaseRequestHandler):
         if self._owns(key):
             raise _busy(key)
 
-    async def _admitted(self, spec: RunSpec, claim: Claim | None) -> tuple[RunSpec, Work]:
-        """``spec`` as the executor's one answer (:class:`Admission`) and the push configs given inline make
-        it, before anything is written; then ``claim`` made, when given (KeyClaimedError if another request
-        has its key). The work to run: the answer's, or else the executor's ``execute``."""
+    async def _admitted(
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        tenant: str,
+        origin: StoredTask | None,
+        message: Message,
+        *,
+        stream: bool,
+        turn: Claim | None,
+        claim: Claim | None,
+        keyed: Keyed | None,
+    ) -> tuple[TaskRun, Work]:
+        """The run of ``message`` (continuing ``origin``, or a new task), built whole from the executor's one
+        answer (:class:`Admission`) and the task's push configs before anything is written; then ``claim``
+        made, when given (KeyClaimedError if another request has its key). The work to run: the answer's, or
+        else the executor's ``execute``."""
         context = RequestContext(
-            message=spec.message,
-            task_id=spec.message.task_id,
-            context_id=spec.message.context_id,
-            call=spec.call,
-            task=spec.origin.task if spec.origin is not None else None,
-            configuration=spec.request.configuration,
-            metadata=spec.request.metadata,
+            message=message,
+            task_id=message.task_id,
+            context_id=message.context_id,
+            call=call,
+            task=origin.task if origin is not None else None,
+            configuration=request.configuration,
+            metadata=request.metadata,
         )
         admission = await self.executor.admission(context, self.input_modes)
-        timeout = admission.timeout if admission.timeout is not None else self.limits.task_timeout
-        spec = _replace_spec(spec, deadline=timeout, skill_id=admission.skill_id)
-        spec = await self._inline_push(spec)
+        push, records = await self._push_of(request, call, tenant, message.task_id, origin)
         keys = self.keys
         if claim is not None and keys is not None and await self._read(keys.store.claim(claim)) is not None:
             raise KeyClaimedError("the request's idempotency key is claimed already")
-        return spec, admission.work or functools.partial(self.executor.execute, context)
+        spec = RunSpec(
+            tenant=tenant,
+            message=message,
+            request=request,
+            call=call,
+            origin=origin,
+            deadline=self.limits.task_timeout if admission.timeout is None else admission.timeout,
+            skill_id=admission.skill_id,
+            push=push,
+            push_records=records,
+            claim=turn,
+            replying_to=keyed,
+            observed=stream,
+        )
+        return TaskRun(self, spec), admission.work or functools.partial(self.executor.execute, context)
 
-    async def _inline_push(self, spec: RunSpec) -> RunSpec:
-        """``spec`` with the push config its SendMessage gives inline: stored with a new task's first write,
-        or now for a task that exists."""
-        config = spec.request.configuration
+    async def _push_of(
+        self,
+        request: SendMessageRequest,
+        call: CallContext,
+        tenant: str,
+        task_id: str,
+        origin: StoredTask | None,
+    ) -> tuple[dict[str, str], tuple[PushConfigRecord, ...]]:
+        """The run's push configs (id -> delivery shape): those its task has, with the one its SendMessage
+        gives inline, which is stored with a new task's first write (the record returned) or now for a task
+        that exists."""
+        if self.push is None:
+            return {}, ()
+        targets = await self.push.targets(tenant, task_id) if origin is not None else {}
+        config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
-        if inline is None or self.push is None:
-            return spec
-        task_id = spec.message.task_id
-        await self._read(self.push.admit(spec.tenant))
-        if spec.origin is None:
-            stored, record = self.push.record(inline, spec.tenant, task_id, spec.call)
-            return _replace_spec(spec, push={stored.id: record.shape}, push_records=(record,))
-        stored, shape = await self._read(self.push.put(inline, spec.tenant, task_id, spec.call))
-        return _replace_spec(spec, push={**spec.push, stored.id: shape})
+        if inline is None:
+            return targets, ()
+        await self._read(self.push.admit(tenant))
+        if origin is None:
+            stored, record = self.push.record(inline, tenant, task_id, call)
+            return {stored.id: record.shape}, (record,)
+        stored, shape = await self._read(self.push.put(inline, tenant, task_id, call))
+        return {**targets, stored.id: shape}, ()
 
     async def _read(self, read: Awaitable[T]) -> T:
         """Await a store read; a failing store is an internal error for the caller, an unreachable one a
@@ -627,28 +660,14 @@ class TaskRuntime(Recovery, BaseRequestHandler):
             message = _replace(
                 message, task_id=task_id or new_id(), context_id=message.context_id or new_id()
             )
-        spec = RunSpec(
-            tenant=tenant,
-            message=message,
-            request=request,
-            call=call,
-            origin=origin,
-            claim=turn,
-            replying_to=keyed,
-            observed=stream,
-        )
         key = (tenant, message.task_id)
         sub = self.bus.subscribe(key, after=origin.task.generation if origin else 0) if stream else None
         try:
-            work: list[Work] = []
-
-            async def build() -> TaskRun:
-                admitted, answer = await self._admitted(spec, claim)
-                work.append(answer)
-                return await self._built(admitted)
-
-            run = await self._open(key, build)
-            await self._launch(run, work[0], eager=eager)
+            admitted = self._admitted(
+                request, call, tenant, origin, message, stream=stream, turn=turn, claim=claim, keyed=keyed
+            )
+            run, work = await self._open(key, admitted)
+            await self._launch(run, work, eager=eager)
         except BaseException:
             if sub is not None:
                 sub.close()
@@ -1046,12 +1065,15 @@ class TaskRuntime(Recovery, BaseRequestHandler):
 
 
 class _Admitting:
-    """A task whose message is being admitted: the calls waiting for its run, and the run once built."""
+    """A task whose message is being admitted: the calls waiting for its run, and the run once built (the
+    future and the event are made by the first call that waits)."""
+
+    __slots__ = ("run", "served", "waiting")
 
     def __init__(self) -> None:
-        self.run: asyncio.Future[TaskRun | None] = asyncio.get_running_loop().create_future()
+        self.run: asyncio.Future[TaskRun | None] | None = None
         self.waiting = 0
-        self.served = asyncio.Event()
+        self.served: asyncio.Event | None = None
 
 
 def _partition(request: Any, call: CallContext) -> str:
