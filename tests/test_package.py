@@ -304,6 +304,35 @@ def test_the_serving_signatures_are_short() -> None:
     assert counts["agent.py Agent.skill"] <= MOST_PARAMETERS
 
 
+def test_no_module_rebinds_its_globals() -> None:
+    """Issue 28: no module-level flag set from elsewhere (``logs.enabled`` was one): no ``global`` statement in
+    src/, and no assignment to another module's attribute (``module.name = ...``) outside tests."""
+    found = []
+    modules = {path.stem for path in SRC.rglob("*.py")}
+    for path in sorted(SRC.rglob("*.py")):
+        where = path.relative_to(SRC).as_posix()
+        tree = ast.parse(path.read_text())
+        imported = {
+            alias.asname or alias.name.split(".")[-1]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+            if alias.name.split(".")[-1] in modules
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                found.append(f"{where}:{node.lineno} global {', '.join(node.names)}")
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in imported
+                ):
+                    found.append(f"{where}:{node.lineno} {target.value.id}.{target.attr} = ...")
+    assert found == []
+
+
 def test_nothing_imports_the_cli() -> None:
     for path in SRC.rglob("*.py"):
         if layer_of(path) not in ("cli", "__main__"):

@@ -414,41 +414,47 @@ RANDOM_BLOCK = 4096
 _HEX_PER_ID = (
     20  # 10 random bytes as hex: the 74 random bits of an id, and 6 that the version and variant set
 )
-_VARIANT = "89ab"  # RFC 9562's variant bits (10) and two random ones, as the first hex digit of a group
+_GROUPS = RANDOM_BLOCK // (_HEX_PER_ID // 2)  # ids a block makes
+_BLOCK_BYTES = _GROUPS * (_HEX_PER_ID // 2)
+# Each id's 10 random bytes as one big number's: the high nibble of the first byte becomes the version (7),
+# the two high bits of the third the variant (10), for a whole block in two integer operations.
+_KEEP = int.from_bytes(bytes([0x0F, 0xFF, 0x3F, *[0xFF] * 7]) * _GROUPS, "big")
+_SET = int.from_bytes(bytes([0x70, 0x00, 0x80, *[0x00] * 7]) * _GROUPS, "big")
 
 
 class _Ids(threading.local):
-    """Each thread's makings of ids: unused random tails, drawn from ``os.urandom`` a block at a time and
-    laid out once as the last three groups of an id, and the time prefix of the current millisecond.
+    """Each thread's makings of ids: random hex drawn from ``os.urandom`` a block at a time, with the
+    version and variant bits set for the whole block, and the time prefix of the current millisecond.
 
     ``os.urandom`` gives up the GIL for its system call. On the event loop's thread, with another thread
     busy (the SQLite writer, the checkpointer), getting the GIL back waits for that thread's switch interval:
-    measured, 451 µs for one id instead of 1.5. One read per 409 ids pays that once; laying tails out a block
-    at a time and the prefix once a millisecond makes an id in 0.4 µs instead of 1.3 (issue 31). The bytes
-    are the operating system's CSPRNG's, each used once; a forked child starts with none
-    (:func:`os.register_at_fork`), so parent and child never share them."""
+    measured, 451 µs for one id instead of 1.5. One read per 409 ids pays that once; a block is made ready in
+    about 20 µs (laying out its 409 ids at once took 190 µs, a latency spike), and the prefix is made once a
+    millisecond (issue 31). The bytes are the operating system's CSPRNG's, each used once; a forked child
+    starts with none (:func:`os.register_at_fork`), so parent and child never share them."""
 
     def __init__(self) -> None:
-        self.tails: list[str] = []
+        self.hex = ""
+        self.next = 0
         self.millisecond = -1
         self.prefix = ""
 
-    def refill(self) -> list[str]:
-        text = os.urandom(RANDOM_BLOCK).hex()
-        step = _HEX_PER_ID
-        # r[0] gives way to the version digit 7; r[4]'s two high bits to the variant
-        self.tails = [
-            f"7{r[1:4]}-{_VARIANT[int(r[4], 16) & 3]}{r[5:8]}-{r[8:20]}"
-            for r in (text[i : i + step] for i in range(0, len(text) - step + 1, step))
-        ]
-        return self.tails
+    def tail(self) -> str:
+        """The last three groups of the next id (``7xxx-yxxx-xxxxxxxxxxxx``)."""
+        at = self.next
+        if at >= len(self.hex):
+            number = int.from_bytes(os.urandom(_BLOCK_BYTES), "big") & _KEEP | _SET
+            self.hex, at = number.to_bytes(_BLOCK_BYTES, "big").hex(), 0
+        self.next = at + _HEX_PER_ID
+        text = self.hex
+        return f"{text[at : at + 4]}-{text[at + 4 : at + 8]}-{text[at + 8 : at + _HEX_PER_ID]}"
 
 
 _ids = _Ids()
 
 
 def _forget_random_bytes() -> None:
-    _ids.tails = []
+    _ids.hex, _ids.next = "", 0
 
 
 os.register_at_fork(after_in_child=_forget_random_bytes)
@@ -466,7 +472,7 @@ def new_id() -> str:
     if millisecond != ids.millisecond:
         stamp = f"{millisecond:012x}"
         ids.millisecond, ids.prefix = millisecond, f"{stamp[:8]}-{stamp[8:]}-"
-    return ids.prefix + (ids.tails or ids.refill()).pop()
+    return ids.prefix + ids.tail()
 
 
 def agent_text(text: str, *, context_id: str, task_id: str = "") -> Message:
