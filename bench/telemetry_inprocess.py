@@ -11,6 +11,8 @@ runs in a fresh process (a provider is process-global), ``--rounds`` times; the 
 - ``sdk``: an SDK TracerProvider without any span processor (spans made, recorded and dropped at end);
 - ``batch``: the SDK with a BatchSpanProcessor and an exporter that drops what it is given (as
   ``on-noop`` in bench/telemetry.py);
+- ``sampled-10``: ``batch`` with one trace in ten sampled (``ParentBased(TraceIdRatioBased(0.1))``, what
+  ``OTEL_TRACES_SAMPLER=parentbased_traceidratio`` with ``OTEL_TRACES_SAMPLER_ARG=0.1`` gives);
 - ``floor``: no server at all: two bare SDK spans (start, end; no attributes, no context), the least any
   instrumentation of a request and its run can pay with the SDK recording.
 
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("off", "metrics", "otel-metrics", "api", "sdk", "batch", "floor")
+MODES = ("off", "metrics", "otel-metrics", "api", "sdk", "batch", "sampled-10", "floor")
 
 
 def _providers(mode: str) -> None:
@@ -40,16 +42,20 @@ def _providers(mode: str) -> None:
 
     if mode == "api":
         trace.set_tracer_provider(trace.NoOpTracerProvider())
-    elif mode in ("sdk", "batch"):
+    elif mode in ("sdk", "batch", "sampled-10"):
         from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
         class Drop(SpanExporter):
             def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
 
-        provider = TracerProvider()
-        if mode == "batch":
+        sampled = mode == "sampled-10"
+        provider = (
+            TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1))) if sampled else TracerProvider()
+        )
+        if mode in ("batch", "sampled-10"):
             provider.add_span_processor(BatchSpanProcessor(Drop()))
         trace.set_tracer_provider(provider)
     if mode == "otel-metrics":
