@@ -42,9 +42,6 @@ ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite")
 BASELINE = run.BASELINE
 COUNT_PATH = "/count"
 HOOK_PATH = "/hook"
-#: The text between the request id and the message in run.py's wrk script; the push script puts the
-#: webhook config there.
-_WRK_PARAMS = """',"method":"SendMessage","params":{"message":{"messageId":"'"""
 
 
 @dataclass(frozen=True)
@@ -243,22 +240,21 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> run.TargetSpe
     )
 
 
-def push_body(hook: str) -> Callable[[str, int], bytes]:
-    def make(message_id: str, n: int) -> bytes:
+def push_body(hook: str) -> Callable[[str, int | str], bytes]:
+    def make(message_id: str, n: int | str) -> bytes:
         params = {
-            "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": run.ECHO_TEXT}]},
             "configuration": {"taskPushNotificationConfig": {"url": hook}},
+            "message": run.V1_SHAPE.message(run.ECHO_TEXT, message_id),
         }
-        return json.dumps({"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}).encode()
+        request = {"jsonrpc": "2.0", "id": n, "method": "SendMessage", "params": params}
+        return json.dumps(request, separators=(",", ":")).encode()
 
     return make
 
 
 def wrk_push_script(hook: str) -> str:
-    config = '{"configuration":{"taskPushNotificationConfig":{"url":"' + hook + '"}},'
-    script = run.WRK_SCRIPT.replace(_WRK_PARAMS, _WRK_PARAMS.replace('"params":{', '"params":' + config))
-    assert script != run.WRK_SCRIPT
-    return script
+    """run.py's wrk script, each SendMessage carrying the webhook config (:func:`push_body`)."""
+    return run.wrk_script(push_body(hook)(run.MESSAGE_ID_MARK, run.REQUEST_ID_MARK), run.RPC_HEADERS)
 
 
 def http_load(

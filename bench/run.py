@@ -1,14 +1,18 @@
-"""Benchmark skillwire against the official a2a-sdk, side by side, in one run.
+"""Benchmark skillwire against a2a-sdk and the fastest other A2A servers, side by side, in one run.
 
-Each target is started as its own uvicorn process (one worker, loop/http ``auto``, log level warning, no
-access log) on a free 127.0.0.1 port, with its gRPC server on a second one, and measured in turn: cold start,
-then for each binding (JSON-RPC, HTTP+JSON/REST, gRPC) blocking SendMessage throughput and latency at several
-concurrencies and the events/s of one ``stream N`` request, and RSS. A target or binding that fails to start
-or answers wrongly is reported, and the run goes on with the next one. Progress goes to stderr, the markdown
-report to stdout.
+Each target is started as its own process (uvicorn with one worker, loop/http ``auto``, log level warning, no
+access log, for the Python servers; ``node`` for a2a-js) on a free 127.0.0.1 port, with its gRPC server on a
+second one, and measured in turn: cold start, then for each binding it offers (JSON-RPC, HTTP+JSON/REST, gRPC)
+blocking SendMessage throughput and latency at several concurrencies and the events/s of one ``stream N``
+request, and RSS. Each target is sent the requests it understands (:class:`RequestShape`: method names, the
+user's role, headers). The peers (fasta2a, a2a-js) live in bench/peers and are installed by
+bench/peers/install.sh; one that is not installed, a binding a target does not offer, and a target or binding
+that fails to start or answers wrongly are reported, and the run goes on with the next one. Progress goes to
+stderr, the markdown report to stdout.
 
     python bench/run.py                      # every target and binding, defaults (about 2 min per target)
     python bench/run.py --targets a2a-sdk --bindings jsonrpc,grpc --duration 3 --json /tmp/bench.json
+    python bench/run.py --targets a2a-sdk,fasta2a,a2a-js,skillwire-memory --bindings jsonrpc
 
 See bench/README.md for what each figure means.
 """
@@ -53,7 +57,14 @@ UVICORN_FLAGS = ("--loop", "auto", "--http", "auto", "--log-level", "warning", "
 REST_HEADERS = RPC_HEADERS
 GRPC_METADATA = (("a2a-version", "1.0"),)
 ECHO_TEXT = "hello"
-ALL_TARGETS = ("a2a-sdk", "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
+#: The other A2A servers run beside skillwire (bench/peers, installed by bench/peers/install.sh).
+PEERS_DIR = BENCH_DIR / "peers"
+FASTA2A_PYTHON = PEERS_DIR / ".venv-fasta2a" / "bin" / "python"
+A2A_JS_DIR = PEERS_DIR / "a2a_js_echo"
+NOT_INSTALLED = "not installed: run bench/peers/install.sh"
+NOT_OFFERED = "not offered by this target"
+PEER_TARGETS = ("fasta2a", "a2a-js")
+ALL_TARGETS = ("a2a-sdk", *PEER_TARGETS, "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
 #: The echo agent of skillwire-memory behind authentication (bench/secure_echo.py): not run by default.
 AUTH_TARGETS = ("skillwire-apikey", "skillwire-jwt")
 KNOWN_TARGETS = ALL_TARGETS + AUTH_TARGETS
@@ -77,13 +88,63 @@ GRPC_LOADGEN_NOTE = (
     "load generator CPU column)"
 )
 
-WRK_SCRIPT = r"""
+
+@dataclass(frozen=True)
+class RequestShape:
+    """What one target's JSON-RPC requests look like (method names, the user's role, headers), and what
+    its answers say: the task state of a finished echo, and the states accepted from a server that answers
+    a blocking send before the work is done."""
+
+    summary: str
+    send: str = "SendMessage"
+    stream: str = "SendStreamingMessage"
+    role: str = "ROLE_USER"
+    headers: Mapping[str, str] = field(default_factory=lambda: dict(RPC_HEADERS))
+    completed: str = "TASK_STATE_COMPLETED"
+    unfinished: tuple[str, ...] = ()
+
+    def message(self, text: str, message_id: str) -> dict[str, Any]:
+        return {"messageId": message_id, "role": self.role, "parts": [{"text": text}]}
+
+    def body(self, method: str, text: str, message_id: str, request_id: int | str = 1) -> bytes:
+        params = {"message": self.message(text, message_id)}
+        request = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        return json.dumps(request, separators=(",", ":")).encode()
+
+    def send_body(self, message_id: str, request_id: int | str) -> bytes:
+        """A blocking send of the echo text: what the load generators post."""
+        return self.body(self.send, ECHO_TEXT, message_id, request_id)
+
+
+#: A2A 1.0 JSON-RPC: skillwire, a2a-sdk and a2a-js (a2a-js refuses a request without ``A2A-Version: 1.0``).
+V1_SHAPE = RequestShape(
+    "A2A 1.0: `SendMessage` / `SendStreamingMessage`, role `ROLE_USER`, header `A2A-Version: 1.0`"
+)
+#: fasta2a 2.1.1's own method names: A2A 1.0 objects (camelCase, no ``kind``) under the pre-1.0 names, with
+#: lower-case roles and states, and no version header (it reads none). It also takes the 1.0 names, through
+#: a layer that translates each request and answer (about a quarter fewer requests/s here), so the bench
+#: gives it its own names, its fastest path.
+FASTA2A_SHAPE = RequestShape(
+    "fasta2a's own names: `message/send` / `message/stream`, role `user`, A2A 1.0 objects, no `A2A-Version`",
+    send="message/send",
+    stream="message/stream",
+    role="user",
+    headers={"Content-Type": "application/json"},
+    completed="completed",
+    unfinished=("submitted", "working"),
+)
+
+#: Stand-ins in a request body for what wrk makes unique per request: the JSON-RPC id (a number) and the
+#: messageId (``tag-N``).
+REQUEST_ID_MARK = "@bench-request-id@"
+MESSAGE_ID_MARK = "@bench-message-id@"
+
+WRK_TEMPLATE = r"""
 local tag = "bench"
 local counter = 0
 local threads = 0
 wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["A2A-Version"] = "1.0"
+-- BENCH_HEADERS
 -- BENCH_AUTH_HEADERS
 
 function setup(thread)
@@ -97,9 +158,7 @@ end
 
 function request()
   counter = counter + 1
-  local body = '{"jsonrpc":"2.0","id":' .. counter
-    .. ',"method":"SendMessage","params":{"message":{"messageId":"' .. tag .. '-' .. counter
-    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'
+  local body = BENCH_BODY
   return wrk.format(nil, nil, nil, body)
 end
 
@@ -112,16 +171,6 @@ function done(summary, latency, requests)
 end
 """
 
-# The same script for the HTTP+JSON binding: POST {rest}/message:send with a bare SendMessageRequest.
-WRK_REST_SCRIPT = WRK_SCRIPT.replace(
-    """'{"jsonrpc":"2.0","id":' .. counter
-    .. ',"method":"SendMessage","params":{"message":{"messageId":"' .. tag .. '-' .. counter
-    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'""",
-    """'{"message":{"messageId":"' .. tag .. '-' .. counter
-    .. '","role":"ROLE_USER","parts":[{"text":"hello"}]}}'""",
-)
-assert WRK_REST_SCRIPT != WRK_SCRIPT
-
 
 def _lua_string(value: str) -> str:
     if not all(" " <= c <= "~" for c in value):
@@ -129,10 +178,29 @@ def _lua_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _lua_headers(headers: Mapping[str, str]) -> str:
+    return "\n".join(f"wrk.headers[{_lua_string(k)}] = {_lua_string(v)}" for k, v in headers.items())
+
+
+def lua_body(body: bytes) -> str:
+    """A Lua expression for ``body`` in which :data:`REQUEST_ID_MARK` (with its quotes) is the request
+    counter and :data:`MESSAGE_ID_MARK` is ``tag-counter``."""
+    literal = _lua_string(body.decode())
+    expr = literal.replace(f'\\"{REQUEST_ID_MARK}\\"', '" .. counter .. "')
+    return expr.replace(MESSAGE_ID_MARK, '" .. tag .. "-" .. counter .. "')
+
+
+def wrk_script(body: bytes, headers: Mapping[str, str]) -> str:
+    """The wrk script posting ``body`` (with the marks made unique per request) with ``headers``."""
+    if MESSAGE_ID_MARK not in body.decode():
+        raise ValueError("the body has no messageId mark")
+    script = WRK_TEMPLATE.replace("-- BENCH_HEADERS", _lua_headers(headers))
+    return script.replace("BENCH_BODY", lua_body(body))
+
+
 def wrk_script_with(script: str, headers: Mapping[str, str]) -> str:
     """``script`` also sending ``headers`` (the credentials of a secured target) with every request."""
-    lines = "\n".join(f"wrk.headers[{_lua_string(k)}] = {_lua_string(v)}" for k, v in headers.items())
-    return script.replace("-- BENCH_AUTH_HEADERS", lines or "-- no credentials")
+    return script.replace("-- BENCH_AUTH_HEADERS", _lua_headers(headers) or "-- no credentials")
 
 
 def grpc_metadata(headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -189,6 +257,8 @@ class BindingResult:
     binding: str
     endpoint: str = ""
     error: str | None = None
+    #: why the binding was not measured (not offered by the target), or None
+    skipped: str | None = None
     load: list[LoadLevel] = field(default_factory=list)
     stream_events: list[int] = field(default_factory=list)
     stream_events_per_s: list[float] = field(default_factory=list)
@@ -201,6 +271,8 @@ class TargetResult:
     name: str
     command: list[str] = field(default_factory=list)
     error: str | None = None
+    #: why the target was not started (a peer not installed), or None
+    skipped: str | None = None
     cold_start_ms: list[float] = field(default_factory=list)
     rss_start_mib: float | None = None
     #: the spawn measured when gRPC is among the bindings: the same server with its gRPC port on
@@ -251,20 +323,25 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[rank - 1]
 
 
-def _message(text: str, message_id: str) -> dict[str, Any]:
-    return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]}
-
-
-def rpc_body(method: str, text: str, message_id: str, request_id: int = 1) -> bytes:
-    message = _message(text, message_id)
-    return json.dumps(
-        {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {"message": message}}
-    ).encode()
+def rpc_body(method: str, text: str, message_id: str, request_id: int | str = 1) -> bytes:
+    """An A2A 1.0 JSON-RPC request (another target's: :meth:`RequestShape.body`)."""
+    return V1_SHAPE.body(method, text, message_id, request_id)
 
 
 def rest_body(text: str, message_id: str) -> bytes:
     """A SendMessageRequest as the HTTP+JSON binding takes it (``/message:send``, ``/message:stream``)."""
-    return json.dumps({"message": _message(text, message_id)}).encode()
+    return json.dumps({"message": V1_SHAPE.message(text, message_id)}, separators=(",", ":")).encode()
+
+
+def wrk_send_script(shape: RequestShape) -> str:
+    """The wrk script of a target's JSON-RPC load: blocking sends as ``shape`` writes them."""
+    return wrk_script(shape.send_body(MESSAGE_ID_MARK, REQUEST_ID_MARK), shape.headers)
+
+
+#: The A2A 1.0 load: JSON-RPC SendMessage, and the same over HTTP+JSON (``POST {rest}/message:send`` with a
+#: bare SendMessageRequest).
+WRK_SCRIPT = wrk_send_script(V1_SHAPE)
+WRK_REST_SCRIPT = wrk_script(rest_body(ECHO_TEXT, MESSAGE_ID_MARK), REST_HEADERS)
 
 
 def _children(pid: int) -> list[int]:
@@ -330,22 +407,95 @@ class TargetSpec:
     env: Callable[[int, int | None], dict[str, str]] = lambda _port, _grpc_port: {}
     #: Credentials sent with every request of every binding (HTTP headers; gRPC metadata, lower-cased).
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: The JSON-RPC requests it understands, and the bindings it offers (the others are reported as such).
+    shape: RequestShape = V1_SHAPE
+    bindings: tuple[str, ...] = ALL_BINDINGS
+    #: Why it cannot run on this machine (a peer not installed), or None.
+    missing: str | None = None
+    #: What the report should say about it.
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Peer:
+    """Another A2A server run beside skillwire, from bench/peers."""
+
+    argv: Callable[[int, int | None], list[str]]
+    #: What bench/peers/install.sh leaves behind, and the programs it needs on PATH.
+    installed: tuple[Path, ...]
+    programs: tuple[str, ...] = ()
+    shape: RequestShape = V1_SHAPE
+    bindings: tuple[str, ...] = ALL_BINDINGS
+    notes: tuple[str, ...] = ()
+
+
+def _bench_env(port: int, grpc_port: int | None) -> dict[str, str]:
+    """The URLs the bench's own echo apps put on their cards (they cannot see uvicorn's options)."""
+    env = {"BENCH_HOST": HOST, "BENCH_PORT": str(port)}
+    return env | ({"BENCH_GRPC_PORT": str(grpc_port)} if grpc_port is not None else {})
+
+
+PEERS: dict[str, Peer] = {
+    # bench/peers/fasta2a_echo.py in its own virtualenv, under uvicorn as a2a-sdk's app is.
+    "fasta2a": Peer(
+        argv=lambda port, _grpc_port: [
+            str(FASTA2A_PYTHON),
+            *("-m", "uvicorn", "fasta2a_echo:app", "--app-dir", str(PEERS_DIR)),
+            *_listen(port),
+            *UVICORN_FLAGS,
+        ],
+        installed=(FASTA2A_PYTHON,),
+        shape=FASTA2A_SHAPE,
+        bindings=("jsonrpc",),
+        notes=(
+            "fasta2a answers a blocking `message/send` once the task is stored and handed to its worker, "
+            "before the work is done (a `submitted` task, accepted as a correct answer): its SendMessage "
+            "figures do not include the work the other targets finish before answering",
+        ),
+    ),
+    # bench/peers/a2a_js_echo/server.mjs: express, JSON-RPC and HTTP+JSON; gRPC with --grpc-port.
+    "a2a-js": Peer(
+        argv=lambda port, grpc_port: [
+            "node",
+            str(A2A_JS_DIR / "server.mjs"),
+            *_listen(port),
+            *(("--grpc-port", str(grpc_port)) if grpc_port is not None else ()),
+        ],
+        installed=(A2A_JS_DIR / "node_modules" / "@a2a-js" / "sdk" / "package.json",),
+        programs=("node",),
+    ),
+}
+
+
+def peer_spec(name: str) -> TargetSpec:
+    """A peer's command line, or why it cannot run here."""
+    peer = PEERS[name]
+    missing = next((NOT_INSTALLED for path in peer.installed if not path.exists()), None)
+    if missing is None and (absent := [p for p in peer.programs if shutil.which(p) is None]):
+        missing = f"`{absent[0]}` not found on PATH"
+    notes = (f"requests: {peer.shape.summary}", *peer.notes) if peer.shape is not V1_SHAPE else peer.notes
+    return TargetSpec(
+        name,
+        argv=peer.argv,
+        env=_bench_env,
+        shape=peer.shape,
+        bindings=peer.bindings,
+        missing=missing,
+        notes=notes,
+    )
 
 
 def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
     """The command line of each target; skillwire's stores are chosen with ``--store``."""
+    if name in PEERS:
+        return peer_spec(name)
     if name == "a2a-sdk":
         app = ("a2a_sdk_echo:app", "--app-dir", str(BENCH_DIR))
 
         def sdk_env(port: int, grpc_port: int | None) -> dict[str, str]:
             # a2a-sdk traces every request through OpenTelemetry unless told not to; with tracing on it is
             # about 30% slower, which would flatter the ratios. skillwire has no tracing on this path.
-            env = {
-                "BENCH_HOST": HOST,
-                "BENCH_PORT": str(port),
-                "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false",
-            }
-            return env | ({"BENCH_GRPC_PORT": str(grpc_port)} if grpc_port is not None else {})
+            return _bench_env(port, grpc_port) | {"OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
 
         return TargetSpec(
             name,
@@ -436,6 +586,7 @@ class Server:
         self.port = free_port()
         self.grpc_port = free_port() if grpc else None
         self.base_url = f"http://{HOST}:{self.port}"
+        self.spec = spec
         self.argv = spec.argv(self.port, self.grpc_port)
         self.headers = dict(spec.headers)
         self._log_path = log_dir / f"{spec.name}-{self.port}.log"
@@ -533,25 +684,31 @@ def grpc_target(server: Server, urls: dict[str, list[str]], notes: list[str]) ->
     return f"{HOST}:{server.grpc_port}"
 
 
-def _check_task(task: Any, detail: str) -> None:
+def _check_task(task: Any, detail: str, shape: RequestShape = V1_SHAPE) -> str:
+    """A completed task echoing the text, or one of the states ``shape`` accepts from a server that answers
+    before the work is done (its artifacts not there yet); return its state."""
     try:
         state = task["status"]["state"]
+        if state in shape.unfinished:
+            return str(state)
         text = task["artifacts"][0]["parts"][0]["text"]
     except (KeyError, IndexError, TypeError) as exc:
         raise TargetFailed(f"bad SendMessage reply: {detail[:300]}") from exc
-    if state != "TASK_STATE_COMPLETED" or text != ECHO_TEXT:
+    if state != shape.completed or text != ECHO_TEXT:
         raise TargetFailed(f"echo check failed: state={state} text={text!r}")
+    return str(state)
 
 
-def check_echo(url: str, headers: Mapping[str, str] | None = None) -> None:
-    """One JSON-RPC SendMessage must come back as a completed task echoing the text."""
-    body = rpc_body("SendMessage", ECHO_TEXT, "bench-check")
-    reply = httpx.post(url, content=body, headers={**RPC_HEADERS, **(headers or {})})
+def check_echo(url: str, headers: Mapping[str, str] | None = None, shape: RequestShape = V1_SHAPE) -> str:
+    """One JSON-RPC SendMessage (as ``shape`` writes it) must come back as a completed task echoing the
+    text, or as a task ``shape`` accepts unfinished; return the task's state."""
+    body = shape.send_body("bench-check", 1)
+    reply = httpx.post(url, content=body, headers={**shape.headers, **(headers or {})})
     try:
         task = reply.json()["result"]["task"]
     except (ValueError, KeyError, TypeError) as exc:
-        raise TargetFailed(f"bad SendMessage reply (HTTP {reply.status_code}): {reply.text[:300]}") from exc
-    _check_task(task, f"(HTTP {reply.status_code}) {reply.text}")
+        raise TargetFailed(f"bad {shape.send} reply (HTTP {reply.status_code}): {reply.text[:300]}") from exc
+    return _check_task(task, f"(HTTP {reply.status_code}) {reply.text}", shape)
 
 
 def check_rest_echo(url: str, headers: Mapping[str, str] | None = None) -> None:
@@ -627,8 +784,9 @@ async def run_httpx(
     tag: str,
     make_body: Callable[[str, int], bytes] = _rpc_send_body,
     headers: Mapping[str, str] | None = None,
+    base_headers: Mapping[str, str] = RPC_HEADERS,
 ) -> LoadLevel:
-    send_headers = {**RPC_HEADERS, **(headers or {})}
+    send_headers = {**base_headers, **(headers or {})}
     latencies: list[float] = []
     errors = 0
     started = time.perf_counter()
@@ -683,20 +841,40 @@ def _http_load(
     script: str,
     make_body: Callable[[str, int], bytes],
     headers: Mapping[str, str] | None = None,
+    base_headers: Mapping[str, str] = RPC_HEADERS,
 ) -> LoadLevel:
+    """``script`` already carries ``base_headers``; ``headers`` (credentials) go on top of them."""
     if settings.loadgen == "wrk":
         return run_wrk(url, concurrency, seconds, settings.wrk_threads, tag, script, headers)
-    return asyncio.run(run_httpx(url, concurrency, seconds, tag, make_body, headers))
+    return asyncio.run(run_httpx(url, concurrency, seconds, tag, make_body, headers, base_headers))
+
+
+def final_state(event: str) -> str | None:
+    """The task state an SSE ``data:`` line ends on: its status update's or task's (JSON-RPC's ``result``,
+    or a bare StreamResponse over HTTP+JSON)."""
+    try:
+        payload = json.loads(event.removeprefix("data:"))
+        result = payload.get("result", payload)
+        update = result.get("statusUpdate") or result.get("task") or {}
+        state = update["status"]["state"]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    return state if isinstance(state, str) else None
 
 
 def stream_once(
-    url: str, chunks: int, timeout: float, rest: bool = False, headers: Mapping[str, str] | None = None
+    url: str,
+    chunks: int,
+    timeout: float,
+    rest: bool = False,
+    headers: Mapping[str, str] | None = None,
+    shape: RequestShape = V1_SHAPE,
 ) -> tuple[int, float]:
-    """Send ``stream N`` (JSON-RPC, or HTTP+JSON to ``…/message:stream`` with ``rest``); count ``data:``
-    events until the stream closes. Return (events, seconds)."""
+    """Send ``stream N`` (JSON-RPC as ``shape`` writes it, or HTTP+JSON to ``…/message:stream`` with
+    ``rest``); count ``data:`` events until the stream closes. Return (events, seconds)."""
     text, message_id = f"stream {chunks}", f"bench-stream-{time.time_ns()}"
-    body = rest_body(text, message_id) if rest else rpc_body("SendStreamingMessage", text, message_id)
-    send_headers = {**RPC_HEADERS, "Accept": "text/event-stream", **(headers or {})}
+    body = rest_body(text, message_id) if rest else shape.body(shape.stream, text, message_id)
+    send_headers = {**shape.headers, "Accept": "text/event-stream", **(headers or {})}
     events = 0
     last = ""
     started = time.perf_counter()
@@ -710,23 +888,28 @@ def stream_once(
             if time.perf_counter() - started > timeout:
                 raise TargetFailed(f"stream still open after {timeout:g} s")
     elapsed = time.perf_counter() - started
-    if events < chunks or "TASK_STATE_COMPLETED" not in last:
+    if events < chunks or final_state(last) != shape.completed:
         raise TargetFailed(f"stream ended after {events} events, last: {last[:200]}")
     return events, elapsed
 
 
 async def send_many(
-    url: str, count: int, concurrency: int, tag: str, headers: Mapping[str, str] | None = None
+    url: str,
+    count: int,
+    concurrency: int,
+    tag: str,
+    headers: Mapping[str, str] | None = None,
+    shape: RequestShape = V1_SHAPE,
 ) -> int:
     """Send ``count`` SendMessage requests over ``concurrency`` connections; return the failures."""
-    send_headers = {**RPC_HEADERS, **(headers or {})}
+    send_headers = {**shape.headers, **(headers or {})}
     numbers = iter(range(count))
     failures = 0
 
     async def worker(client: httpx.AsyncClient) -> None:
         nonlocal failures
         for n in numbers:
-            body = rpc_body("SendMessage", ECHO_TEXT, f"{tag}-{n}", n)
+            body = shape.send_body(f"{tag}-{n}", n)
             try:
                 reply = await client.post(url, content=body, headers=send_headers)
                 failures += int(reply.status_code != 200)
@@ -903,17 +1086,24 @@ def binding_driver(
     auth = server.headers
     if binding == "jsonrpc":
         url = http_url(server, urls, "jsonrpc", notes)
+        # The target's own JSON-RPC dialect: method names, role and headers (A2A 1.0 but for fasta2a).
+        shape = server.spec.shape
+        script = wrk_send_script(shape)
 
         def check_jsonrpc() -> None:
-            check_echo(url, auth)
+            state = check_echo(url, auth, shape)
+            if state != shape.completed:
+                notes.append(f"the JSON-RPC check's `{shape.send}` was answered with a `{state}` task")
             if auth:
-                check_refused(url, rpc_body("SendMessage", ECHO_TEXT, "bench-check-anonymous"))
+                check_refused(url, shape.body(shape.send, ECHO_TEXT, "bench-check-anonymous"))
 
         return BindingDriver(
             url,
             check=check_jsonrpc,
-            load=lambda c, s, tag: _http_load(settings, url, c, s, tag, WRK_SCRIPT, _rpc_send_body, auth),
-            stream=lambda chunks, timeout: stream_once(url, chunks, timeout, headers=auth),
+            load=lambda c, s, tag: _http_load(
+                settings, url, c, s, tag, script, shape.send_body, auth, shape.headers
+            ),
+            stream=lambda chunks, timeout: stream_once(url, chunks, timeout, headers=auth, shape=shape),
         )
     if binding == "rest":
         base = http_url(server, urls, "rest", notes).rstrip("/")
@@ -963,7 +1153,7 @@ def start_server(spec: TargetSpec, settings: Settings, log_dir: Path, result: Ta
         log(f"{spec.name}: cold start {attempt}: {result.cold_start_ms[-1]:.0f} ms")
     assert server is not None
     result.rss_start_mib = server.rss_mib()
-    if "grpc" not in settings.bindings:
+    if "grpc" not in offered_bindings(spec, settings):
         return server
     server.stop()
     server = Server(spec, log_dir, grpc=True)
@@ -1013,11 +1203,20 @@ def measure_binding(
     log(f"{name}: stream {max(outcome.stream_events_per_s):.0f} events/s at best")
 
 
+def offered_bindings(spec: TargetSpec, settings: Settings) -> list[str]:
+    """The bindings asked for that the target offers, in the order they are measured."""
+    return [binding for binding in settings.bindings if binding in spec.bindings]
+
+
 def measure_running(server: Server, settings: Settings, result: TargetResult) -> None:
     urls = card_urls(server)
     for binding in settings.bindings:
         label = f"{result.name} {BINDING_LABELS[binding]}"
         outcome = result.bindings[binding] = BindingResult(binding)
+        if binding not in server.spec.bindings:
+            outcome.skipped = NOT_OFFERED
+            log(f"{label}: {NOT_OFFERED}")
+            continue
         try:
             driver = binding_driver(binding, server, urls, settings, result.notes)
             measure_binding(server, driver, settings, outcome, label)
@@ -1026,19 +1225,20 @@ def measure_running(server: Server, settings: Settings, result: TargetResult) ->
             log(f"{label}: FAILED: {outcome.error}")
         if server.proc.poll() is not None:
             raise TargetFailed(f"exited with code {server.proc.returncode}: {server.log_tail()}")
-    if all(outcome.error for outcome in result.bindings.values()):
+    if all(outcome.error for outcome in result.bindings.values() if not outcome.skipped):
         raise TargetFailed("every binding failed")
     result.rss_after_load_mib = server.rss_mib()
 
     if settings.tasks <= 0:
         return
     url = http_url(server, urls, "jsonrpc", [])
-    check_echo(url, server.headers)
+    shape = server.spec.shape
+    check_echo(url, server.headers, shape)
     step = max(1, settings.tasks // 10)
     sent = 0
     while sent < settings.tasks:
         batch = min(step, settings.tasks - sent)
-        failed = asyncio.run(send_many(url, batch, 16, f"tasks{sent}", server.headers))
+        failed = asyncio.run(send_many(url, batch, 16, f"tasks{sent}", server.headers, shape))
         if failed:
             result.notes.append(f"{failed} failed requests in --tasks batch {sent}..{sent + batch}")
         sent += batch
@@ -1046,8 +1246,22 @@ def measure_running(server: Server, settings: Settings, result: TargetResult) ->
         log(f"{result.name}: RSS after {sent} more tasks: {result.tasks_rss_mib[-1][1]:.1f} MiB")
 
 
+def skip_reason(spec: TargetSpec, settings: Settings) -> str | None:
+    """Why the target is not started: not installed, or none of the bindings asked for is offered."""
+    if spec.missing:
+        return spec.missing
+    if not offered_bindings(spec, settings):
+        asked = ", ".join(BINDING_LABELS[b] for b in settings.bindings)
+        return f"offers none of the bindings asked for ({asked})"
+    return None
+
+
 def measure_target(spec: TargetSpec, settings: Settings, log_dir: Path) -> TargetResult:
-    result = TargetResult(spec.name)
+    result = TargetResult(spec.name, notes=list(spec.notes))
+    if (reason := skip_reason(spec, settings)) is not None:
+        result.skipped = reason
+        log(f"{spec.name}: skipped: {reason}")
+        return result
     if spec.headers:
         result.notes.append(
             f"every request of every binding carries {', '.join(f'`{h}`' for h in spec.headers)} "
@@ -1084,7 +1298,40 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def machine_info(loadgen: str, bindings: Sequence[str] = ALL_BINDINGS) -> dict[str, str]:
+def _fasta2a_versions() -> str:
+    """The versions in bench/peers/.venv-fasta2a, where fasta2a runs (not this interpreter's)."""
+    script = (
+        "import importlib.metadata as m, platform\n"
+        "print(f'Python {platform.python_version()}', *(f'{d} {m.version(d)}' for d in "
+        "('fasta2a', 'uvicorn', 'uvloop', 'httptools', 'starlette', 'pydantic')), sep=', ')"
+    )
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        out = subprocess.run([FASTA2A_PYTHON, "-c", script], capture_output=True, text=True, timeout=30)
+        if out.returncode == 0:
+            return out.stdout.strip()
+    return NOT_INSTALLED
+
+
+def _a2a_js_versions() -> str:
+    """Node's version and those of the packages bench/peers/a2a_js_echo runs on (its node_modules)."""
+    parts = []
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True, timeout=30)
+        parts.append(f"node {node.stdout.strip()}")
+    for package in ("@a2a-js/sdk", "express", "@grpc/grpc-js"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            manifest = A2A_JS_DIR / "node_modules" / package / "package.json"
+            parts.append(f"{package} {json.loads(manifest.read_text())['version']}")
+    return ", ".join(parts) if len(parts) > 1 else NOT_INSTALLED
+
+
+#: What the report says about each peer's software, when the peer is among the targets.
+PEER_VERSIONS: dict[str, Callable[[], str]] = {"fasta2a": _fasta2a_versions, "a2a-js": _a2a_js_versions}
+
+
+def machine_info(
+    loadgen: str, bindings: Sequence[str] = ALL_BINDINGS, targets: Sequence[str] = ()
+) -> dict[str, str]:
     cpu = "unknown"
     with contextlib.suppress(OSError):
         models = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")]
@@ -1119,6 +1366,9 @@ def machine_info(loadgen: str, bindings: Sequence[str] = ALL_BINDINGS) -> dict[s
         dists += ["grpcio", "protobuf"]
     for dist in dists:
         info[dist] = _version(dist)
+    for name in targets:
+        if name in PEER_VERSIONS:
+            info[f"{name} (peer)"] = PEER_VERSIONS[name]()
     return info
 
 
@@ -1132,6 +1382,8 @@ class Row:
     fmt: str
     #: the binding the row measures: its cells say ``failed`` when that binding failed
     binding: str | None = None
+    #: a requests/s row: skillwire's targets are also divided by the fastest peer's figure
+    vs_peers: bool = False
 
 
 def _levels(r: TargetResult, binding: str, concurrency: int) -> LoadLevel | None:
@@ -1205,7 +1457,14 @@ def binding_rows(binding: str, settings: Settings) -> list[Row]:
     rows = []
     for c in settings.concurrency:
         rows += [
-            Row(f"{prefix}SendMessage c={c} (req/s)", "higher", _level(binding, c, "rps"), "{:.0f}", binding),
+            Row(
+                f"{prefix}SendMessage c={c} (req/s)",
+                "higher",
+                _level(binding, c, "rps"),
+                "{:.0f}",
+                binding,
+                vs_peers=True,
+            ),
             Row(
                 f"{prefix}SendMessage c={c} p50 (ms)",
                 "lower",
@@ -1268,12 +1527,58 @@ def report_rows(settings: Settings) -> list[Row]:
     return rows
 
 
+def _state(r: TargetResult, binding: str | None) -> str:
+    """What a cell without a figure says: skipped, not offered, failed, or n/a."""
+    outcome = r.bindings.get(binding) if binding else None
+    if r.skipped:
+        return "skipped"
+    if outcome is not None and outcome.skipped:
+        return "not offered"
+    return "failed" if r.error or (outcome is not None and outcome.error) else "n/a"
+
+
 def _cell(row: Row, r: TargetResult) -> str:
     value = row.value(r)
-    if value is not None:
-        return row.fmt.format(value)
-    outcome = r.bindings.get(row.binding) if row.binding else None
-    return "failed" if r.error or (outcome is not None and outcome.error) else "n/a"
+    return row.fmt.format(value) if value is not None else _state(r, row.binding)
+
+
+def is_skillwire(name: str) -> bool:
+    return name.startswith("skillwire-")
+
+
+def fastest_peer(row: Row, results: list[TargetResult]) -> tuple[float, str] | None:
+    """The highest figure of the peers on a requests/s row, and whose it is."""
+    figures = [(value, r.name) for r in results if r.name in PEERS and (value := row.value(r)) is not None]
+    return max(figures) if figures else None
+
+
+def ratio_columns(results: list[TargetResult]) -> list[tuple[str, Callable[[Row], str]]]:
+    """The ratio columns: every target but the baseline over a2a-sdk, and each skillwire target over the
+    fastest peer on the requests/s rows, beside its a2a-sdk column (when the run has peers)."""
+    baseline = next((r for r in results if r.name == BASELINE), None)
+    peers = any(r.name in PEERS and not r.skipped for r in results)
+
+    def over_baseline(r: TargetResult) -> Callable[[Row], str]:
+        def cell(row: Row) -> str:
+            value, base = row.value(r), row.value(baseline) if baseline is not None else None
+            return f"{value / base:.2f}x" if value is not None and base else "-"
+
+        return cell
+
+    def over_peers(r: TargetResult) -> Callable[[Row], str]:
+        def cell(row: Row) -> str:
+            value, best = row.value(r), fastest_peer(row, results) if row.vs_peers else None
+            return f"{value / best[0]:.2f}x ({best[1]})" if value is not None and best and best[0] else "-"
+
+        return cell
+
+    columns = []
+    for r in [r for r in results if not r.skipped]:
+        if baseline is not None and r is not baseline:
+            columns.append((f"{r.name} / {BASELINE}", over_baseline(r)))
+        if peers and is_skillwire(r.name):
+            columns.append((f"{r.name} / fastest peer", over_peers(r)))
+    return columns
 
 
 def bindings_table(results: list[TargetResult], settings: Settings) -> list[str]:
@@ -1295,8 +1600,7 @@ def bindings_table(results: list[TargetResult], settings: Settings) -> list[str]
             outcome = r.bindings.get(binding)
             cells = [r.name, BINDING_LABELS[binding]]
             if outcome is None or outcome.error or not outcome.load:
-                state = "failed" if (r.error or (outcome is not None and outcome.error)) else "n/a"
-                lines.append("| " + " | ".join(cells + [state] * (len(header) - 2)) + " |")
+                lines.append("| " + " | ".join(cells + [_state(r, binding)] * (len(header) - 2)) + " |")
                 continue
             for c in settings.concurrency:
                 level = _levels(r, binding, c)
@@ -1324,12 +1628,12 @@ def bindings_table(results: list[TargetResult], settings: Settings) -> list[str]
 
 
 def render_markdown(results: list[TargetResult], info: dict[str, str], settings: Settings) -> str:
-    baseline = next((r for r in results if r.name == BASELINE), None)
-    compared = [r for r in results if baseline is not None and r is not baseline]
-    header = ["metric", "better", *(r.name for r in results), *(f"{r.name} / {BASELINE}" for r in compared)]
+    ratios = ratio_columns(results)
+    header = ["metric", "better", *(r.name for r in results), *(name for name, _ in ratios)]
     labels = ", ".join(BINDING_LABELS[b] for b in settings.bindings)
+    others = [name for name in settings.targets if not is_skillwire(name)]
     lines = [
-        "# skillwire vs a2a-sdk benchmark",
+        f"# skillwire vs {', '.join(others) or BASELINE} benchmark",
         "",
         *(f"- **{key}**: {value}" for key, value in info.items()),
         f"- **settings**: bindings {labels}, measured one after the other on the same server; per binding "
@@ -1346,24 +1650,33 @@ def render_markdown(results: list[TargetResult], info: dict[str, str], settings:
         "do not read the figures as absolute capacity",
         "- rows without a binding prefix are JSON-RPC; `REST` is HTTP+JSON (`POST /message:send`, "
         "SSE on `/message:stream`), `gRPC` is `lf.a2a.v1.A2AService`",
+        *(
+            [
+                f"- `… / fastest peer`: requests/s of a skillwire target over the higher of "
+                f"{' and '.join(PEER_TARGETS)} on the same row (named in the cell)"
+            ]
+            if any("fastest peer" in name for name, _ in ratios)
+            else []
+        ),
         "",
         "| " + " | ".join(header) + " |",
         "|---|---|" + "---:|" * (len(header) - 2),
     ]
     for row in report_rows(settings):
         cells = [row.metric, row.better or "-", *(_cell(row, r) for r in results)]
-        base = row.value(baseline) if baseline is not None else None
-        for r in compared:
-            value = row.value(r)
-            cells.append(f"{value / base:.2f}x" if value is not None and base else "-")
+        cells += [ratio(row) for _, ratio in ratios]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## By binding", "", *bindings_table(results, settings), ""]
     for r in results:
         lines.append(f"- `{r.name}`: " + (f"`{shlex.join(r.command)}`" if r.command else "not started"))
+        if r.skipped:
+            lines.append(f"  - **skipped**: {r.skipped}")
         if r.error:
             lines.append(f"  - **failed**: {' '.join(r.error.split())}")
         for binding, outcome in r.bindings.items():
-            if outcome.error:
+            if outcome.skipped:
+                lines.append(f"  - {BINDING_LABELS[binding]}: {outcome.skipped}")
+            elif outcome.error:
                 lines.append(f"  - **{BINDING_LABELS[binding]} failed**: {' '.join(outcome.error.split())}")
             elif outcome.endpoint:
                 lines.append(f"  - {BINDING_LABELS[binding]}: `{outcome.endpoint}`")
@@ -1454,7 +1767,7 @@ def sigterm_as_exit() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
-    info = machine_info(settings.loadgen, settings.bindings)
+    info = machine_info(settings.loadgen, settings.bindings, settings.targets)
     runs = len(settings.concurrency) + (settings.warmup > 0)
     per_binding = settings.warmup + len(settings.concurrency) * settings.duration + runs * settings.settle
     estimate = settings.cold_starts + len(settings.bindings) * (per_binding + settings.stream_runs)
@@ -1477,7 +1790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
         settings.json.write_text(json.dumps(payload, indent=2, default=str) + "\n")
         log(f"wrote {settings.json}")
-    return 1 if all(r.error for r in results) else 0
+    return 1 if all(r.error or r.skipped for r in results) else 0
 
 
 if __name__ == "__main__":
