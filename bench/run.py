@@ -64,7 +64,16 @@ A2A_JS_DIR = PEERS_DIR / "a2a_js_echo"
 NOT_INSTALLED = "not installed: run bench/peers/install.sh"
 NOT_OFFERED = "not offered by this target"
 PEER_TARGETS = ("fasta2a", "a2a-js")
-ALL_TARGETS = ("a2a-sdk", *PEER_TARGETS, "skillwire-memory", "skillwire-sqlite", "skillwire-skill")
+#: Bare uvicorn answering with prepared bytes (bench/ceiling_echo.py): what no server under uvicorn can beat.
+CEILING = "ceiling"
+ALL_TARGETS = (
+    CEILING,
+    "a2a-sdk",
+    *PEER_TARGETS,
+    "skillwire-memory",
+    "skillwire-sqlite",
+    "skillwire-skill",
+)
 #: The echo agent of skillwire-memory behind authentication (bench/secure_echo.py): not run by default.
 AUTH_TARGETS = ("skillwire-apikey", "skillwire-jwt")
 KNOWN_TARGETS = ALL_TARGETS + AUTH_TARGETS
@@ -489,6 +498,21 @@ def target_spec(name: str, skillwire: list[str], workdir: Path) -> TargetSpec:
     """The command line of each target; skillwire's stores are chosen with ``--store``."""
     if name in PEERS:
         return peer_spec(name)
+    if name == CEILING:
+        return TargetSpec(
+            name,
+            argv=lambda port, _grpc_port: [
+                sys.executable,
+                *("-m", "uvicorn", "ceiling_echo:app", "--app-dir", str(BENCH_DIR)),
+                *_listen(port),
+                *UVICORN_FLAGS,
+            ],
+            env=_bench_env,
+            bindings=("jsonrpc",),
+            notes=(
+                "ceiling: bare uvicorn answering with prepared bytes (bench/ceiling_echo.py), no A2A work",
+            ),
+        )
     if name == "a2a-sdk":
         app = ("a2a_sdk_echo:app", "--app-dir", str(BENCH_DIR))
 
