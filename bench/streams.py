@@ -32,8 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import (
-    RPC_HEADERS,
+    V1_SHAPE,
     WRK_SCRIPT,
+    RequestShape,
     Server,
     TargetFailed,
     jsonrpc_url,
@@ -51,12 +52,12 @@ WRK_KEYED_SCRIPT = WRK_SCRIPT.replace(
 )
 
 
-def curl_stream(url: str, chunks: int, timeout: float) -> tuple[int, float]:
+def curl_stream(url: str, chunks: int, timeout: float, shape: RequestShape = V1_SHAPE) -> tuple[int, float]:
     """Events of one ``stream N`` request read by curl, and the seconds it took by curl's own clock
     (``time_total``: from the connect to the last byte, so the start of the curl process is not counted,
     which at 1,000 chunks would be a third of the time)."""
-    body = rpc_body("SendStreamingMessage", f"stream {chunks}", f"bench-{time.time_ns()}").decode()
-    headers = [arg for name, value in RPC_HEADERS.items() for arg in ("-H", f"{name}: {value}")]
+    body = shape.body(shape.stream, f"stream {chunks}", f"bench-{time.time_ns()}").decode()
+    headers = [arg for name, value in shape.headers.items() for arg in ("-H", f"{name}: {value}")]
     curl = subprocess.Popen(
         [
             "curl",
@@ -165,14 +166,15 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     rss_rows = []
     for name in args.targets.split(","):
-        server = Server(target_spec(name, skillwire, work), work)
+        spec = target_spec(name, skillwire, work)
+        server = Server(spec, work)
         try:
             server.wait_ready(60)
             url = jsonrpc_url(server, [])
             for chunks in chunk_sizes:
                 rates, times = [], []
                 for _ in range(args.runs):
-                    events, seconds = curl_stream(url, chunks, args.timeout)
+                    events, seconds = curl_stream(url, chunks, args.timeout, spec.shape)
                     rates.append(events / seconds)
                     times.append(seconds)
                 print(
