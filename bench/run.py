@@ -237,6 +237,12 @@ class Settings:
     wrk_threads: int
     skillwire: list[str]
     json: Path | None
+    #: ``--pin``: the server on one core, the harness and its load generator on the other (Linux only).
+    pin: bool = False
+
+
+#: With ``--pin``: the cores of the server under test, and of the harness with its load generator.
+SERVER_CPUS, HARNESS_CPUS = {1}, {0}
 
 
 # --------------------------------------------------------------------------------------------- results
@@ -606,12 +612,16 @@ class Server:
     With ``grpc`` the server is also told to serve gRPC, on a second free port (``grpc_port``).
     """
 
-    def __init__(self, spec: TargetSpec, log_dir: Path, grpc: bool = False) -> None:
+    def __init__(
+        self, spec: TargetSpec, log_dir: Path, grpc: bool = False, cpus: set[int] | None = None
+    ) -> None:
         self.port = free_port()
         self.grpc_port = free_port() if grpc else None
         self.base_url = f"http://{HOST}:{self.port}"
         self.spec = spec
         self.argv = spec.argv(self.port, self.grpc_port)
+        if cpus:  # taskset sets the affinity before the server starts, so every thread it makes has it
+            self.argv = ["taskset", "-c", ",".join(map(str, sorted(cpus))), *self.argv]
         self.headers = dict(spec.headers)
         self._log_path = log_dir / f"{spec.name}-{self.port}.log"
         self._log = self._log_path.open("wb")
@@ -1167,7 +1177,7 @@ def start_server(spec: TargetSpec, settings: Settings, log_dir: Path, result: Ta
     for attempt in range(1, settings.cold_starts + 1):
         if server is not None:
             server.stop()
-        server = Server(spec, log_dir)
+        server = Server(spec, log_dir, cpus=SERVER_CPUS if settings.pin else None)
         result.command = server.argv
         try:
             result.cold_start_ms.append(server.wait_ready(settings.start_timeout) * 1000)
@@ -1180,7 +1190,7 @@ def start_server(spec: TargetSpec, settings: Settings, log_dir: Path, result: Ta
     if "grpc" not in offered_bindings(spec, settings):
         return server
     server.stop()
-    server = Server(spec, log_dir, grpc=True)
+    server = Server(spec, log_dir, grpc=True, cpus=SERVER_CPUS if settings.pin else None)
     result.command = server.argv
     try:
         result.cold_start_grpc_ms = server.wait_ready(settings.start_timeout) * 1000
@@ -1738,6 +1748,11 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
     add("--wrk-threads", type=int, default=1, help="wrk threads (default 1, leaving a core to the server)")
     add("--skillwire", default=None, help="skillwire command (default: the script beside this python)")
     add("--json", type=Path, default=None, help="also write the results as JSON to this file")
+    add(
+        "--pin",
+        action="store_true",
+        help="the server on core 1, the harness and wrk on core 0 (Linux; as issue 31's figures are measured)",
+    )
     ns = parser.parse_args(argv)
 
     targets = [t.strip() for t in ns.targets.split(",") if t.strip()]
@@ -1772,6 +1787,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Settings:
         wrk_threads=ns.wrk_threads,
         skillwire=skillwire_command(ns.skillwire),
         json=ns.json,
+        pin=ns.pin,
     )
 
 
@@ -1791,7 +1807,10 @@ def sigterm_as_exit() -> Iterator[None]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     settings = parse_args(argv)
+    if settings.pin:
+        os.sched_setaffinity(0, HARNESS_CPUS)  # inherited by wrk and every other child but the servers
     info = machine_info(settings.loadgen, settings.bindings, settings.targets)
+    info["pinned"] = "server on core 1, harness and load generator on core 0" if settings.pin else "no"
     runs = len(settings.concurrency) + (settings.warmup > 0)
     per_binding = settings.warmup + len(settings.concurrency) * settings.duration + runs * settings.settle
     estimate = settings.cold_starts + len(settings.bindings) * (per_binding + settings.stream_runs)
