@@ -215,11 +215,15 @@ class Statements:
             f"UPDATE {self.deliveries} d SET owner = $1 WHERE NOT failed AND owner <> $1"
             f" AND NOT EXISTS ({live.format('d')})"
         )
-        # the log rows after generation $3: $4 at most, and no more than LOG_ROW_BYTES past the first
+        # the log rows after generation $3: $4 at most, and no more than LOG_ROW_BYTES past the first. The rows
+        # start at the one holding generation $3 + 1, found by a seek in the primary key: filtering on
+        # ``last`` alone visited every row from the log's first at each read (issue 31)
         self.events = (
             f"SELECT t.seq, ARRAY(SELECT x.body FROM (SELECT e.first, e.body,"
             " SUM(length(e.body)) OVER (ORDER BY e.first) - length(e.body) AS before"
-            f" FROM (SELECT * FROM {s}.skillwire_event_log WHERE task = t.seq AND last > $3 ORDER BY first"
+            f" FROM (SELECT * FROM {s}.skillwire_event_log WHERE task = t.seq AND first >= COALESCE("
+            f"(SELECT max(first) FROM {s}.skillwire_event_log WHERE task = t.seq AND first <= $3 + 1), 0)"
+            " AND last > $3 ORDER BY first"
             f" LIMIT $4) e) x WHERE x.before < {LOG_ROW_BYTES} ORDER BY x.first) AS bodies"
             f" FROM {self.tasks} t WHERE t.tenant = $1 AND t.id = $2"
         )

@@ -312,6 +312,17 @@ def _describe_owner(text: str) -> str:
 # -- the store ----------------------------------------------------------------------------------------------
 
 
+#: The log rows of a task (``?1``) holding generations after ``?2``, oldest first: a seek in the primary key
+#: to the row that holds generation ``?2 + 1`` (the last whose ``first`` is not past it), then the rows after
+#: it. Filtering on ``last`` alone made SQLite visit every row of the log from its first at each read: a
+#: reader catching up on a 100,000-event stream read the log from the start 390 times (issue 31).
+_EVENTS_AFTER = (
+    "SELECT body FROM events WHERE task = ?1 AND first >= COALESCE("
+    "(SELECT first FROM events WHERE task = ?1 AND first <= ?2 + 1 ORDER BY first DESC LIMIT 1), 0)"
+    " AND last > ?2 ORDER BY first"
+)
+
+
 class SQLiteTaskStore:
     """``SQLiteTaskStore("tasks.db")``; ``timeout`` is how long a write waits on a lock another connection
     holds before it fails (seconds); ``readers`` is the number of reading threads; ``setting`` how the
@@ -474,9 +485,7 @@ class SQLiteTaskStore:
             if row is None:
                 return None
             seq, inline = row
-            rows = conn.execute(
-                "SELECT body FROM events WHERE task = ? AND last > ? ORDER BY first", (seq, after)
-            )
+            rows = conn.execute(_EVENTS_AFTER, (seq, after))
             bodies = itertools.chain([inline] if inline else [], (body for (body,) in rows))
             return read_log(bodies, after, limit)
 

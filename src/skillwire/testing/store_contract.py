@@ -323,6 +323,23 @@ class TaskStoreContract:
             seen.extend(page)
         assert seen == list(range(1, count + 1))
 
+    async def test_event_log_reads_from_any_generation(self, store: TaskStore) -> None:
+        """A reader resumes from any generation: inside a row, at a row's edge, before the first, past the
+        last, over rows written by several writes."""
+        task = make_task()
+        first = 2 * LOG_ROW_EVENTS + 5
+        await store.commit(write_task(task, version=1, events=log_events(task, 1, first)))
+        stored = await store.get(task.id)
+        assert stored is not None
+        count = first + LOG_ROW_EVENTS + 9
+        task.history.append(message(task.id, task.context_id, "more"))
+        await grow(store, stored, task, events=log_events(task, first + 1, count))
+        edges = (LOG_ROW_EVENTS, 2 * LOG_ROW_EVENTS, first, first + LOG_ROW_EVENTS)
+        afters = {0, 1, 7, count - 1, count, count + 5, *(e + d for e in edges for d in (-1, 0, 1))}
+        for after in sorted(afters):
+            expected = list(range(after + 1, min(after + 3, count) + 1))
+            assert await generations(store, task.id, after=after, limit=3) == expected, after
+
     async def test_event_log_pages_stop_at_a_byte_budget(self, store: TaskStore) -> None:
         task = make_task()
         big = "x" * (LOG_ROW_BYTES // 4)
