@@ -416,3 +416,54 @@ def test_requests_that_never_became_calls_are_counted() -> None:
     }
     assert sum(reasons.values()) == 2, reasons
     assert value(samples, "skillwire_rejected_total", budget="max_json_nodes") == 1
+
+
+def test_the_exposition_is_what_prometheus_client_would_write() -> None:
+    """The app keeps its counts and durations as plain numbers; scraped, they must read exactly as
+    prometheus-client's own Counter and Histogram fed the same events would (the oracle here), bucket by
+    bucket, durations on a bucket's bound and past the last one included."""
+    import prometheus_client as prom
+
+    from skillwire.server.observability import metrics as module
+    from skillwire.stores.retention import StoreStats
+
+    ours = module.Metrics()
+    registry = prom.CollectorRegistry()
+    requests = prom.Counter("skillwire_requests", "", ("binding", "operation", "outcome"), registry=registry)
+    durations = prom.Histogram("skillwire_request_duration_seconds", "", ("binding", "operation"),
+                               buckets=module._REQUEST_BUCKETS, registry=registry)  # fmt: skip
+    stores = prom.Histogram("skillwire_store_operation_duration_seconds", "", ("system", "operation", "outcome"),
+                            buckets=module._IO_BUCKETS, registry=registry)  # fmt: skip
+    pruned = prom.Counter("skillwire_tasks_pruned", "", registry=registry)
+    seconds = [0.0, 0.0005, 0.0004999, 0.0005001, 0.003, 1, 60, 61.5, 1e6, *module._IO_BUCKETS]
+    for index, duration in enumerate(seconds):
+        outcome = ("COMPLETED", "FAILED", "TASK_NOT_FOUND")[index % 3]
+        binding = ("JSONRPC", "GRPC")[index % 2]
+        ours._sinks[0].request(binding, "SendMessage", outcome, duration)
+        requests.labels(binding, "SendMessage", outcome).inc()
+        durations.labels(binding, "SendMessage").observe(duration)
+        ours.store_call("sqlite", "commit", index % 4 != 0, duration)
+        stores.labels("sqlite", "commit", "ok" if index % 4 != 0 else "error").observe(duration)
+    ours.tasks_pruned(7)
+    pruned.inc(7)
+    ours.store_stats(StoreStats(tasks={"TASK_STATE_COMPLETED": 3}, size_bytes=4096))
+
+    def samples(text: str, prefix: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        return {
+            (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name.startswith(prefix) and not sample.name.endswith("_created")
+        }
+
+    exposed = ours.exposition()[0].decode()
+    oracle = prom.generate_latest(registry).decode()
+    for prefix in ("skillwire_requests_total", "skillwire_request_duration", "skillwire_store_operation",
+                   "skillwire_tasks_pruned"):  # fmt: skip
+        expected = samples(oracle, prefix)
+        assert expected, prefix
+        assert samples(exposed, prefix) == expected, prefix
+    stored = samples(exposed, "skillwire_store_tasks")
+    assert stored[("skillwire_store_tasks", (("state", "TASK_STATE_COMPLETED"),))] == 3
+    assert stored[("skillwire_store_tasks", (("state", "TASK_STATE_FAILED"),))] == 0
+    assert samples(exposed, "skillwire_store_size_bytes") == {("skillwire_store_size_bytes", ()): 4096}

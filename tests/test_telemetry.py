@@ -442,3 +442,80 @@ def test_every_row_of_the_metric_exporter_table_makes_its_exporter(kind: str, co
     assert isinstance(exporter, MetricExporter)
     assert type(exporter).__name__ == {"otlp": "OTLPMetricExporter", "console": "ConsoleMetricExporter"}[kind]
     exporter.shutdown()
+
+
+class Asked:
+    """A sampler of the test's own (the SDK's ``Sampler`` interface): decides as ``inner`` does and keeps
+    the name and trace id of every span it was asked about; ``describes`` False hides what ``inner`` is."""
+
+    def __init__(self, inner: Any, *, describes: bool = True) -> None:
+        self.inner = inner
+        self.describes = describes
+        self.asked: list[tuple[str, int]] = []
+
+    def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any, **kwargs: Any) -> Any:
+        self.asked.append((name, trace_id))
+        return self.inner.should_sample(parent_context, trace_id, name, *args, **kwargs)
+
+    def get_description(self) -> str:
+        return str(self.inner.get_description()) if self.describes else "Asked"
+
+
+def test_children_of_an_unsampled_request_are_not_started(tmp_path: Path) -> None:
+    """With a ParentBased sampler (the SDK's default kind), a request it does not sample has no child span
+    recorded: the run's and the store's spans are not even started, and a skill's own call downstream still
+    carries the request's trace id, unsampled."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    sampler = Asked(ParentBased(ALWAYS_OFF))
+    provider = TracerProvider(sampler=sampler)  # type: ignore[arg-type]
+    telemetry = Telemetry(provider, store_spans=True)
+    last = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    relay_agent = Agent("Relay", "Asks the greeter")
+
+    @relay_agent.skill(tags=["test"])
+    async def relay(params: Any, ctx: SkillContext) -> str:
+        """Asks the greeter."""
+        async with await Client.connect(last.url, timeout=WAIT) as client:
+            task = await client.send("Ada")
+        return str(task.artifacts[0].parts[0].text)
+
+    first = start_server(relay_agent.asgi(store=f"sqlite:///{tmp_path / 't.db'}", telemetry=telemetry))
+    try:
+        assert send(first.url, "go")["task"]["artifacts"][0]["parts"][0]["text"] == "Hi Ada!"
+    finally:
+        first.stop()
+        last.stop()
+        provider.shutdown()
+    names = [name for name, _ in sampler.asked]
+    assert names == ["A2A SendMessage", "A2A SendMessage"], names
+    assert len({trace_id for _, trace_id in sampler.asked}) == 1  # one trace, carried downstream
+
+
+def test_a_sampler_of_ones_own_is_asked_for_every_span(spans: Spans) -> None:
+    """A sampler that does not say it drops the children of what it did not sample is asked about every
+    span, as the SDK would ask it, and what it samples is recorded."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Decision, SamplingResult
+
+    class RunsOnly:
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, *args: Any, **kw: Any) -> Any:
+            if name.startswith("A2A"):
+                return SamplingResult(Decision.DROP)
+            return ALWAYS_ON.should_sample(parent_context, trace_id, name, *args, **kw)
+
+        def get_description(self) -> str:
+            return "RunsOnly"
+
+    sampler = Asked(RunsOnly(), describes=False)
+    provider = TracerProvider(sampler=sampler)  # type: ignore[arg-type]
+    provider.add_span_processor(spans)
+    server = start_server(example_agent("greeter").asgi(store="memory://", telemetry=Telemetry(provider)))
+    try:
+        send(server.url, "Ada")
+        (run,) = spans.wait("skill greet")
+    finally:
+        server.stop()
+        provider.shutdown()
+    assert [name for name, _ in sampler.asked][:2] == ["A2A SendMessage", "skill greet"]
+    assert not [s for s in spans.ended if s.name.startswith("A2A")]
+    assert attributes(run)["a2a.task.state"] == "COMPLETED"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["INTERRUPTED_STATES", "TERMINAL_STATES", "TRANSITIONS", "TaskState", "can_transition"]
+__all__ = ["INTERRUPTED_STATES", "NAMES", "TERMINAL_STATES", "TRANSITIONS", "TaskState", "can_transition"]
 
 
 class TaskState(enum.StrEnum):
@@ -53,6 +53,10 @@ S = TaskState
 
 TERMINAL_STATES: frozenset[TaskState] = frozenset({S.COMPLETED, S.FAILED, S.CANCELED, S.REJECTED})
 INTERRUPTED_STATES: frozenset[TaskState] = frozenset({S.INPUT_REQUIRED, S.AUTH_REQUIRED})
+
+#: state -> its member name (``COMPLETED``), as the access log, spans and metrics label it: a dict lookup, where
+#: ``state.name`` goes through the enum's descriptor (about half a microsecond, on every request)
+NAMES: dict[TaskState, str] = {state: state.name for state in TaskState}
 
 _ENDS = {S.COMPLETED, S.FAILED, S.CANCELED, S.REJECTED}
 

@@ -19,8 +19,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from skillwire.errors import A2AError
-from skillwire.protocol.models import Message, StreamResponse, Task
+from skillwire.protocol.models import Message, SendMessageResponse, StreamResponse, Task
 from skillwire.protocol.operations import Operation
+from skillwire.protocol.states import NAMES
 
 __all__ = ["Tracked", "line", "log"]
 
@@ -122,17 +123,19 @@ class Tracked:
 
 
 def _ending(outcome: Any) -> tuple[str, str]:
+    if type(outcome) is SendMessageResponse and outcome.task is not None:  # the most frequent answer, first
+        return outcome.task.id, NAMES[outcome.task.status.state]
     if isinstance(outcome, Tracked):
         return outcome.task_id, outcome.state
     if isinstance(outcome, A2AError):
         return "", outcome.reason
     if isinstance(outcome, Task):
-        return outcome.id, outcome.status.state.name
+        return outcome.id, NAMES[outcome.status.state]
     if isinstance(outcome, Message):
         return outcome.task_id or "", "MESSAGE"
     task = getattr(outcome, "task", None)  # a SendMessageResponse
     if isinstance(task, Task):
-        return task.id, task.status.state.name
+        return task.id, NAMES[task.status.state]
     if isinstance(getattr(outcome, "message", None), Message):
         return "", "MESSAGE"
     return "", "OK"
@@ -140,9 +143,9 @@ def _ending(outcome: Any) -> tuple[str, str]:
 
 def _event_ending(event: StreamResponse, task_id: str, state: str) -> tuple[str, str]:
     if event.task is not None:
-        return event.task.id, event.task.status.state.name
+        return event.task.id, NAMES[event.task.status.state]
     if event.status_update is not None:
-        return event.status_update.task_id, event.status_update.status.state.name
+        return event.status_update.task_id, NAMES[event.status_update.status.state]
     if event.artifact_update is not None:
         return event.artifact_update.task_id, state
     if event.message is not None:

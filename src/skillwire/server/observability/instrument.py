@@ -106,19 +106,27 @@ def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *,
 
 def _store_call(name: str) -> Any:
     async def call(self: _Observed, *args: Any, **kwargs: Any) -> Any:
-        method = getattr(self._inner, name)
-        telemetry = self._telemetry
+        telemetry, metrics = self._telemetry, self._metrics
+        if telemetry is None and metrics is not None:  # metrics alone: the common case, kept short
+            started = time.perf_counter()
+            try:
+                result = await getattr(self._inner, name)(*args, **kwargs)
+            except BaseException:
+                metrics.store_call(self._system, name, False, time.perf_counter() - started)
+                raise
+            metrics.store_call(self._system, name, True, time.perf_counter() - started)
+            return result
         span = telemetry.store_call(self._system, name) if telemetry is not None else None
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            return await method(*args, **kwargs)
+            return await getattr(self._inner, name)(*args, **kwargs)
         except BaseException as exc:
             error = exc
             raise
         finally:
-            if self._metrics is not None:
-                self._metrics.store_call(self._system, name, error is None, time.perf_counter() - started)
+            if metrics is not None:
+                metrics.store_call(self._system, name, error is None, time.perf_counter() - started)
             if span is not None:
                 assert telemetry is not None
                 telemetry.end_call(span, error)
@@ -131,6 +139,9 @@ def _publish(self: _Observed, key: tuple[str, str], version: int, event: Any) ->
     telemetry = self._telemetry
     assert telemetry is not None
     span = telemetry.bus_publish(self._system, key[1])
+    if span is None:  # it would not be recorded
+        self._inner.publish(key, version, event)  # type: ignore[attr-defined]
+        return
     error: BaseException | None = None
     try:
         self._inner.publish(key, version, event)  # type: ignore[attr-defined]

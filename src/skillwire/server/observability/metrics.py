@@ -55,7 +55,9 @@ caller sends, so the number of series stays small.
 
 from __future__ import annotations
 
+import itertools
 import time
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -145,6 +147,12 @@ class Metrics:
     install, without prometheus-client or opentelemetry-api."""
 
     def __init__(self, *, prometheus: bool = True, meter_provider: Any = None) -> None:
+        self.running: int = 0
+        self.streams: int = 0
+        #: how many subscriptions the bus holds (set by the app to its bus's count)
+        self.subscribers: Callable[[], int] = lambda: 0
+        #: the store's statistics as last read (by the runtime's pruner: skillwire.server.tasks.retention)
+        self.stats: StoreStats = StoreStats()
         self.registry: Any = None
         sinks: list[_Prometheus | _OpenTelemetry] = []
         if prometheus:
@@ -156,13 +164,9 @@ class Metrics:
         if not sinks:
             raise ValueError("Metrics needs prometheus=True or a meter_provider")
         self._sinks = tuple(sinks)
+        #: the one sink, when there is one (the per-event methods call it without a loop)
+        self._only = sinks[0] if len(sinks) == 1 else None
         self._prometheus = sinks[0] if isinstance(sinks[0], _Prometheus) else None
-        self.running: int = 0
-        self.streams: int = 0
-        #: how many subscriptions the bus holds (set by the app to its bus's count)
-        self.subscribers: Callable[[], int] = lambda: 0
-        #: the store's statistics as last read (by the runtime's pruner: skillwire.server.tasks.retention)
-        self.stats: StoreStats = StoreStats()
 
     @property
     def serves_endpoint(self) -> bool:
@@ -173,6 +177,9 @@ class Metrics:
 
     def request(self, binding: str, operation: str, outcome: str, started: float) -> None:
         seconds = time.perf_counter() - started
+        if self._only is not None:
+            self._only.request(binding, operation, outcome, seconds)
+            return
         for sink in self._sinks:
             sink.request(binding, operation, outcome, seconds)
 
@@ -195,11 +202,17 @@ class Metrics:
     def run_ended(self, skill: str, state: str, started: float) -> None:
         self.running -= 1
         seconds = time.perf_counter() - started
+        if self._only is not None:
+            self._only.run(skill, state, seconds)
+            return
         for sink in self._sinks:
             sink.run(skill, state, seconds)
 
     def store_call(self, system: str, operation: str, ok: bool, seconds: float) -> None:
         outcome = "ok" if ok else "error"
+        if self._only is not None:
+            self._only.store(system, operation, outcome, seconds)
+            return
         for sink in self._sinks:
             sink.store(system, operation, outcome, seconds)
 
@@ -226,101 +239,140 @@ class Metrics:
 
 
 class _Prometheus:
-    """The metrics as prometheus-client instruments in a registry of their own."""
+    """The metrics as plain numbers, turned into Prometheus's text format only when ``/metrics`` is scraped.
 
-    # made from _INSTRUMENTS (their ``attribute``)
-    _requests: Any
-    _request_seconds: Any
-    _rejected: Any
-    _runs: Any
-    _run_seconds: Any
-    _store_seconds: Any
-    _write_seconds: Any
-    _written: Any
-    _pruned: Any
-    _tasks: Any
+    Why not prometheus-client's own ``Counter`` and ``Histogram``: each ``inc`` takes a lock, and each
+    ``observe`` scans its buckets and increments three values, each behind its own lock; a SendMessage made
+    eight of those lock round trips, the better part of the 14 µs metrics cost it (bench/telemetry_inprocess.py,
+    docs/performance.md). Here a count is a dict lookup and an add, and a duration a ``bisect`` into its
+    bucket. prometheus-client still owns the format: a collector in a registry of the app's own yields its
+    metric families when scraped, and ``generate_latest`` writes them.
+
+    No lock: every report comes from the event loop's thread (the bindings, the task runtime, the store's
+    stand-in, a bus's writer task), and the scrape is answered on it too. Counters carry no ``_created``
+    series."""
 
     def __init__(self, owner: Metrics) -> None:
         try:
             import prometheus_client as prom
+            from prometheus_client import core, utils
         except ImportError:
             raise MissingExtraError("metrics need prometheus-client", "otel") from None
-        self._prom = prom
-        self.registry = prom.CollectorRegistry(auto_describe=True)
+        self._prom, self._core, self._owner = prom, core, owner
+        go_string: Callable[[float], str] = utils.floatToGoString  # how prometheus-client writes a bound
+        #: counts by label values, and a histogram's cells by label values: its buckets' own counts (not
+        #: cumulative; the last one is +Inf) followed by the sum of what it observed
+        self._counts: dict[str, dict[tuple[str, ...], float]] = {}
+        self._cells: dict[str, dict[tuple[str, ...], list[float]]] = {}
         for row in _INSTRUMENTS:
-            self._make(row, owner)
-        # Each label set's children are looked up once and kept: ``labels()`` takes a lock and builds keys on
-        # every call. The label values come from closed sets (see the module), so these dicts stay small.
-        self._request_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
-        self._run_children: dict[tuple[str, str], tuple[Any, Any]] = {}
-        self._store_children: dict[tuple[str, str, str], Any] = {}
-
-    def _make(self, row: _Instrument, owner: Metrics) -> None:
-        """Registers one metric: a counter or histogram (or a gauge by state, set by ``store_stats``) is kept
-        in its attribute; any other gauge reads the owner when it is collected."""
-        prom, registry = self._prom, self.registry
-        if row.kind == "counter":
-            instrument = prom.Counter(row.prometheus, row.description, row.labels, registry=registry)
-        elif row.kind == "histogram":
-            instrument = prom.Histogram(
-                row.prometheus, row.description, row.labels, buckets=row.buckets, registry=registry
-            )
-        else:
-            instrument = prom.Gauge(row.prometheus, row.description, row.labels, registry=registry)
-            if not row.labels:
-                read = row.read
-                assert read is not None
-                instrument.set_function(lambda: read(owner))
-                return
-        setattr(self, row.attribute, instrument)
+            if row.kind == "counter":
+                self._counts[row.attribute] = {} if row.labels else {(): 0.0}
+            elif row.kind == "histogram":
+                self._cells[row.attribute] = {}
+        self._requests = self._counts["_requests"]
+        self._request_seconds = self._cells["_request_seconds"]
+        self._runs = self._counts["_runs"]
+        self._run_seconds = self._cells["_run_seconds"]
+        self._store_seconds = self._cells["_store_seconds"]
+        self._bounds = {row.attribute: [go_string(b) for b in (*row.buckets, float("inf"))]
+                        for row in _INSTRUMENTS if row.kind == "histogram"}  # fmt: skip
+        self.registry = prom.CollectorRegistry(auto_describe=True)
+        self.registry.register(self)
 
     def request(self, binding: str, operation: str, outcome: str, seconds: float) -> None:
         key = (binding, operation, outcome)
-        children = self._request_children.get(key)
-        if children is None:
-            children = self._request_children[key] = (
-                self._requests.labels(binding, operation, outcome),
-                self._request_seconds.labels(binding, operation),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
+        counts = self._requests
+        counts[key] = counts.get(key, 0) + 1
+        cells = self._request_seconds
+        cell = cells.get(key[:2]) or _cell(cells, key[:2], _REQUEST_BUCKETS)
+        cell[bisect_left(_REQUEST_BUCKETS, seconds)] += 1
+        cell[-1] += seconds
 
     def rejected(self, budget: str) -> None:
-        self._rejected.labels(budget).inc()
+        _add(self._counts["_rejected"], (budget,), 1)
 
     def run(self, skill: str, state: str, seconds: float) -> None:
         key = (skill, state)
-        children = self._run_children.get(key)
-        if children is None:
-            children = self._run_children[key] = (
-                self._runs.labels(skill, state),
-                self._run_seconds.labels(skill, state),
-            )
-        children[0].inc()
-        children[1].observe(seconds)
+        counts = self._runs
+        counts[key] = counts.get(key, 0) + 1
+        cells = self._run_seconds
+        cell = cells.get(key) or _cell(cells, key, _RUN_BUCKETS)
+        cell[bisect_left(_RUN_BUCKETS, seconds)] += 1
+        cell[-1] += seconds
 
     def store(self, system: str, operation: str, outcome: str, seconds: float) -> None:
         key = (system, operation, outcome)
-        child = self._store_children.get(key)
-        if child is None:
-            child = self._store_children[key] = self._store_seconds.labels(system, operation, outcome)
-        child.observe(seconds)
+        cells = self._store_seconds
+        cell = cells.get(key) or _cell(cells, key, _IO_BUCKETS)
+        cell[bisect_left(_IO_BUCKETS, seconds)] += 1
+        cell[-1] += seconds
 
     def bus_write(self, system: str, seconds: float, events: int) -> None:
-        self._write_seconds.labels(system).observe(seconds)
-        self._written.labels(system).inc(events)
+        _observe(self._cells["_write_seconds"], (system,), _IO_BUCKETS, seconds)
+        _add(self._counts["_written"], (system,), events)
 
     def pruned(self, count: int) -> None:
-        self._pruned.inc(count)
+        _add(self._counts["_pruned"], (), count)
 
     def store_stats(self, stats: StoreStats) -> None:
-        for state in _STATES:
-            self._tasks.labels(state.value).set(stats.tasks.get(state.value, 0))
+        """(read from the Metrics that owns this sink when scraped)"""
+
+    # -- the scrape ---------------------------------------------------------------------------------------
+
+    def collect(self) -> Any:
+        """Every metric as a prometheus-client metric family, in the order of the module's table."""
+        core, owner = self._core, self._owner
+        for row in _INSTRUMENTS:
+            labels = list(row.labels)
+            if row.kind == "counter":
+                family: Any = core.CounterMetricFamily(row.prometheus, row.description, labels=labels)
+                for key, count in list(self._counts[row.attribute].items()):
+                    family.add_metric(key, count)
+            elif row.kind == "histogram":
+                family = core.HistogramMetricFamily(row.prometheus, row.description, labels=labels)
+                bounds = self._bounds[row.attribute]
+                for key, cell in list(self._cells[row.attribute].items()):
+                    family.add_metric(
+                        key, list(zip(bounds, itertools.accumulate(cell[:-1]), strict=True)), cell[-1]
+                    )
+            else:
+                assert row.read is not None
+                family = core.GaugeMetricFamily(row.prometheus, row.description, labels=labels)
+                reading = row.read(owner)
+                if row.labels == ("state",):
+                    for state in _STATES:
+                        family.add_metric([state.value], reading.get(state.value, 0))
+                else:
+                    family.add_metric([], reading)
+            yield family
 
     def exposition(self) -> tuple[bytes, bytes]:
         body: bytes = self._prom.generate_latest(self.registry)
         content_type: Any = self._prom.CONTENT_TYPE_LATEST
         return body, str(content_type).encode()
+
+
+def _add(counts: dict[tuple[str, ...], float], key: tuple[str, ...], amount: float) -> None:
+    counts[key] = counts.get(key, 0) + amount
+
+
+def _cell(
+    cells: dict[tuple[str, ...], list[float]], key: tuple[str, ...], bounds: tuple[float, ...]
+) -> list[float]:
+    """The histogram cell of ``key``, made empty on first use: a count per bucket (the last one +Inf; a
+    duration counts in the first bucket whose bound it does not exceed, found with ``bisect_left``), then the
+    sum."""
+    cell = cells[key] = [0.0] * (len(bounds) + 2)
+    return cell
+
+
+def _observe(
+    cells: dict[tuple[str, ...], list[float]], key: tuple[str, ...], bounds: tuple[float, ...], seconds: float
+) -> None:
+    """One duration into the histogram cell of ``key`` (the hot paths above do the same inline)."""
+    cell = cells.get(key) or _cell(cells, key, bounds)
+    cell[bisect_left(bounds, seconds)] += 1
+    cell[-1] += seconds
 
 
 class _OpenTelemetry:

@@ -95,10 +95,13 @@ class Watch:
                 json_fields=self.json_logs,
             )
         telemetry, metrics = self._telemetry, self._metrics
+        if telemetry is not None:
+            telemetry.detach(self._token)
+            if not self._span.is_recording():  # not sampled: nothing it is told is kept, and it ends itself
+                telemetry = None
         if telemetry is not None or metrics is not None:
             task_id, state = access.ending(params, outcome)
             if telemetry is not None:
-                telemetry.detach(self._token)
                 tenant = getattr(params, "tenant", None)
                 if isinstance(tenant, str) and tenant and not self.tenant:  # known only once decoded (gRPC)
                     self._span.set_attribute("a2a.tenant", tenant)
@@ -108,7 +111,9 @@ class Watch:
             if metrics is not None:
                 if self.streaming:
                     metrics.stream_closed()
-                _count(metrics, self.binding, self.operation.value, state, outcome, self.started)
+                metrics.request(self.binding, self.operation.value, state, self.started)
+                if isinstance(outcome, A2AError):  # refused by a budget, maybe
+                    _count_budget(metrics, outcome)
         logs.unbind_request(self._bound)
 
 
@@ -146,6 +151,10 @@ def _count(metrics: Metrics, binding: str, operation: str, state: str, outcome: 
     """Count a request answered with ``outcome`` (``state``: its outcome label), and the budget that
     refused it, if one did."""
     metrics.request(binding, operation, state, started)
+    _count_budget(metrics, outcome)
+
+
+def _count_budget(metrics: Metrics, outcome: Any) -> None:
     budget = budget_of(outcome)
     if budget:
         metrics.rejected(budget)

@@ -75,6 +75,9 @@ class Telemetry:
         self._client = trace.SpanKind.CLIENT
         self._internal = trace.SpanKind.INTERNAL
         self._error = trace.StatusCode.ERROR
+        #: whether a child of a span that is not recorded would be dropped anyway, so that it need not be
+        #: started (:meth:`skips_children`)
+        self._drops_unrecorded_children = _drops_unrecorded_children(provider, trace)
 
     # -- requests -------------------------------------------------------------------------------------------
 
@@ -132,8 +135,20 @@ class Telemetry:
 
     # -- runs -----------------------------------------------------------------------------------------------
 
+    def skips_children(self) -> bool:
+        """Whether a span started now, in the current context, would certainly be dropped: its parent is not
+        recorded, and the provider's sampler drops the children of a local parent it did not sample (the
+        default ``ParentBased`` samplers, every ``OTEL_TRACES_SAMPLER`` starting ``parentbased_``), or the
+        provider is the API's no-op one. Then the run's and the store's spans are not started at all: the
+        SDK's ``start_span`` costs about 6 µs even for a span it drops, and the trace context (its trace id,
+        unsampled) stays the request's, so what a skill calls downstream still knows it is not sampled."""
+        return self._drops_unrecorded_children and not self._trace.get_current_span().is_recording()
+
     def run(self, skill: str, task_id: str, context_id: str) -> Any:
-        """Start the span of a task run (in the current context: the request's that started it)."""
+        """Start the span of a task run (in the current context: the request's that started it); None when
+        it would be dropped (:meth:`skips_children`)."""
+        if self.skips_children():
+            return None
         return self.tracer.start_span(
             f"skill {skill}" if skill else "task run",
             kind=self._internal,
@@ -149,7 +164,9 @@ class Telemetry:
     # -- the store and the bus (store_spans) ----------------------------------------------------------------
 
     def store_call(self, system: str, operation: str) -> Any:
-        """Start the span of a task store call (in the current context)."""
+        """Start the span of a task store call (in the current context); None when it would be dropped."""
+        if self.skips_children():
+            return None
         return self.tracer.start_span(
             f"store {operation}",
             kind=self._internal if system == "memory" else self._client,
@@ -157,7 +174,10 @@ class Telemetry:
         )
 
     def bus_publish(self, system: str, task_id: str) -> Any:
-        """Start the span of an event handed to the event bus (in the current context)."""
+        """Start the span of an event handed to the event bus (in the current context); None when it would
+        be dropped."""
+        if self.skips_children():
+            return None
         return self.tracer.start_span(
             "bus publish",
             kind=self._internal if system == "memory" else self._client,
@@ -216,6 +236,28 @@ class Telemetry:
             span.set_attribute("error.type", error_type or str(status))
             span.set_status(self._error, error)
         span.end()
+
+
+#: What a sampler's description says when it drops the children of a local parent it did not sample
+#: (``ParentBased``'s, with its default delegate for that case)
+_DROPS_UNSAMPLED_LOCAL_CHILDREN = "localParentNotSampled:AlwaysOffSampler"
+
+
+def _drops_unrecorded_children(provider: Any, trace: Any) -> bool:
+    """Whether ``provider`` never records a child of a local span it did not record: the API's no-op
+    provider, or an SDK provider whose sampler says so in its (public) description. A provider of any other
+    kind, or a sampler of one's own, is asked for every span, as the SDK would."""
+    if isinstance(provider, trace.NoOpTracerProvider):
+        return True
+    sampler = getattr(provider, "sampler", None)
+    describe = getattr(sampler, "get_description", None)
+    if not callable(describe):
+        return False
+    try:
+        description = describe()
+    except Exception:  # a sampler of one's own that cannot describe itself: ask it for every span
+        return False
+    return isinstance(description, str) and _DROPS_UNSAMPLED_LOCAL_CHILDREN in description
 
 
 def tracer_provider_from_env(service_name: str) -> Any:

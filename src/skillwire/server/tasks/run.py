@@ -66,7 +66,7 @@ from skillwire.protocol.models import (
     agent_text,
     generation_of,
 )
-from skillwire.protocol.states import TaskState, can_transition
+from skillwire.protocol.states import NAMES, TaskState, can_transition
 from skillwire.server.buses.base import Behind, EventBus
 from skillwire.server.context import CallContext
 from skillwire.server.observability import logs
@@ -747,9 +747,11 @@ class TaskRun:
 
     async def _drive(self, work: Work) -> None:
         telemetry = self.runtime.telemetry
+        span = None
         if telemetry is not None:  # this task's context is a copy of the request's: the span is its child
             span = telemetry.run(self.skill_id, self.task_id, self.context_id)
-            telemetry.attach(span)  # for this run's own context only: no detach needed
+            if span is not None:  # (None: it would not be recorded)
+                telemetry.attach(span)  # for this run's own context only: no detach needed
         metrics = self.runtime.metrics
         if metrics is not None:
             began = metrics.run_started()
@@ -779,10 +781,11 @@ class TaskRun:
             if watcher is not None and not watcher.done():
                 watcher.cancel()
             self.runtime.forget(self)
-            if telemetry is not None or metrics is not None:
+            if span is not None or metrics is not None:
                 state = self.task.status.state if self.task is not None else None
-                name = state.name if state is not None else "UNKNOWN"
-                if telemetry is not None:
+                name = NAMES[state] if state is not None else "UNKNOWN"
+                if span is not None:
+                    assert telemetry is not None
                     telemetry.end_run(span, name, state in (TaskState.FAILED, TaskState.REJECTED))
                 if metrics is not None:
                     metrics.run_ended(self.skill_id, name, began)
