@@ -97,3 +97,31 @@ def test_skillwire_version_builds_the_parser_without_what_the_commands_use() -> 
     loaded = _loaded(CASES["skillwire --version"])
     assert [name for name in loaded if name.startswith(NOT_FOR_VERSION)] == []
     assert {"skillwire.cli.console", "skillwire.cli.db"} <= set(loaded)  # their parsers are there
+
+
+def test_importing_the_security_schemes_derives_no_key() -> None:
+    """A start-up derived an scrypt hash at import (55 ms of every `skillwire serve`, an agent without
+    security too). Counted by wrapping hashlib.scrypt in a fresh interpreter before the import."""
+    code = (
+        "import hashlib\ncalls = []\nreal = hashlib.scrypt\n"
+        "hashlib.scrypt = lambda *a, **k: calls.append(1) or real(*a, **k)\n"
+        "import skillwire.security.schemes\nimport skillwire.cli.assembly\nprint(len(calls))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "0"
+
+
+def test_an_unknown_user_is_checked_against_a_valid_hash() -> None:
+    """The hash an unknown user's password is checked against (so that it costs what a wrong password
+    costs) is a real scrypt hash of the parameters in use, which no password tried here matches."""
+    from skillwire.security import schemes
+
+    kind, n, r, p, _salt, _hash = schemes._DUMMY_HASH.split("$")
+    assert (kind, int(n), int(r), int(p)) == (
+        "scrypt",
+        schemes._SCRYPT["n"],
+        schemes._SCRYPT["r"],
+        schemes._SCRYPT["p"],
+    )
+    assert schemes._check_password("", schemes._DUMMY_HASH) is False
+    assert schemes._check_password("s3cret", schemes._DUMMY_HASH) is False

@@ -310,7 +310,10 @@ def _check_password(password: str, stored: str) -> bool:
     return hmac.compare_digest(derived, raw_expected)
 
 
-_DUMMY_HASH = hash_password(secrets.token_urlsafe(16))
+#: What an unknown user's password is checked against, so that an unknown user costs one scrypt like a wrong
+#: password (and is then refused whatever the check says). The hash of a random password nobody kept, made
+#: once by :func:`hash_password` and written here: making it at import cost 55 ms of every start-up.
+_DUMMY_HASH = "scrypt$16384$8$1$nXup4M50satE5nQwskwtug==$mq9lhNiMvuVG7IwrUJcYdFt9DyTmq+L66hwhECBftG0="
 
 
 class HTTPBasic(Scheme):
