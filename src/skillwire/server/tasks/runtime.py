@@ -545,7 +545,11 @@ class TaskRuntime(Recovery, BaseRequestHandler):
             metadata=request.metadata,
         )
         admission = await self.executor.admission(context, self.input_modes)
-        push, records = await self._push_of(request, call, tenant, message.task_id, origin)
+        push, records = (
+            await self._push_of(request, call, tenant, message.task_id, origin)
+            if self.push is not None
+            else ({}, ())
+        )
         keys = self.keys
         if claim is not None and keys is not None and await self._read(keys.store.claim(claim)) is not None:
             raise KeyClaimedError("the request's idempotency key is claimed already")
