@@ -175,6 +175,33 @@ async def test_a_task_started_in_one_process_is_read_listed_followed_and_cancele
         await cb.aclose()
 
 
+async def test_a_blocking_call_whose_task_another_process_cancels_stops_at_once(
+    cluster: Callable[..., Served],
+) -> None:
+    """A new task is watched for an end made elsewhere only from its first commit (before it, no other
+    process can know it): a blocking call's task, found by another process in its listing once it works,
+    canceled there, stops its work in the first process, and the blocking call answers CANCELED."""
+    a, b = cluster(), cluster()
+    ca, cb = await client(a), await client(b)
+    try:
+        blocking = asyncio.create_task(ca.send("x", skill="hold"))
+        listed: list[Task] = []
+        for _ in range(2000):  # each a round trip to B: waits on the processes, not on a clock
+            listed = list((await cb.list_tasks()).tasks)
+            if listed and listed[0].status.state is TaskState.WORKING:
+                break
+        assert listed and listed[0].status.state is TaskState.WORKING, listed
+        canceled = await cb.cancel_task(listed[0].id)
+        assert canceled.status.state is TaskState.CANCELED
+        answered = await asyncio.wait_for(blocking, WAIT)
+        assert isinstance(answered, Task) and answered.id == listed[0].id
+        assert answered.status.state is TaskState.CANCELED
+        a.wait_for_output(f"task {answered.id} was ended by another process")  # A's work stopped
+    finally:
+        await ca.aclose()
+        await cb.aclose()
+
+
 async def test_a_multi_turn_task_is_continued_through_another_process(cluster: Callable[..., Served]) -> None:
     a, b = cluster(), cluster()
     ca, cb = await client(a), await client(b)

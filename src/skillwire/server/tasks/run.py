@@ -270,6 +270,8 @@ class TaskRun:
         self.push_records: list[PushConfigRecord] = list(spec.push_records)
         #: On a bus other processes share: follows this task's events for an end made elsewhere.
         self._watcher: asyncio.Task[None] | None = None
+        #: The watcher waits for the task's first commit (a task no store holds yet is known to nobody else).
+        self._watch_deferred = False
         #: The idempotency claim of the request, made with the next commit (the first, before any work).
         self.claim: Claim | None = spec.claim
         self.replying_to: Keyed | None = spec.replying_to
@@ -334,6 +336,10 @@ class TaskRun:
             self.push_records.clear()
             self.claim = None
             self._publish_through(version)
+            if self._watch_deferred:
+                self._watch_deferred = False
+                if not settles(task.status.state):
+                    self.watch()  # the shared buses replay a task's stream to its first subscriber here
             if write.deliveries and self.runtime.push is not None:
                 self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))
 
@@ -742,7 +748,11 @@ class TaskRun:
                 await self._commit()
             elif self.task is None and eager:
                 await self._materialize()
-        self.watch()
+        if self.committed:
+            self.watch()
+        else:  # no other process can end a task it cannot know yet: watched from its first commit, if it
+            # is still going then (a blocking call's task often settles with its first commit, unwatched)
+            self._watch_deferred = True
         self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
 
     async def _drive(self, work: Work) -> None:
