@@ -1,0 +1,157 @@
+"""Instructions per SendMessage, counted by callgrind: the in-process cost of a set-up, repeatable on a noisy VM.
+
+    python bench/instructions.py [--modes off,metrics,sampled-10] [--store memory://] [--requests 1000]
+
+Wall-clock figures on a shared VM move by 10-20% between runs (docs/performance.md says so for every
+table); ``valgrind --tool=callgrind`` counts the instructions the process executes, which moves by a few
+tenths of a percent from run to run, whatever else the machine is doing. Each set-up serves
+``examples/echo`` (push off, no console) through its ASGI app in process, as bench/telemetry_inprocess.py
+does (its modes: ``off``, ``metrics``, ``api``, ``sdk``, ``batch``, ``sampled-10``; and ``never``, the SDK
+with ``ParentBased(ALWAYS_OFF)``). A child process serves 300 requests to warm up, then ``N`` more, and
+exits; it runs twice, with ``N = 200`` and ``N = 200 + requests``, so start-up and warm-up cancel out of
+the difference, which is divided by ``requests``. Instructions are not time (cache misses, branch
+mispredictions and system calls weigh differently), so read them beside the timed benchmarks, not instead.
+
+Needs valgrind (Debian's package). Nothing here is a test: figures go into docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACING = ("api", "sdk", "batch", "sampled-10", "never")
+WARM_UP = 300
+BASE = 200
+
+
+def _providers(mode: str) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import telemetry_inprocess
+
+    if mode != "never":
+        telemetry_inprocess._providers(mode)
+        return
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+
+    trace.set_tracer_provider(TracerProvider(sampler=ParentBased(ALWAYS_OFF)))
+    metrics.set_meter_provider(metrics.NoOpMeterProvider())
+
+
+async def _serve(mode: str, store: str, requests: int) -> None:
+    from skillwire.cli.assembly import application
+    from skillwire.cli.main import _parse
+
+    extra = ["--metrics"] if mode == "metrics" else ["--otel"] if mode in TRACING else []
+    _, app = application(
+        _parse(["serve", "examples/echo", "--store", store, "--no-push", "--no-console", *extra])
+    )
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+        }
+    ).encode()
+    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"), (b"a2a-version", b"1.0")]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+             "scheme": "http", "path": "/", "raw_path": b"/", "query_string": b"", "root_path": "",
+             "headers": [*headers, (b"content-length", str(len(body)).encode())],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}  # fmt: skip
+    never = asyncio.Event()
+    startup: asyncio.Queue[Any] = asyncio.Queue()
+    answers: asyncio.Queue[Any] = asyncio.Queue()
+    await startup.put({"type": "lifespan.startup"})
+    lifespan = asyncio.create_task(
+        app({"type": "lifespan", "asgi": {"version": "3.0"}}, startup.get, answers.put)
+    )
+    assert (await answers.get())["type"] == "lifespan.startup.complete"
+
+    async def one() -> None:
+        pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> Any:
+            if pending:
+                return pending.pop()
+            await never.wait()
+
+        async def send(message: Any) -> None:
+            pass
+
+        await app(dict(scope), receive, send)
+
+    for _ in range(WARM_UP + requests):
+        await one()
+    del lifespan
+    os._exit(0)  # no shutdown: the same for every N, so nothing of it is left in the difference
+
+
+def _count(mode: str, store: str, requests: int) -> int:
+    with tempfile.TemporaryDirectory() as scratch:
+        store = store.replace("{tmp}", scratch)
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+             "--child", mode, "--store", store, "--requests", str(requests)],
+            capture_output=True, text=True, cwd=ROOT,
+            env={**os.environ, "OTEL_METRICS_EXPORTER": "none", "OTEL_TRACES_EXPORTER": "none"},
+        )  # fmt: skip
+    found = re.search(r"I\s+refs:\s+([\d,]+)", out.stderr)
+    if out.returncode != 0 or found is None:
+        raise SystemExit(f"{mode}: callgrind failed\n{out.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--modes", default="off,metrics,api,never,sampled-10,batch")
+    parser.add_argument("--store", default="memory://", help="a store URL; {tmp} is a fresh directory")
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        os.chdir(ROOT)
+        if args.child in TRACING:
+            _providers(args.child)
+        import logging
+
+        logging.disable(logging.WARNING)
+        asyncio.run(_serve(args.child, args.store, args.requests))
+        return
+    if shutil.which("valgrind") is None:
+        raise SystemExit("needs valgrind: apt-get install -y valgrind")
+    modes = args.modes.split(",")
+    per: dict[str, int] = {}
+    for mode in modes:
+        print(f"{mode}: counting", file=sys.stderr)
+        per[mode] = (
+            _count(mode, args.store, BASE + args.requests) - _count(mode, args.store, BASE)
+        ) // args.requests
+    off = per.get("off")
+    print(f"| set-up ({args.store}) | instructions per SendMessage | vs off |")
+    print("|---|---:|---:|")
+    for mode in modes:
+        versus = (
+            ""
+            if off is None or mode == "off"
+            else f"+{per[mode] - off:,} (+{(per[mode] / off - 1) * 100:.1f}%)"
+        )
+        print(f"| {mode} | {per[mode]:,} | {versus} |")
+
+
+if __name__ == "__main__":
+    main()
