@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -27,16 +26,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))  # telemetry_inprocess, beside this file
 TRACING = ("api", "sdk", "batch", "sampled-10", "never")
 WARM_UP = 300
 BASE = 200
 
 
 def _providers(mode: str) -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
     import telemetry_inprocess
 
     if mode != "never":
@@ -51,51 +49,11 @@ def _providers(mode: str) -> None:
 
 
 async def _serve(mode: str, store: str, requests: int) -> None:
-    from skillwire.cli.assembly import application
-    from skillwire.cli.main import _parse
+    import telemetry_inprocess
 
-    extra = ["--metrics"] if mode == "metrics" else ["--otel"] if mode in TRACING else []
-    _, app = application(
-        _parse(["serve", "examples/echo", "--store", store, "--no-push", "--no-console", *extra])
-    )
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendMessage",
-            "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
-        }
-    ).encode()
-    headers = [(b"host", b"127.0.0.1:8000"), (b"content-type", b"application/json"), (b"a2a-version", b"1.0")]
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-             "scheme": "http", "path": "/", "raw_path": b"/", "query_string": b"", "root_path": "",
-             "headers": [*headers, (b"content-length", str(len(body)).encode())],
-             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000)}  # fmt: skip
-    never = asyncio.Event()
-    startup: asyncio.Queue[Any] = asyncio.Queue()
-    answers: asyncio.Queue[Any] = asyncio.Queue()
-    await startup.put({"type": "lifespan.startup"})
-    lifespan = asyncio.create_task(
-        app({"type": "lifespan", "asgi": {"version": "3.0"}}, startup.get, answers.put)
-    )
-    assert (await answers.get())["type"] == "lifespan.startup.complete"
-
-    async def one() -> None:
-        pending = [{"type": "http.request", "body": body, "more_body": False}]
-
-        async def receive() -> Any:
-            if pending:
-                return pending.pop()
-            await never.wait()
-
-        async def send(message: Any) -> None:
-            pass
-
-        await app(dict(scope), receive, send)
-
+    one, _ = await telemetry_inprocess.serving(mode, store)
     for _ in range(WARM_UP + requests):
         await one()
-    del lifespan
     os._exit(0)  # no shutdown: the same for every N, so nothing of it is left in the difference
 
 

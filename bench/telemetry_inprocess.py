@@ -29,9 +29,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("off", "metrics", "otel-metrics", "api", "sdk", "batch", "sampled-10", "floor")
@@ -81,11 +81,22 @@ def _floor(requests: int) -> float:
     return (time.perf_counter() - started) / requests * 1e6
 
 
-async def _serve(mode: str, requests: int) -> float:
+class Served(NamedTuple):
+    """An app being served in process: ``one()`` sends it a SendMessage and returns the answer's body;
+    ``stop()`` runs its lifespan's shutdown."""
+
+    one: Callable[[], Awaitable[bytes]]
+    stop: Callable[[], Awaitable[None]]
+
+
+async def serving(mode: str, store: str = "memory://") -> Served:
+    """``skillwire serve examples/echo`` (push off, no console) on ``store``, its app started in process, with
+    ``mode``'s observability: ``off``, ``metrics`` (Prometheus), any other ``--otel`` (the providers are the
+    caller's to set up first)."""
     from skillwire.cli.assembly import application
     from skillwire.cli.main import _parse
 
-    argv = ["serve", "examples/echo", "--store", "memory://", "--no-push", "--no-console"]
+    argv = ["serve", "examples/echo", "--store", store, "--no-push", "--no-console"]
     argv += {"metrics": ["--metrics"], "off": []}.get(mode, ["--otel"])
     _, app = application(_parse(argv))
     body = json.dumps(
@@ -139,6 +150,17 @@ async def _serve(mode: str, requests: int) -> float:
         app({"type": "lifespan", "asgi": {"version": "3.0"}}, startup.get, started_up.put)
     )
     assert (await started_up.get())["type"] == "lifespan.startup.complete"
+
+    async def stop() -> None:
+        await startup.put({"type": "lifespan.shutdown"})
+        await started_up.get()
+        await lifespan
+
+    return Served(one, stop)
+
+
+async def _serve(mode: str, requests: int) -> float:
+    one, stop = await serving(mode)
     answer = await one()
     assert b"TASK_STATE_COMPLETED" in answer, answer[:300]
     for _ in range(3000):
@@ -147,9 +169,7 @@ async def _serve(mode: str, requests: int) -> float:
     for _ in range(requests):
         await one()
     elapsed = (time.perf_counter() - started) / requests * 1e6
-    await startup.put({"type": "lifespan.shutdown"})
-    await started_up.get()
-    await lifespan
+    await stop()
     return elapsed
 
 

@@ -167,18 +167,24 @@ def test_a_stream_span_ends_with_the_stream(telemetry: Telemetry, spans: Spans) 
     assert request.end_time is not None and run.end_time is not None
 
 
-def test_a_call_through_three_agents_is_one_trace(telemetry: Telemetry, spans: Spans) -> None:
-    last = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
-    middle_agent = Agent("Middle", "Asks the greeter")
+def relaying_to(greeter_url: str) -> Agent:
+    """An agent whose skill ``relay`` asks the greeter at ``greeter_url`` to greet Ada, with skillwire's client
+    (which carries the current trace context), and answers what it said."""
+    agent = Agent("Middle", "Asks the greeter")
 
-    @middle_agent.skill(tags=["test"])
+    @agent.skill(tags=["test"])
     async def relay(params: Any, ctx: SkillContext) -> str:
         """Asks the greeter."""
-        async with await Client.connect(last.url, timeout=WAIT) as client:
+        async with await Client.connect(greeter_url, timeout=WAIT) as client:
             task = await client.send("Ada")
         return str(task.artifacts[0].parts[0].text)
 
-    middle = start_server(middle_agent.asgi(store="memory://", telemetry=telemetry))
+    return agent
+
+
+def test_a_call_through_three_agents_is_one_trace(telemetry: Telemetry, spans: Spans) -> None:
+    last = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
+    middle = start_server(relaying_to(last.url).asgi(store="memory://", telemetry=telemetry))
     first_agent = Agent("First", "Asks the middle")
 
     @first_agent.skill(tags=["test"])
@@ -471,16 +477,9 @@ def test_children_of_an_unsampled_request_are_not_started(tmp_path: Path) -> Non
     provider = TracerProvider(sampler=sampler)  # type: ignore[arg-type]
     telemetry = Telemetry(provider, store_spans=True)
     last = start_server(example_agent("greeter").asgi(store="memory://", telemetry=telemetry))
-    relay_agent = Agent("Relay", "Asks the greeter")
-
-    @relay_agent.skill(tags=["test"])
-    async def relay(params: Any, ctx: SkillContext) -> str:
-        """Asks the greeter."""
-        async with await Client.connect(last.url, timeout=WAIT) as client:
-            task = await client.send("Ada")
-        return str(task.artifacts[0].parts[0].text)
-
-    first = start_server(relay_agent.asgi(store=f"sqlite:///{tmp_path / 't.db'}", telemetry=telemetry))
+    first = start_server(
+        relaying_to(last.url).asgi(store=f"sqlite:///{tmp_path / 't.db'}", telemetry=telemetry)
+    )
     try:
         assert send(first.url, "go")["task"]["artifacts"][0]["parts"][0]["text"] == "Hi Ada!"
     finally:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from skillwire.errors import A2AError
-from skillwire.protocol.models import Message, SendMessageResponse, StreamResponse, Task
+from skillwire.protocol.models import Message, StreamResponse, Task
 from skillwire.protocol.operations import Operation
 from skillwire.protocol.states import NAMES
 
@@ -123,8 +123,9 @@ class Tracked:
 
 
 def _ending(outcome: Any) -> tuple[str, str]:
-    if type(outcome) is SendMessageResponse and outcome.task is not None:  # the most frequent answer, first
-        return outcome.task.id, NAMES[outcome.task.status.state]
+    task = getattr(outcome, "task", None)  # a SendMessageResponse (the most frequent answer, first)
+    if isinstance(task, Task):
+        return task.id, NAMES[task.status.state]
     if isinstance(outcome, Tracked):
         return outcome.task_id, outcome.state
     if isinstance(outcome, A2AError):
@@ -133,9 +134,6 @@ def _ending(outcome: Any) -> tuple[str, str]:
         return outcome.id, NAMES[outcome.status.state]
     if isinstance(outcome, Message):
         return outcome.task_id or "", "MESSAGE"
-    task = getattr(outcome, "task", None)  # a SendMessageResponse
-    if isinstance(task, Task):
-        return task.id, NAMES[task.status.state]
     if isinstance(getattr(outcome, "message", None), Message):
         return "", "MESSAGE"
     return "", "OK"

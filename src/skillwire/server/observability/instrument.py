@@ -107,15 +107,6 @@ def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *,
 def _store_call(name: str) -> Any:
     async def call(self: _Observed, *args: Any, **kwargs: Any) -> Any:
         telemetry, metrics = self._telemetry, self._metrics
-        if telemetry is None and metrics is not None:  # metrics alone: the common case, kept short
-            started = time.perf_counter()
-            try:
-                result = await getattr(self._inner, name)(*args, **kwargs)
-            except BaseException:
-                metrics.store_call(self._system, name, False, time.perf_counter() - started)
-                raise
-            metrics.store_call(self._system, name, True, time.perf_counter() - started)
-            return result
         span = telemetry.store_call(self._system, name) if telemetry is not None else None
         started = time.perf_counter()
         error: BaseException | None = None

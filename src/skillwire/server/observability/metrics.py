@@ -164,8 +164,6 @@ class Metrics:
         if not sinks:
             raise ValueError("Metrics needs prometheus=True or a meter_provider")
         self._sinks = tuple(sinks)
-        #: the one sink, when there is one (the per-event methods call it without a loop)
-        self._only = sinks[0] if len(sinks) == 1 else None
         self._prometheus = sinks[0] if isinstance(sinks[0], _Prometheus) else None
 
     @property
@@ -177,9 +175,6 @@ class Metrics:
 
     def request(self, binding: str, operation: str, outcome: str, started: float) -> None:
         seconds = time.perf_counter() - started
-        if self._only is not None:
-            self._only.request(binding, operation, outcome, seconds)
-            return
         for sink in self._sinks:
             sink.request(binding, operation, outcome, seconds)
 
@@ -202,17 +197,11 @@ class Metrics:
     def run_ended(self, skill: str, state: str, started: float) -> None:
         self.running -= 1
         seconds = time.perf_counter() - started
-        if self._only is not None:
-            self._only.run(skill, state, seconds)
-            return
         for sink in self._sinks:
             sink.run(skill, state, seconds)
 
     def store_call(self, system: str, operation: str, ok: bool, seconds: float) -> None:
         outcome = "ok" if ok else "error"
-        if self._only is not None:
-            self._only.store(system, operation, outcome, seconds)
-            return
         for sink in self._sinks:
             sink.store(system, operation, outcome, seconds)
 
@@ -280,32 +269,18 @@ class _Prometheus:
         self.registry.register(self)
 
     def request(self, binding: str, operation: str, outcome: str, seconds: float) -> None:
-        key = (binding, operation, outcome)
-        counts = self._requests
-        counts[key] = counts.get(key, 0) + 1
-        cells = self._request_seconds
-        cell = cells.get(key[:2]) or _cell(cells, key[:2], _REQUEST_BUCKETS)
-        cell[bisect_left(_REQUEST_BUCKETS, seconds)] += 1
-        cell[-1] += seconds
+        _add(self._requests, (binding, operation, outcome), 1)
+        _observe(self._request_seconds, (binding, operation), _REQUEST_BUCKETS, seconds)
 
     def rejected(self, budget: str) -> None:
         _add(self._counts["_rejected"], (budget,), 1)
 
     def run(self, skill: str, state: str, seconds: float) -> None:
-        key = (skill, state)
-        counts = self._runs
-        counts[key] = counts.get(key, 0) + 1
-        cells = self._run_seconds
-        cell = cells.get(key) or _cell(cells, key, _RUN_BUCKETS)
-        cell[bisect_left(_RUN_BUCKETS, seconds)] += 1
-        cell[-1] += seconds
+        _add(self._runs, (skill, state), 1)
+        _observe(self._run_seconds, (skill, state), _RUN_BUCKETS, seconds)
 
     def store(self, system: str, operation: str, outcome: str, seconds: float) -> None:
-        key = (system, operation, outcome)
-        cells = self._store_seconds
-        cell = cells.get(key) or _cell(cells, key, _IO_BUCKETS)
-        cell[bisect_left(_IO_BUCKETS, seconds)] += 1
-        cell[-1] += seconds
+        _observe(self._store_seconds, (system, operation, outcome), _IO_BUCKETS, seconds)
 
     def bus_write(self, system: str, seconds: float, events: int) -> None:
         _observe(self._cells["_write_seconds"], (system,), _IO_BUCKETS, seconds)
@@ -356,21 +331,14 @@ def _add(counts: dict[tuple[str, ...], float], key: tuple[str, ...], amount: flo
     counts[key] = counts.get(key, 0) + amount
 
 
-def _cell(
-    cells: dict[tuple[str, ...], list[float]], key: tuple[str, ...], bounds: tuple[float, ...]
-) -> list[float]:
-    """The histogram cell of ``key``, made empty on first use: a count per bucket (the last one +Inf; a
-    duration counts in the first bucket whose bound it does not exceed, found with ``bisect_left``), then the
-    sum."""
-    cell = cells[key] = [0.0] * (len(bounds) + 2)
-    return cell
-
-
 def _observe(
     cells: dict[tuple[str, ...], list[float]], key: tuple[str, ...], bounds: tuple[float, ...], seconds: float
 ) -> None:
-    """One duration into the histogram cell of ``key`` (the hot paths above do the same inline)."""
-    cell = cells.get(key) or _cell(cells, key, bounds)
+    """One duration into the histogram cell of ``key``, made on first use: a count per bucket (the last one
+    +Inf; a duration counts in the first bucket whose bound it does not exceed), then the sum."""
+    cell = cells.get(key)
+    if cell is None:
+        cell = cells[key] = [0.0] * (len(bounds) + 2)
     cell[bisect_left(bounds, seconds)] += 1
     cell[-1] += seconds
 

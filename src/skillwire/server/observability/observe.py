@@ -111,9 +111,7 @@ class Watch:
             if metrics is not None:
                 if self.streaming:
                     metrics.stream_closed()
-                metrics.request(self.binding, self.operation.value, state, self.started)
-                if isinstance(outcome, A2AError):  # refused by a budget, maybe
-                    _count_budget(metrics, outcome)
+                _count(metrics, self.binding, self.operation.value, state, outcome, self.started)
         logs.unbind_request(self._bound)
 
 
@@ -151,10 +149,6 @@ def _count(metrics: Metrics, binding: str, operation: str, state: str, outcome: 
     """Count a request answered with ``outcome`` (``state``: its outcome label), and the budget that
     refused it, if one did."""
     metrics.request(binding, operation, state, started)
-    _count_budget(metrics, outcome)
-
-
-def _count_budget(metrics: Metrics, outcome: Any) -> None:
     budget = budget_of(outcome)
     if budget:
         metrics.rejected(budget)

@@ -545,10 +545,11 @@ class TaskRuntime(Recovery, BaseRequestHandler):
             metadata=request.metadata,
         )
         admission = await self.executor.admission(context, self.input_modes)
+        service = self.push
         push, records = (
-            await self._push_of(request, call, tenant, message.task_id, origin)
-            if self.push is not None
-            else ({}, ())
+            await self._push_of(service, request, call, tenant, message.task_id, origin)
+            if service is not None
+            else ({}, ())  # push off: nothing to look up
         )
         keys = self.keys
         if claim is not None and keys is not None and await self._read(keys.store.claim(claim)) is not None:
@@ -571,6 +572,7 @@ class TaskRuntime(Recovery, BaseRequestHandler):
 
     async def _push_of(
         self,
+        push: PushService,
         request: SendMessageRequest,
         call: CallContext,
         tenant: str,
@@ -579,19 +581,17 @@ class TaskRuntime(Recovery, BaseRequestHandler):
     ) -> tuple[dict[str, str], tuple[PushConfigRecord, ...]]:
         """The run's push configs (id -> delivery shape): those its task has, with the one its SendMessage
         gives inline, which is stored with a new task's first write (the record returned) or now for a task
-        that exists."""
-        if self.push is None:
-            return {}, ()
-        targets = await self.push.targets(tenant, task_id) if origin is not None else {}
+        that exists (``push``: the runtime's push service)."""
+        targets = await push.targets(tenant, task_id) if origin is not None else {}
         config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
         if inline is None:
             return targets, ()
-        await self._read(self.push.admit(tenant))
+        await self._read(push.admit(tenant))
         if origin is None:
-            stored, record = self.push.record(inline, tenant, task_id, call)
+            stored, record = push.record(inline, tenant, task_id, call)
             return {stored.id: record.shape}, (record,)
-        stored, shape = await self._read(self.push.put(inline, tenant, task_id, call))
+        stored, shape = await self._read(push.put(inline, tenant, task_id, call))
         return {**targets, stored.id: shape}, ()
 
     async def _read(self, read: Awaitable[T]) -> T:
