@@ -545,11 +545,10 @@ class TaskRuntime(Recovery, BaseRequestHandler):
             metadata=request.metadata,
         )
         admission = await self.executor.admission(context, self.input_modes)
-        service = self.push
         push, records = (
-            await self._push_of(service, request, call, tenant, message.task_id, origin)
-            if service is not None
-            else ({}, ())  # push off: nothing to look up
+            ({}, ())
+            if self.push is None
+            else await self._push_of(request, call, tenant, message.task_id, origin)
         )
         keys = self.keys
         if claim is not None and keys is not None and await self._read(keys.store.claim(claim)) is not None:
@@ -572,16 +571,17 @@ class TaskRuntime(Recovery, BaseRequestHandler):
 
     async def _push_of(
         self,
-        push: PushService,
         request: SendMessageRequest,
         call: CallContext,
         tenant: str,
         task_id: str,
         origin: StoredTask | None,
     ) -> tuple[dict[str, str], tuple[PushConfigRecord, ...]]:
-        """The run's push configs (id -> delivery shape): those its task has, with the one its SendMessage
-        gives inline, which is stored with a new task's first write (the record returned) or now for a task
-        that exists (``push``: the runtime's push service)."""
+        """The run's push configs (id -> delivery shape), with push on: those its task has, with the one its
+        SendMessage gives inline, which is stored with a new task's first write (the record returned) or now
+        for a task that exists."""
+        push = self.push
+        assert push is not None  # (the caller skips this with push off)
         targets = await push.targets(tenant, task_id) if origin is not None else {}
         config = request.configuration
         inline = config.task_push_notification_config if config is not None else None
