@@ -172,6 +172,11 @@ def test_store_calls_are_timed(tmp_path: Path) -> None:
     assert value(samples, "skillwire_store_operation_duration_seconds_sum", **commit) > 0
     read = {"system": "sqlite", "operation": "get", "outcome": "ok"}
     assert value(samples, "skillwire_store_operation_duration_seconds_count", **read) >= 1
+    # a series is exposed once it has a duration: no call failed, so there is no error series at all
+    outcomes = {
+        dict(labels).get("outcome") for name, labels in samples if name.startswith("skillwire_store_op")
+    }
+    assert outcomes == {"ok"}
 
 
 def test_a_failing_store_call_is_counted_as_an_error(tmp_path: Path) -> None:
@@ -419,9 +424,12 @@ def test_requests_that_never_became_calls_are_counted() -> None:
 
 
 def test_the_exposition_is_what_prometheus_client_would_write() -> None:
-    """The app keeps its counts and durations as plain numbers; scraped, they must read exactly as
-    prometheus-client's own Counter and Histogram fed the same events would (the oracle here), bucket by
-    bucket, durations on a bucket's bound and past the last one included."""
+    """The app keeps its counts and durations as plain numbers, folded into buckets in batches; scraped,
+    they must read exactly as prometheus-client's own Counter and Histogram fed the same events would (the
+    oracle here), bucket by bucket and sum by sum: durations on a bucket's bound and past the last one, more
+    of them than a series holds before it folds, and a scrape halfway included."""
+    import random
+
     import prometheus_client as prom
 
     from skillwire.server.observability import metrics as module
@@ -432,21 +440,17 @@ def test_the_exposition_is_what_prometheus_client_would_write() -> None:
     requests = prom.Counter("skillwire_requests", "", ("binding", "operation", "outcome"), registry=registry)
     durations = prom.Histogram("skillwire_request_duration_seconds", "", ("binding", "operation"),
                                buckets=module._REQUEST_BUCKETS, registry=registry)  # fmt: skip
+    runs = prom.Counter("skillwire_task_runs", "", ("skill", "state"), registry=registry)
+    run_durations = prom.Histogram("skillwire_task_run_duration_seconds", "", ("skill", "state"),
+                                   buckets=module._RUN_BUCKETS, registry=registry)  # fmt: skip
     stores = prom.Histogram("skillwire_store_operation_duration_seconds", "", ("system", "operation", "outcome"),
                             buckets=module._IO_BUCKETS, registry=registry)  # fmt: skip
     pruned = prom.Counter("skillwire_tasks_pruned", "", registry=registry)
-    seconds = [0.0, 0.0005, 0.0004999, 0.0005001, 0.003, 1, 60, 61.5, 1e6, *module._IO_BUCKETS]
-    for index, duration in enumerate(seconds):
-        outcome = ("COMPLETED", "FAILED", "TASK_NOT_FOUND")[index % 3]
-        binding = ("JSONRPC", "GRPC")[index % 2]
-        ours._sinks[0].request(binding, "SendMessage", outcome, duration)
-        requests.labels(binding, "SendMessage", outcome).inc()
-        durations.labels(binding, "SendMessage").observe(duration)
-        ours.store_call("sqlite", "commit", index % 4 != 0, duration)
-        stores.labels("sqlite", "commit", "ok" if index % 4 != 0 else "error").observe(duration)
-    ours.tasks_pruned(7)
-    pruned.inc(7)
-    ours.store_stats(StoreStats(tasks={"TASK_STATE_COMPLETED": 3}, size_bytes=4096))
+    ok, failed = ours.store_timers("sqlite", "commit")
+    edges = [0.0, 0.0005, 0.0004999, 0.0005001, 0.003, 1, 60, 61.5, 1e6, *module._IO_BUCKETS,
+             *module._REQUEST_BUCKETS, *module._RUN_BUCKETS]  # fmt: skip
+    draw = random.Random(31)
+    seconds = edges + [draw.choice(edges) * draw.choice((1, 0.5, 1.5)) for _ in range(3 * module._FOLD_AT)]
 
     def samples(text: str, prefix: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return {
@@ -456,13 +460,35 @@ def test_the_exposition_is_what_prometheus_client_would_write() -> None:
             if sample.name.startswith(prefix) and not sample.name.endswith("_created")
         }
 
+    prefixes = ("skillwire_requests_total", "skillwire_request_duration", "skillwire_task_run",
+                "skillwire_store_operation", "skillwire_tasks_pruned")  # fmt: skip
+
+    def same_as_the_oracle() -> None:
+        exposed = ours.exposition()[0].decode()
+        oracle = prom.generate_latest(registry).decode()
+        for prefix in prefixes:
+            expected = samples(oracle, prefix)
+            assert expected, prefix
+            assert samples(exposed, prefix) == expected, prefix
+
+    for index, duration in enumerate(seconds):
+        outcome = ("COMPLETED", "FAILED", "TASK_NOT_FOUND")[index % 3]
+        binding = ("JSONRPC", "GRPC")[index % 2]
+        ours._sinks[0].request(binding, "SendMessage", outcome, duration)
+        requests.labels(binding, "SendMessage", outcome).inc()
+        durations.labels(binding, "SendMessage").observe(duration)
+        ours._sinks[0].run("echo", outcome, duration)
+        runs.labels("echo", outcome).inc()
+        run_durations.labels("echo", outcome).observe(duration)
+        (ok if index % 4 else failed)(duration)
+        stores.labels("sqlite", "commit", "ok" if index % 4 else "error").observe(duration)
+        if index == len(seconds) // 2:
+            ours.tasks_pruned(7)
+            pruned.inc(7)
+            same_as_the_oracle()
+    same_as_the_oracle()
+    ours.store_stats(StoreStats(tasks={"TASK_STATE_COMPLETED": 3}, size_bytes=4096))
     exposed = ours.exposition()[0].decode()
-    oracle = prom.generate_latest(registry).decode()
-    for prefix in ("skillwire_requests_total", "skillwire_request_duration", "skillwire_store_operation",
-                   "skillwire_tasks_pruned"):  # fmt: skip
-        expected = samples(oracle, prefix)
-        assert expected, prefix
-        assert samples(exposed, prefix) == expected, prefix
     stored = samples(exposed, "skillwire_store_tasks")
     assert stored[("skillwire_store_tasks", (("state", "TASK_STATE_COMPLETED"),))] == 3
     assert stored[("skillwire_store_tasks", (("state", "TASK_STATE_FAILED"),))] == 0

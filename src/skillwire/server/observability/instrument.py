@@ -49,13 +49,12 @@ def system_of(thing: object) -> str:
 
 
 class _Observed:
-    __slots__ = ("_inner", "_metrics", "_system", "_telemetry")
+    __slots__ = ("_inner", "_system", "_telemetry")
 
-    def __init__(self, inner: object, telemetry: Telemetry | None, metrics: Metrics | None) -> None:
+    def __init__(self, inner: object, telemetry: Telemetry | None) -> None:
         self._inner = inner
         self._system = system_of(inner)
         self._telemetry = telemetry if telemetry is not None and telemetry.store_spans else None
-        self._metrics = metrics
 
     def __repr__(self) -> str:
         return f"observed({self._inner!r})"
@@ -88,12 +87,14 @@ def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *,
     """A stand-in for ``inner``: a store's coroutine methods timed (``store``), else a bus's ``publish``
     in a span; every other public attribute forwarded."""
     namespace: dict[str, Any] = {"__slots__": ()}
+    system = system_of(inner)
+    spans = telemetry if telemetry is not None and telemetry.store_spans else None
     for name in dir(inner):
         if name.startswith("_"):
             continue
         value = getattr(inner, name)
         if store and inspect.iscoroutinefunction(value):
-            namespace[name] = _store_call(name)
+            namespace[name] = _store_call(name, system, spans, metrics)
         elif not store and name == "publish":
             namespace[name] = _publish
         elif inspect.ismethod(value):
@@ -101,26 +102,32 @@ def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *,
         else:
             namespace[name] = _forward_property(name)
     kind = type(f"Observed{type(inner).__name__}", (_Observed,), namespace)
-    return cast(T, kind(inner, telemetry, metrics))
+    return cast(T, kind(inner, telemetry))
 
 
-def _store_call(name: str) -> Any:
+def _store_call(name: str, system: str, telemetry: Telemetry | None, metrics: Metrics | None) -> Any:
+    """A store's coroutine method ``name``, timed into ``metrics`` and in a span of ``telemetry``."""
+    ok, failed = metrics.store_timers(system, name) if metrics is not None else (None, None)
+    clock = time.perf_counter
+
     async def call(self: _Observed, *args: Any, **kwargs: Any) -> Any:
-        telemetry, metrics = self._telemetry, self._metrics
-        span = telemetry.store_call(self._system, name) if telemetry is not None else None
-        started = time.perf_counter()
-        error: BaseException | None = None
+        span = telemetry.store_call(system, name) if telemetry is not None else None
+        started = clock()
         try:
-            return await getattr(self._inner, name)(*args, **kwargs)
+            result = await getattr(self._inner, name)(*args, **kwargs)
         except BaseException as exc:
-            error = exc
-            raise
-        finally:
-            if metrics is not None:
-                metrics.store_call(self._system, name, error is None, time.perf_counter() - started)
+            if failed is not None:
+                failed(clock() - started)
             if span is not None:
                 assert telemetry is not None
-                telemetry.end_call(span, error)
+                telemetry.end_call(span, exc)
+            raise
+        if ok is not None:
+            ok(clock() - started)
+        if span is not None:
+            assert telemetry is not None
+            telemetry.end_call(span, None)
+        return result
 
     call.__name__ = call.__qualname__ = name
     return call

@@ -55,9 +55,12 @@ caller sends, so the number of series stays small.
 
 from __future__ import annotations
 
+import collections
+import functools
 import itertools
+import operator
 import time
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -200,10 +203,28 @@ class Metrics:
         for sink in self._sinks:
             sink.run(skill, state, seconds)
 
-    def store_call(self, system: str, operation: str, ok: bool, seconds: float) -> None:
-        outcome = "ok" if ok else "error"
-        for sink in self._sinks:
-            sink.store(system, operation, outcome, seconds)
+    def store_timers(
+        self, system: str, operation: str
+    ) -> tuple[Callable[[float], None], Callable[[float], None]]:
+        """What a store's stand-in calls with the seconds one call of ``operation`` took: one for a call that
+        returned, one for a call that raised (each made once, so that a call costs no lookup)."""
+        return self._timer(system, operation, "ok"), self._timer(system, operation, "error")
+
+    def _timer(self, system: str, operation: str, outcome: str) -> Callable[[float], None]:
+        timers = [
+            sink.store_timer(system, operation, outcome)
+            if isinstance(sink, _Prometheus)
+            else functools.partial(sink.store, system, operation, outcome)
+            for sink in self._sinks
+        ]
+        if len(timers) == 1:
+            return timers[0]
+
+        def every(seconds: float) -> None:
+            for timer in timers:
+                timer(seconds)
+
+        return every
 
     def bus_wrote(self, system: str, seconds: float, events: int) -> None:
         for sink in self._sinks:
@@ -232,10 +253,14 @@ class _Prometheus:
 
     Why not prometheus-client's own ``Counter`` and ``Histogram``: each ``inc`` takes a lock, and each
     ``observe`` scans its buckets and increments three values, each behind its own lock; a SendMessage made
-    eight of those lock round trips, the better part of the 14 µs metrics cost it (bench/telemetry_inprocess.py,
-    docs/performance.md). Here a count is a dict lookup and an add, and a duration a ``bisect`` into its
-    bucket. prometheus-client still owns the format: a collector in a registry of the app's own yields its
-    metric families when scraped, and ``generate_latest`` writes them.
+    eight of those lock round trips (bench/telemetry_inprocess.py, docs/performance.md). Here a histogram's
+    series is a :class:`_Series`: a duration is appended to a list as it comes, and the list is folded into
+    buckets (a sort, then one bisect per bound, in C) when it is full or scraped. A counter whose labels are
+    a histogram's (task runs) is that histogram's count; the request counter's extra label, the outcome, is
+    appended beside the duration. So recording a request is one dict lookup and two appends, and a store
+    call, whose series its stand-in holds, two appends (bench/instructions.py). prometheus-client still owns
+    the format: a collector in a registry of the app's own yields its metric families when scraped, and
+    ``generate_latest`` writes them.
 
     No lock: every report comes from the event loop's thread (the bindings, the task runtime, the store's
     stand-in, a bus's writer task), and the scrape is answered on it too. Counters carry no ``_created``
@@ -249,41 +274,55 @@ class _Prometheus:
             raise MissingExtraError("metrics need prometheus-client", "otel") from None
         self._prom, self._core, self._owner = prom, core, owner
         go_string: Callable[[float], str] = utils.floatToGoString  # how prometheus-client writes a bound
-        #: counts by label values, and a histogram's cells by label values: its buckets' own counts (not
-        #: cumulative; the last one is +Inf) followed by the sum of what it observed
-        self._counts: dict[str, dict[tuple[str, ...], float]] = {}
-        self._cells: dict[str, dict[tuple[str, ...], list[float]]] = {}
-        for row in _INSTRUMENTS:
-            if row.kind == "counter":
-                self._counts[row.attribute] = {} if row.labels else {(): 0.0}
-            elif row.kind == "histogram":
-                self._cells[row.attribute] = {}
-        self._requests = self._counts["_requests"]
-        self._request_seconds = self._cells["_request_seconds"]
-        self._runs = self._counts["_runs"]
-        self._run_seconds = self._cells["_run_seconds"]
-        self._store_seconds = self._cells["_store_seconds"]
+        #: counts by label values (the counters that are not a histogram's count)
+        self._counts: dict[str, dict[tuple[str, ...], float]] = {
+            row.attribute: {} if row.labels else {(): 0.0}
+            for row in _INSTRUMENTS
+            if row.kind == "counter" and row.attribute not in _COUNTED_BY
+        }
+        #: each histogram's series by label values
+        self._series: dict[str, dict[tuple[str, ...], _Series]] = {
+            row.attribute: {} for row in _INSTRUMENTS if row.kind == "histogram"
+        }
+        self._buckets = {row.attribute: row.buckets for row in _INSTRUMENTS if row.kind == "histogram"}
+        self._requests = self._series["_request_seconds"]
+        self._runs = self._series["_run_seconds"]
         self._bounds = {row.attribute: [go_string(b) for b in (*row.buckets, float("inf"))]
                         for row in _INSTRUMENTS if row.kind == "histogram"}  # fmt: skip
         self.registry = prom.CollectorRegistry(auto_describe=True)
         self.registry.register(self)
 
+    def series(self, attribute: str, key: tuple[str, ...]) -> _Series:
+        """The series of histogram ``attribute`` with these label values, made on first use."""
+        table = self._series[attribute]
+        found = table.get(key)
+        if found is None:
+            found = table[key] = _Series(self._buckets[attribute])
+        return found
+
     def request(self, binding: str, operation: str, outcome: str, seconds: float) -> None:
-        _add(self._requests, (binding, operation, outcome), 1)
-        _observe(self._request_seconds, (binding, operation), _REQUEST_BUCKETS, seconds)
+        series = self._requests.get((binding, operation))
+        if series is None:
+            series = self.series("_request_seconds", (binding, operation))
+        series.add(seconds, outcome)
 
     def rejected(self, budget: str) -> None:
         _add(self._counts["_rejected"], (budget,), 1)
 
     def run(self, skill: str, state: str, seconds: float) -> None:
-        _add(self._runs, (skill, state), 1)
-        _observe(self._run_seconds, (skill, state), _RUN_BUCKETS, seconds)
+        series = self._runs.get((skill, state))
+        if series is None:
+            series = self.series("_run_seconds", (skill, state))
+        series.add(seconds)
 
     def store(self, system: str, operation: str, outcome: str, seconds: float) -> None:
-        _observe(self._store_seconds, (system, operation, outcome), _IO_BUCKETS, seconds)
+        self.series("_store_seconds", (system, operation, outcome)).add(seconds)
+
+    def store_timer(self, system: str, operation: str, outcome: str) -> Callable[[float], None]:
+        return self.series("_store_seconds", (system, operation, outcome)).add
 
     def bus_write(self, system: str, seconds: float, events: int) -> None:
-        _observe(self._cells["_write_seconds"], (system,), _IO_BUCKETS, seconds)
+        self.series("_write_seconds", (system,)).add(seconds)
         _add(self._counts["_written"], (system,), events)
 
     def pruned(self, count: int) -> None:
@@ -297,19 +336,22 @@ class _Prometheus:
     def collect(self) -> Any:
         """Every metric as a prometheus-client metric family, in the order of the module's table."""
         core, owner = self._core, self._owner
+        for table in self._series.values():
+            for series in table.values():
+                series.fold()
         for row in _INSTRUMENTS:
             labels = list(row.labels)
             if row.kind == "counter":
                 family: Any = core.CounterMetricFamily(row.prometheus, row.description, labels=labels)
-                for key, count in list(self._counts[row.attribute].items()):
+                for key, count in self._counted(row.attribute).items():
                     family.add_metric(key, count)
             elif row.kind == "histogram":
                 family = core.HistogramMetricFamily(row.prometheus, row.description, labels=labels)
                 bounds = self._bounds[row.attribute]
-                for key, cell in list(self._cells[row.attribute].items()):
-                    family.add_metric(
-                        key, list(zip(bounds, itertools.accumulate(cell[:-1]), strict=True)), cell[-1]
-                    )
+                for key, series in list(self._series[row.attribute].items()):
+                    if series.count:  # (a store call's error series is made before its first error)
+                        buckets = list(zip(bounds, itertools.accumulate(series.buckets), strict=True))
+                        family.add_metric(key, buckets, series.total)
             else:
                 assert row.read is not None
                 family = core.GaugeMetricFamily(row.prometheus, row.description, labels=labels)
@@ -321,26 +363,75 @@ class _Prometheus:
                     family.add_metric([], reading)
             yield family
 
+    def _counted(self, attribute: str) -> dict[tuple[str, ...], float]:
+        """A counter's values by label values: kept as such, or read from the histogram that counts it."""
+        if attribute == "_requests":
+            return {(*key, outcome): count for key, series in list(self._requests.items())
+                    for outcome, count in series.labelled.items()}  # fmt: skip
+        if attribute == "_runs":
+            return {key: series.count for key, series in list(self._runs.items()) if series.count}
+        return dict(self._counts[attribute])
+
     def exposition(self) -> tuple[bytes, bytes]:
         body: bytes = self._prom.generate_latest(self.registry)
         content_type: Any = self._prom.CONTENT_TYPE_LATEST
         return body, str(content_type).encode()
 
 
+#: The counters a histogram of the same call counts: requests (by outcome too) and task runs.
+_COUNTED_BY = {"_requests": "_request_seconds", "_runs": "_run_seconds"}
+#: Durations a series holds before it folds them into its buckets (at most 8 KiB of them, and a sort of 256
+#: floats in C is far cheaper than 256 bisects in Python).
+_FOLD_AT = 256
+
+
+class _Series:
+    """One histogram series: its bucket counts (each bucket's own; the last one is +Inf), its sum and count,
+    and the durations (with their labels, for a counter with one more label) not folded in yet."""
+
+    __slots__ = ("bounds", "buckets", "count", "labelled", "labels", "seconds", "total")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.buckets = [0] * (len(bounds) + 1)
+        self.total = 0.0
+        self.count = 0
+        self.seconds: list[float] = []
+        self.labels: list[str] = []
+        #: counts by the extra label
+        self.labelled: dict[str, int] = {}
+
+    def add(self, seconds: float, label: str = "") -> None:
+        """One duration (and, for a counter with one more label, that label's value)."""
+        self.seconds.append(seconds)
+        if label:
+            self.labels.append(label)
+        if len(self.seconds) >= _FOLD_AT:
+            self.fold()
+
+    def fold(self) -> None:
+        """The durations not counted yet, into the buckets: a duration counts in the first bucket whose
+        bound it does not exceed. The sum adds them in the order they came, as a running sum would."""
+        seconds = self.seconds
+        if not seconds:
+            return
+        self.total = functools.reduce(operator.add, seconds, self.total)
+        self.count += len(seconds)
+        seconds.sort()
+        below = 0
+        for index, bound in enumerate(self.bounds):
+            upto = bisect_right(seconds, bound)
+            self.buckets[index] += upto - below
+            below = upto
+        self.buckets[-1] += len(seconds) - below
+        seconds.clear()
+        for label, count in collections.Counter(self.labels).items():
+            self.labelled[label] = self.labelled.get(label, 0) + count
+        self.labels.clear()
+
+
 def _add(counts: dict[tuple[str, ...], float], key: tuple[str, ...], amount: float) -> None:
     counts[key] = counts.get(key, 0) + amount
-
-
-def _observe(
-    cells: dict[tuple[str, ...], list[float]], key: tuple[str, ...], bounds: tuple[float, ...], seconds: float
-) -> None:
-    """One duration into the histogram cell of ``key``, made on first use: a count per bucket (the last one
-    +Inf; a duration counts in the first bucket whose bound it does not exceed), then the sum."""
-    cell = cells.get(key)
-    if cell is None:
-        cell = cells[key] = [0.0] * (len(bounds) + 2)
-    cell[bisect_left(bounds, seconds)] += 1
-    cell[-1] += seconds
 
 
 class _OpenTelemetry:
