@@ -218,6 +218,74 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
     assert largest < 22 * 1024 * 1024, f"the WAL grew to {largest} bytes"
 
 
+async def test_sqlite_writes_a_batch_of_new_tasks_on_the_loop_without_the_writer_thread(
+    tmp_path: Path,
+) -> None:
+    """Small new tasks queued while the writer thread is idle are written on the event loop's thread (no
+    thread hand-off); a write to a stored task still takes the thread's way. Here the thread cannot apply
+    anything (the test holds the lock it takes for each batch): the new tasks are stored all the same, the
+    update waits for the thread."""
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    first = make_task(context_id="c1")
+    try:
+        await save(store, first)
+        gate = store._checkpointer.gate  # type: ignore[union-attr]
+        with gate:
+            new = [make_task(context_id="c2") for _ in range(20)]
+            await asyncio.wait_for(asyncio.gather(*(save(store, task) for task in new)), 30)
+            changed = msgspec.structs.replace(
+                first, status=msgspec.structs.replace(first.status, state=TaskState.COMPLETED)
+            )
+            update = asyncio.ensure_future(save(store, changed, version=2, base=1))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert not update.done()
+        await asyncio.wait_for(update, 30)
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        stored = dict(conn.execute("SELECT id, version FROM tasks").fetchall())
+    assert stored == {first.id: 2, **{task.id: 1 for task in new}}
+
+
+async def test_sqlite_a_batch_the_loop_finds_locked_goes_to_the_writer_thread(tmp_path: Path) -> None:
+    """The loop's connection never waits for SQLite's write lock: another connection holds it here, the
+    loop's INSERT fails with SQLITE_BUSY without writing anything, and the writer thread, which waits its
+    turn, stores the task once the lock is released."""
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path, timeout=60)
+    await store.open()
+    task = make_task()
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        pending = asyncio.ensure_future(save(store, task))
+        for _ in range(3):  # queued, then tried on the loop: the lock is held
+            await asyncio.sleep(0)
+        assert not pending.done()
+        other.execute("ROLLBACK")
+        await asyncio.wait_for(pending, 30)
+        assert (await store.get(task.id)) is not None
+    finally:
+        other.close()
+        await store.close()
+
+
+async def test_sqlite_a_write_queued_as_the_store_closes_is_stored(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    await store.open()
+    task = make_task()
+    pending = asyncio.ensure_future(save(store, task))
+    await asyncio.sleep(0)  # queued, not written yet
+    await store.close()
+    await asyncio.wait_for(pending, 30)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("SELECT id FROM tasks").fetchall() == [(task.id,)]
+
+
 # -- push notifications: what is particular to each store -------------------------------------------------
 
 

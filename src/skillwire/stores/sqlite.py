@@ -384,15 +384,23 @@ class SQLiteTaskStore:
     async def open(self) -> None:
         if self._writer is not None:
             return
+        opened: list[sqlite3.Connection] = []
         try:
-            conn = await asyncio.to_thread(self._prepare)
+            opened.append(conn := await asyncio.to_thread(self._prepare))
+            # the loop's own connection, which never waits for a lock (see GroupWriter._flush)
+            opened.append(now := await asyncio.to_thread(connect, self.path, 0))
             checkpointer = Checkpointer(self.path, self.timeout)
         except (sqlite3.Error, OSError) as exc:
+            for made in opened:
+                made.close()
+            if opened:
+                self._lock.release()
             raise StoreError(f"cannot open the SQLite store at {self.path}: {exc}") from exc
-        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see Checkpointer)
+        for connection in (conn, now):
+            connection.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's job (see Checkpointer)
         self._pool = ThreadPoolExecutor(self._readers, thread_name_prefix="skillwire-sqlite-reader")
         checkpointer.start()
-        writer = GroupWriter(conn, asyncio.get_running_loop(), checkpointer, lambda: self.max_log_bytes)
+        writer = GroupWriter(conn, asyncio.get_running_loop(), checkpointer, lambda: self.max_log_bytes, now)
         writer.start()
         self._writer = writer
         self._checkpointer = checkpointer
@@ -403,6 +411,7 @@ class SQLiteTaskStore:
         if writer is not None:
             writer.stop()
             await asyncio.to_thread(writer.join)
+            writer.close_loop_connection()
         checkpointer, self._checkpointer = self._checkpointer, None
         if checkpointer is not None:
             checkpointer.stop()
@@ -444,9 +453,10 @@ class SQLiteTaskStore:
     # -- the protocol -----------------------------------------------------------------------------------------
 
     async def commit(self, write: TaskWrite) -> None:
-        if self._writer is None:
+        writer = self._writer
+        if writer is None:
             raise StoreError("the SQLite store is not open")
-        await self._writer.submit(write)
+        await writer.submit(write)
 
     async def get(
         self, task_id: str, *, tenant: str = "", history_length: int | None = None
