@@ -447,6 +447,25 @@ async def test_without_asyncpg_open_store_says_how_to_install_it() -> None:
     assert code == 0 and install_command("postgres") in out, out  # the command for where skillwire runs
 
 
+async def test_a_call_waits_for_a_busy_pool_only_as_long_as_the_timeout(pg_url: str) -> None:
+    """A call takes an idle connection at once; with none idle (here the pool's only connection is held) it
+    waits at most ``timeout`` seconds for one, then fails with StoreError; once the connection is free, calls
+    work again."""
+    joiner = "&" if "?" in pg_url else "?"
+    store = await opened(f"{pg_url}{joiner}pool=1&timeout=0.5")
+    try:
+        task = make_task()
+        await save(store, task)  # an idle connection: taken at once
+        async with store._conn():  # the only connection, held
+            async with asyncio.timeout(WAIT):
+                with pytest.raises(StoreError):
+                    await store.get(task.id)
+        stored = await store.get(task.id)
+        assert stored is not None and stored.task == task
+    finally:
+        await store.close()
+
+
 def test_url_options_are_checked() -> None:
     store = open_store("postgres://u@h/db?schema=agents&pool=3&timeout=1.5&application_name=sw")
     assert isinstance(store, PostgresTaskStore) and store.schema == "agents"
