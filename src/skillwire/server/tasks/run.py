@@ -121,6 +121,12 @@ def generation_mismatch(task: Task, expected: int) -> TaskGenerationMismatchErro
     )
 
 
+def _own(artifact: Artifact) -> Artifact:
+    """The task's own copy of an artifact it is given: its parts list is appended to by later chunks, while
+    the event keeps the caller's object."""
+    return _replace(artifact, parts=list(artifact.parts))
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -659,17 +665,16 @@ class TaskRun:
                 raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
             self.version += 1
             task.generation += 1
-            own = _replace(artifact, parts=list(artifact.parts))  # the event keeps the caller's object
             for i, existing in enumerate(task.artifacts):
                 if existing.artifact_id == artifact.artifact_id:
                     if append:
                         existing.parts.extend(artifact.parts)
                     else:
-                        task.artifacts[i] = own
+                        task.artifacts[i] = _own(artifact)
                         self._replaced[i] = self.version
                     break
             else:
-                task.artifacts.append(own)
+                task.artifacts.append(_own(artifact))
             self._emit(
                 StreamResponse(
                     artifact_update=TaskArtifactUpdateEvent(
