@@ -17,6 +17,7 @@ import msgspec
 import pytest
 
 from skillwire import SkillwireError, TaskState
+from skillwire.errors import StoreError
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.push import MemoryPushState, Outgoing
@@ -270,6 +271,28 @@ async def test_sqlite_a_batch_the_loop_finds_locked_goes_to_the_writer_thread(tm
         assert (await store.get(task.id)) is not None
     finally:
         other.close()
+        await store.close()
+
+
+async def test_sqlite_a_loop_batch_that_raises_answers_its_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in writing a batch on the loop (a fault that cannot be caused for real, so it is injected)
+    answers each of its callers with StoreError instead of leaving them waiting."""
+    from skillwire.stores import sqlite_writer
+
+    def broken(conn: sqlite3.Connection, writes: list[object]) -> list[object]:
+        raise RuntimeError("a bug")
+
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    await store.open()
+    try:
+        monkeypatch.setattr(sqlite_writer, "_insert_new", broken)
+        async with asyncio.timeout(30):
+            with pytest.raises(StoreError, match="could not commit"):
+                await save(store, make_task())
+    finally:
+        monkeypatch.undo()
         await store.close()
 
 

@@ -1,12 +1,13 @@
 """The SQLite store's write side: one writer thread with group commit, and a checkpointer thread.
 
 Every write queued since the writer's last commit is applied in one transaction (a batch of new tasks as one
-statement), then each waiting caller is answered. A batch of small new tasks queued while the writer thread
-is idle is written on the event loop's thread instead (:meth:`GroupWriter._flush` says why). A write applies only if the stored version is the one it
-was made from (``UPDATE ... WHERE version = base``), else that write alone fails with ConcurrentUpdateError;
-a transaction that cannot commit (disk full, I/O error, read-only file, a lock held past the timeout) fails
-every write in it with StoreError, and none of them is stored. :class:`Checkpointer` says why checkpoints
-are not the writer's job. The layout the statements write is described in :mod:`skillwire.stores.sqlite`.
+statement), then each waiting caller is answered; a batch of small new tasks queued while the writer thread
+is idle is written on the event loop's thread instead (:meth:`GroupWriter._flush` says why). A write applies
+only if the stored version is the one it was made from (``UPDATE ... WHERE version = base``), else that
+write alone fails with ConcurrentUpdateError; a transaction that cannot commit (disk full, I/O error,
+read-only file, a lock held past the timeout) fails every write in it with StoreError, and none of them is
+stored. :class:`Checkpointer` says why checkpoints are not the writer's job. The layout the statements
+write is described in :mod:`skillwire.stores.sqlite`.
 """
 
 from __future__ import annotations
@@ -216,7 +217,7 @@ class GroupWriter(threading.Thread):
         Why: the common write (a blocking SendMessage creates and finishes its task in one commit) is one
         row, and handing a batch to the writer thread and back costs a condition variable, two thread
         switches, the GIL handed over twice and a ``call_soon_threadsafe`` that wakes the loop; here, a
-        SendMessage at c=1 takes 6% fewer instructions and 5-25% less server CPU (docs/performance.md).
+        SendMessage at c=1 takes 6% fewer instructions (docs/performance.md has the timed A/B).
         The connection used here never waits for a lock (``busy_timeout=0``): when the writer thread or a
         checkpoint holds the write lock, the INSERT fails with SQLITE_BUSY at once, nothing is written,
         and the batch goes to the thread, which waits its turn. Only new tasks are written here: no earlier
@@ -242,7 +243,7 @@ class GroupWriter(threading.Thread):
                 self._give_back(batch)
                 return
             outcomes = [StoreError(f"the SQLite store could not commit: {exc}")] * len(batch)
-        except sqlite3.Error as exc:
+        except Exception as exc:  # sqlite3.Error, or a bug: each caller is answered either way
             outcomes = [StoreError(f"the SQLite store could not commit: {exc}")] * len(batch)
         self._checkpointer.written()
         _resolve([q.future for q in batch], outcomes)
