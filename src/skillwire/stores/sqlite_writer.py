@@ -228,19 +228,18 @@ class GroupWriter(threading.Thread):
         conn = self._now
         assert conn is not None
         with self._cond:
-            if self._busy or self._closing or not self._pending:
+            writes = [q.write for q in self._pending]
+            if self._busy or self._closing or not writes or not _here(writes, self.max_log_bytes()):
                 self._cond.notify()
                 return
             batch, self._pending = self._pending, []
-        writes = [q.write for q in batch]
-        if not _here(writes, self.max_log_bytes()):
-            self._give_back(batch)
-            return
         try:
             outcomes: list[Outcome | Claim] = list(_insert_new(conn, writes))  # type: ignore[arg-type]
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                self._give_back(batch)
+                with self._cond:  # to the thread, ahead of anything queued meanwhile
+                    self._pending[:0] = batch
+                    self._cond.notify()
                 return
             outcomes = [StoreError(f"the SQLite store could not commit: {exc}")] * len(batch)
         except Exception as exc:  # sqlite3.Error, or a bug: each caller is answered either way
@@ -252,11 +251,6 @@ class GroupWriter(threading.Thread):
         """(once the thread has ended: nothing is queued, and nothing is written on the loop any more)"""
         if self._now is not None:
             self._now.close()
-
-    def _give_back(self, batch: list[_Queued]) -> None:
-        with self._cond:
-            self._pending[:0] = batch
-            self._cond.notify()
 
     def stop(self) -> None:
         with self._cond:

@@ -51,10 +51,11 @@ def system_of(thing: object) -> str:
 class _Observed:
     __slots__ = ("_inner", "_system", "_telemetry")
 
-    def __init__(self, inner: object, telemetry: Telemetry | None) -> None:
+    def __init__(self, inner: object, system: str, telemetry: Telemetry | None) -> None:
         self._inner = inner
-        self._system = system_of(inner)
-        self._telemetry = telemetry if telemetry is not None and telemetry.store_spans else None
+        self._system = system
+        #: None unless store spans are on
+        self._telemetry = telemetry
 
     def __repr__(self) -> str:
         return f"observed({self._inner!r})"
@@ -102,7 +103,7 @@ def _stand_in(inner: T, telemetry: Telemetry | None, metrics: Metrics | None, *,
         else:
             namespace[name] = _forward_property(name)
     kind = type(f"Observed{type(inner).__name__}", (_Observed,), namespace)
-    return cast(T, kind(inner, telemetry))
+    return cast(T, kind(inner, system, spans))
 
 
 def _store_call(name: str, system: str, telemetry: Telemetry | None, metrics: Metrics | None) -> Any:

@@ -315,9 +315,6 @@ class _Prometheus:
             series = self.series("_run_seconds", (skill, state))
         series.add(seconds)
 
-    def store(self, system: str, operation: str, outcome: str, seconds: float) -> None:
-        self.series("_store_seconds", (system, operation, outcome)).add(seconds)
-
     def store_timer(self, system: str, operation: str, outcome: str) -> Callable[[float], None]:
         return self.series("_store_seconds", (system, operation, outcome)).add
 
@@ -378,8 +375,8 @@ class _Prometheus:
         return body, str(content_type).encode()
 
 
-#: The counters a histogram of the same call counts: requests (by outcome too) and task runs.
-_COUNTED_BY = {"_requests": "_request_seconds", "_runs": "_run_seconds"}
+#: The counters read from a histogram of the same calls (Prometheus): requests (by outcome too), task runs.
+_COUNTED_BY = frozenset({"_requests", "_runs"})
 #: Durations a series holds before it folds them into its buckets (at most 8 KiB of them, and a sort of 256
 #: floats in C is far cheaper than 256 bisects in Python).
 _FOLD_AT = 256
