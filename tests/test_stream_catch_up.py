@@ -31,6 +31,7 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.buses.base import Behind
 from skillwire.server.buses.memory import InProcessEventBus
+from skillwire.server.tasks.run import YIELD_EVERY
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
 from skillwire.types import StreamResponse
@@ -131,6 +132,53 @@ class Burst(Executor):
         await events.set_metadata("chunks", self.count)  # committed: every chunk before it is published
         self.emitted.set()
         await self.finish.wait()
+
+
+class Tight(Executor):
+    """Emits ``count`` chunks and awaits nothing else. Records how many events its stream had read by the time
+    the last chunk was emitted, and how many turns a ticker on the same loop made from its second chunk to
+    its last."""
+
+    def __init__(self, count: int, received: list[StreamResponse]) -> None:
+        self.count = count
+        self.received = received
+        self.ticks = 0
+        self.read_before_the_end = 0
+        self.ticks_while_emitting = 0
+
+    async def tick(self) -> None:
+        while True:
+            self.ticks += 1
+            await asyncio.sleep(0)
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.artifact("c0", artifact_id="a")  # the task is created (and committed) here
+        ticks = self.ticks
+        for i in range(1, self.count):
+            await events.artifact(f"c{i}", artifact_id="a", append=True)
+        self.ticks_while_emitting = self.ticks - ticks
+        self.read_before_the_end = len(self.received)
+
+
+async def test_a_skill_that_streams_awaiting_nothing_else_does_not_hold_the_event_loop(
+    store: TaskStore,
+) -> None:
+    """Seen before: such a skill held the server's event loop until it ended (nothing else was served), and
+    its stream got nothing before then (every chunk committed and published at once)."""
+    received: list[StreamResponse] = []
+    tight = Tight(2_000, received)
+    ticker = asyncio.create_task(tight.tick())
+    rt = TaskRuntime(tight, store)
+    stream = await rt.on_send_streaming_message(send("go"), CALL)
+    async for event in stream:
+        received.append(event)
+    ticker.cancel()
+    assert tight.ticks_while_emitting >= 2_000 // YIELD_EVERY - 2
+    if isinstance(store, MemoryTaskStore):  # it commits at once, so the stream reads as the skill goes
+        assert tight.read_before_the_end > 100
+    assert chunks_of(received) == [f"c{i}" for i in range(2_000)]
+    assert generations(received) == list(range(1, 2_003))  # the task, working, 2,000 chunks, completed
+    await rt.stop(grace=0)
 
 
 async def test_a_stream_that_read_nothing_while_its_task_ran_far_ahead_gets_every_event(

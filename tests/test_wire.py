@@ -14,7 +14,16 @@ from skillwire.errors import (
     MethodNotFoundError,
     TaskNotFoundError,
 )
-from skillwire.protocol.models import GetTaskRequest, ListTasksRequest, SendMessageRequest
+from skillwire.protocol.models import (
+    Artifact,
+    GetTaskRequest,
+    ListTasksRequest,
+    Part,
+    SendMessageRequest,
+    StreamResponse,
+    TaskArtifactUpdateEvent,
+)
+from skillwire.wire.codec import _CODECS, jsonrpc_codec, rest_codec
 from skillwire.wire.jsonrpc import (
     JsonRpcFailure,
     ResultFramer,
@@ -22,7 +31,7 @@ from skillwire.wire.jsonrpc import (
     encode_result,
     parse_request,
 )
-from skillwire.wire.sse import KEEPALIVE, SSEDecoder, encode_event
+from skillwire.wire.sse import KEEPALIVE, SSEDecoder, encode_event, encode_json_event
 
 MAX_DEPTH = Limits().max_json_depth
 
@@ -162,3 +171,34 @@ def test_sse_encode_and_decode() -> None:
         got += list(decoder.feed(stream[i : i + 3]))
     assert got == [b'{"a":1}', b"x\ny"]
     assert list(decoder.feed(b"\n\n")) == [b"partial"]
+
+
+LINE_BREAKS = ["a\nb", "a\rb", "a\r\nb", "\n", "a\u2028b\u2029c", "\x85"]
+
+
+@pytest.mark.parametrize("version", list(_CODECS))
+@pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
+def test_every_codec_encodes_a_stream_event_on_one_line_so_it_is_framed_without_a_scan(
+    version: str, binding: str
+) -> None:
+    """Stream events are framed by encode_json_event, which does not look for line breaks: every codec's
+    encoding of an event must have none, whatever its text holds, and the event must come back whole."""
+    codec = jsonrpc_codec(version) if binding == "jsonrpc" else rest_codec(version)
+    for text in LINE_BREAKS:
+        event = StreamResponse(
+            artifact_update=TaskArtifactUpdateEvent(
+                task_id="t\n1",
+                context_id="c\r",
+                artifact=Artifact(artifact_id="a", parts=[Part(text=text)], metadata={"k\n": "v\r"}),
+                generation=7,
+            )
+        )
+        raw = codec.encode_event(event)
+        data = ResultFramer(1).frame_raw(raw) if binding == "jsonrpc" else raw
+        assert b"\n" not in data and b"\r" not in data
+        frame = encode_json_event(data, 7)
+        assert frame == encode_event(data, event_id=7)
+        assert list(SSEDecoder().feed(frame)) == [data]
+        back = codec.decode_event(raw)
+        assert isinstance(back, StreamResponse) and back.artifact_update is not None
+        assert back.artifact_update.artifact.parts[0].text == text

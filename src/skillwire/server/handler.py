@@ -177,12 +177,13 @@ class _CheckedEvents:
     """A handler's stream, whose every event must be a StreamResponse (else the stream ends with
     InternalError, logged)."""
 
-    __slots__ = ("_events", "_handler", "_operation")
+    __slots__ = ("_events", "_handler", "_operation", "_poll")
 
     def __init__(self, events: AsyncIterator[Any], handler: Any, operation: Operation) -> None:
         self._events = events
         self._handler = handler
         self._operation = operation
+        self._poll: Callable[[], Any] | None = getattr(events, "next_nowait", None)
 
     def __aiter__(self) -> _CheckedEvents:
         return self
@@ -195,6 +196,14 @@ class _CheckedEvents:
     async def __anext__(self) -> StreamResponse:
         event = await anext(self._events)
         if type(event) is StreamResponse or isinstance(event, StreamResponse):
+            return event
+        raise _wrong(self._handler, self._operation, event, "a StreamResponse event")
+
+    def next_nowait(self) -> StreamResponse | None:
+        """The wrapped stream's next event if it is at hand now (see
+        :meth:`~skillwire.server.tasks.runtime.EventStream.next_nowait`); None if it has no such method."""
+        event = self._poll() if self._poll is not None else None
+        if event is None or type(event) is StreamResponse or isinstance(event, StreamResponse):
             return event
         raise _wrong(self._handler, self._operation, event, "a StreamResponse event")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-__all__ = ["KEEPALIVE", "SSEDecoder", "encode_event"]
+__all__ = ["KEEPALIVE", "SSEDecoder", "encode_event", "encode_json_event"]
 
 #: A comment line: ignored by every SSE client, keeps idle connections and proxies alive.
 KEEPALIVE = b": keep-alive\n\n"
@@ -24,6 +24,15 @@ def encode_event(data: bytes, event: str | None = None, event_id: int = 0) -> by
     if event:
         return b"event: " + event.encode() + b"\n" + body + b"\n"
     return body + b"\n"
+
+
+def encode_json_event(data: bytes, event_id: int = 0) -> bytes:
+    """:func:`encode_event` for ``data`` that is compact JSON, which has no line break to split it at (JSON
+    escapes them inside strings): a stream's every event, so not scanned for one. Half the cost of
+    ``encode_event`` on a 300-byte event, most of which is that scan."""
+    if event_id:
+        return b"id: %d\ndata: %b\n\n" % (event_id, data)
+    return b"data: " + data + b"\n\n"
 
 
 class SSEDecoder:

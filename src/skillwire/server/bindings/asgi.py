@@ -209,6 +209,10 @@ class _WriteDeadline:
             self._timer.cancel()
 
 
+def _nothing() -> None:
+    return None
+
+
 class _Pump:
     """Reads ``events`` into SSE frames, and waits while :data:`PUMP_BYTES` of them are unsent."""
 
@@ -231,15 +235,22 @@ class _Pump:
         frame: Callable[[T], bytes],
         frame_error: Callable[[Exception], bytes],
     ) -> None:
+        # A burst already at hand is taken with plain calls (``next_nowait``, where the stream has it).
+        poll: Callable[[], T | None] = getattr(events, "next_nowait", _nothing)
+        frames = self.frames
         try:
-            async for event in events:
-                chunk = frame(event)
-                self.frames.append(chunk)
-                self._size += len(chunk)
+            async for first in events:
+                event: T | None = first
+                while event is not None:
+                    chunk = frame(event)
+                    frames.append(chunk)
+                    self._size += len(chunk)
+                    if self._size >= PUMP_BYTES:
+                        self.ready.set()
+                        self._room.clear()
+                        await self._room.wait()
+                    event = poll()
                 self.ready.set()
-                if self._size >= PUMP_BYTES:
-                    self._room.clear()
-                    await self._room.wait()
         except Exception as exc:
             self.frames.append(frame_error(exc))
         finally:

@@ -55,6 +55,11 @@ class Subscription(Protocol):
         the bus closed. Raises the error that ended the stream."""
         ...
 
+    def next_nowait(self) -> tuple[int, StreamResponse] | None:
+        """The next event if it is queued now and the subscriber is not behind; else None, and ``next``
+        says what comes (it waits, answers Behind, or ends)."""
+        ...
+
     def skip_through(self, generation: int) -> None:
         """Drop the events of ``generation`` and older, queued or still to come: the caller holds them (a
         snapshot of the task read after subscribing, so nothing newer is missed, or events it read from the

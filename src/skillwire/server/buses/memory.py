@@ -41,13 +41,18 @@ class _QueueSubscription:
 
     def push(self, item: Item) -> None:
         """Queue ``item``, shedding the oldest events past the bound."""
-        if isinstance(item, tuple) and self._below_floor(item[0]):
-            return
-        self._items.append(item)
-        if isinstance(item, tuple):
+        items = self._items
+        if type(item) is tuple:  # an event (inline: a stream's every event comes here)
+            floor = self._floor
+            if floor is not None and 0 < item[0] <= floor:
+                return
+            items.append(item)
             self._bytes += item[2]
-            if not self._within_bound():
+            bus = self._bus
+            if len(items) > bus.max_events or self._bytes > bus.max_bytes:
                 self._shed_oldest()
+        else:
+            items.append(item)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -87,6 +92,19 @@ class _QueueSubscription:
         if item[0]:
             self._floor = item[0]
         return item[0], item[1]
+
+    def next_nowait(self) -> tuple[int, StreamResponse] | None:
+        """The next event if one is queued and nothing was shed past the floor, else None (``next`` then
+        waits, answers Behind, or ends the subscription)."""
+        floor, items = self._floor, self._items
+        if floor is None or self._shed > floor or not items or type(item := items[0]) is not tuple:
+            return None
+        items.popleft()
+        generation, event, size = item
+        self._bytes -= size
+        if generation:
+            self._floor = generation
+        return generation, event
 
     def end(self, item: A2AError | None) -> None:
         """End with ``item`` after what is queued (``None``: the bus closed; an error: the task's state could

@@ -116,6 +116,14 @@ class Tracked:
         self.task_id, self.state = _event_ending(event, self.task_id, self.state)
         return event
 
+    def next_nowait(self) -> StreamResponse | None:
+        """The wrapped stream's next event if it is at hand now; None if not, or if it cannot tell."""
+        poll = getattr(self._events, "next_nowait", None)
+        event = poll() if poll is not None else None
+        if event is not None:
+            self.task_id, self.state = _event_ending(event, self.task_id, self.state)
+        return event
+
     async def aclose(self) -> None:
         aclose = getattr(self._events, "aclose", None)
         if aclose is not None:

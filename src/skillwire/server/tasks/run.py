@@ -199,6 +199,12 @@ class RunHost(Protocol):
     def forget(self, run: TaskRun) -> None: ...
 
 
+#: A run hands the event loop on after every this many events (versions) its executor makes: a skill that
+#: emits chunk after chunk awaiting nothing else would otherwise hold the loop until it ends (100,000 chunks:
+#: about a second in which no other request is served), and its stream would get nothing before then. Its
+#: events are committed and sent meanwhile, so storing and sending overlap with making the rest.
+YIELD_EVERY = 64
+
 _NO_PUSH: Mapping[str, str] = MappingProxyType({})
 
 
@@ -648,46 +654,63 @@ class TaskRun:
             ):
                 return  # already so (a continued task works from the moment its message is taken)
             await self._apply_status(state, message)
+        await self._pause()
+
+    async def _pause(self) -> None:
+        """Let the event loop run every :data:`YIELD_EVERY` events."""
+        if self.version % YIELD_EVERY == 0:
+            await asyncio.sleep(0)
 
     async def add_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         if self.replied:
             raise InvalidAgentResponseError("the agent already replied with a message")
         if self.accepted_output_modes:
             await self._refuse_unaccepted(artifact)
-        async with self.lock:
-            if self.failure is not None:
-                raise self.failure
-            if self.task is None:
-                await self._materialize()
-            task = self.task
-            assert task is not None
-            if task.status.state.is_terminal:
-                raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
-            self.version += 1
-            task.generation += 1
-            for i, existing in enumerate(task.artifacts):
-                if existing.artifact_id == artifact.artifact_id:
-                    if append:
-                        existing.parts.extend(artifact.parts)
-                    else:
-                        task.artifacts[i] = _own(artifact)
-                        self._replaced[i] = self.version
-                    break
-            else:
-                task.artifacts.append(_own(artifact))
-            self._emit(
-                StreamResponse(
-                    artifact_update=TaskArtifactUpdateEvent(
-                        task_id=self.task_id,
-                        context_id=self.context_id,
-                        artifact=artifact,
-                        append=append,
-                        last_chunk=last_chunk,
-                        generation=task.generation,
-                    )
+        lock = self.lock
+        if lock.locked() or self.task is None:
+            async with lock:
+                if self.task is None:
+                    await self._materialize()
+                self._append_artifact(artifact, append, last_chunk)
+        else:
+            # Nothing to wait for, and nothing below awaits: taking the lock would change nothing but the
+            # cost (a stream's every chunk comes here).
+            self._append_artifact(artifact, append, last_chunk)
+        await self._pause()
+
+    def _append_artifact(self, artifact: Artifact, append: bool, last_chunk: bool) -> None:
+        """Apply an artifact (or a chunk of one) to the live task, one generation on, and emit its event."""
+        if self.failure is not None:
+            raise self.failure
+        task = self.task
+        assert task is not None
+        if task.status.state.is_terminal:
+            raise InvalidAgentResponseError(f"task {self.task_id} is already {task.status.state.value}")
+        self.version += 1
+        task.generation += 1
+        for i, existing in enumerate(task.artifacts):
+            if existing.artifact_id == artifact.artifact_id:
+                if append:
+                    existing.parts.extend(artifact.parts)
+                else:
+                    task.artifacts[i] = _own(artifact)
+                    self._replaced[i] = self.version
+                break
+        else:
+            task.artifacts.append(_own(artifact))
+        self._emit(
+            StreamResponse(
+                artifact_update=TaskArtifactUpdateEvent(
+                    task_id=self.task_id,
+                    context_id=self.context_id,
+                    artifact=artifact,
+                    append=append,
+                    last_chunk=last_chunk,
+                    generation=task.generation,
                 )
             )
-            self._write_behind()
+        )
+        self._write_behind()
 
     async def _refuse_unaccepted(self, artifact: Artifact) -> None:
         """Fail the task, and stop the executor, if ``artifact`` has a part of a media type the client said it

@@ -177,44 +177,73 @@ class EventStream:
         if self._first is not None:
             task, self._first = self._first[0], None
             self._started = True
-            return await self._deliver(StreamResponse(task=task))
+            return self._deliver(StreamResponse(task=task))
         while not self._done:
+            event = self._take()
+            if event is not None:
+                return self._deliver(event)
+            if self._behind:
+                self._behind = False
+                snapshot = await self._catch_up()
+                if snapshot is not None:
+                    return self._deliver(snapshot)
+                continue
+            try:
+                item = await self._sub.next()
+            except A2AError:
+                self._close()
+                raise
+            if item is None:
+                break
+            if isinstance(item, Behind):
+                self._behind = True
+                continue
+            if self._accepts(*item):
+                return self._deliver(item[1])
+        self._close()
+        raise StopAsyncIteration
+
+    def next_nowait(self) -> StreamResponse | None:
+        """The next event if it is at hand now (in the backlog read from the store, or queued on the bus),
+        else None: ``__anext__`` then waits for it, catches up, or ends the stream. A stream's pump takes a
+        burst this way, one plain call an event instead of a chain of awaits."""
+        if self._first is not None or self._done:
+            return None
+        event = self._take()
+        return None if event is None else self._deliver(event)
+
+    def _take(self) -> StreamResponse | None:
+        """The next event to deliver that is at hand without waiting, or None."""
+        while True:
             if self._backlog:
                 event = self._backlog.popleft()
                 generation = generation_of(event)
+            elif self._behind:
+                return None
             else:
-                if self._behind:
-                    self._behind = False
-                    snapshot = await self._catch_up()
-                    if snapshot is not None:
-                        return await self._deliver(snapshot)
-                    continue
-                try:
-                    item = await self._sub.next()
-                except A2AError:
-                    await self.aclose()
-                    raise
+                item = self._sub.next_nowait()
                 if item is None:
-                    break
-                if isinstance(item, Behind):
-                    self._behind = True
-                    continue
+                    return None
                 generation, event = item
-            if (generation and generation <= self._seen) or (event.task is not None and self._started):
-                continue
-            if generation:
-                self._seen = generation
-            self._started = True
-            return await self._deliver(event)
-        await self.aclose()
-        raise StopAsyncIteration
+            if self._accepts(generation, event):
+                return event
 
-    async def _deliver(self, event: StreamResponse) -> StreamResponse:
+    def _accepts(self, generation: int, event: StreamResponse) -> bool:
+        """Whether ``event`` (of ``generation``) is new to the client: events it holds are dropped, and a
+        Task only opens a stream."""
+        if (generation and generation <= self._seen) or (event.task is not None and self._started):
+            return False
+        if generation:
+            self._seen = generation
+        self._started = True
+        return True
+
+    def _deliver(self, event: StreamResponse) -> StreamResponse:
         """``event``, closing the stream first if it is the stream's last."""
         update = event.status_update
         state = update.status.state if update is not None else event.task.status.state if event.task else None
         if event.message is not None or (state is not None and self._ends(state)):
-            await self.aclose()
+            self._close()
         return event
 
     async def _catch_up(self) -> StreamResponse | None:
@@ -244,10 +273,13 @@ class EventStream:
         return StreamResponse(task=stored.task)
 
     async def _dropped(self, why: str) -> StreamDroppedError:
-        await self.aclose()
+        self._close()
         return StreamDroppedError(f"{why}; subscribe to task {self._key[1]} again to catch up")
 
     async def aclose(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
         if not self._done:
             self._done = True
             self._sub.close()
