@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from conftest import A2A_V1, RunningServer, start_server, user_message
@@ -32,7 +33,7 @@ from skillwire.protocol.models import (
 from skillwire.server.buses.base import Behind
 from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.tasks.run import YIELD_EVERY
-from skillwire.server.tasks.runtime import TaskRuntime
+from skillwire.server.tasks.runtime import EventStream, TaskRuntime
 from skillwire.stores import MemoryTaskStore, TaskStore
 from skillwire.types import StreamResponse
 
@@ -178,6 +179,22 @@ async def test_a_skill_that_streams_awaiting_nothing_else_does_not_hold_the_even
         assert tight.read_before_the_end > 100
     assert chunks_of(received) == [f"c{i}" for i in range(2_000)]
     assert generations(received) == list(range(1, 2_003))  # the task, working, 2,000 chunks, completed
+    await rt.stop(grace=0)
+
+
+async def test_a_stream_hands_on_the_json_the_log_holds_of_each_event_it_took_from_the_bus(
+    store: TaskStore,
+) -> None:
+    """So that the binding sends it instead of encoding the event again (a stream's chunk costs one
+    encoding, not two)."""
+    rt = TaskRuntime(Tight(10, []), store)
+    stream = await rt.on_send_streaming_message(send("go"), CALL)
+    assert isinstance(stream, EventStream)
+    pairs = [(event, stream.logged(event)) async for event in stream]
+    logged = [(event, data) for event, data in pairs if data is not None]
+    assert len(logged) >= 11  # ten chunks and the completion, at least
+    for event, data in logged:
+        assert msgspec.json.decode(data, type=StreamResponse) == event
     await rt.stop(grace=0)
 
 

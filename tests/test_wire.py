@@ -18,11 +18,18 @@ from skillwire.protocol.models import (
     Artifact,
     GetTaskRequest,
     ListTasksRequest,
+    Message,
     Part,
+    Role,
     SendMessageRequest,
     StreamResponse,
+    Task,
     TaskArtifactUpdateEvent,
+    TaskStatus,
+    TaskStatusUpdateEvent,
 )
+from skillwire.protocol.states import TaskState
+from skillwire.stores.base import write_task
 from skillwire.wire.codec import _CODECS, jsonrpc_codec, rest_codec
 from skillwire.wire.jsonrpc import (
     JsonRpcFailure,
@@ -202,3 +209,49 @@ def test_every_codec_encodes_a_stream_event_on_one_line_so_it_is_framed_without_
         back = codec.decode_event(raw)
         assert isinstance(back, StreamResponse) and back.artifact_update is not None
         assert back.artifact_update.artifact.parts[0].text == text
+
+
+def _events_to_log() -> list[StreamResponse]:
+    status = TaskStatus(
+        state=TaskState.WORKING,
+        message=Message(
+            message_id="s", role=Role.AGENT, parts=[Part(text="on it")], metadata={"generation": 3}
+        ),
+    )
+    events = []
+    for generation in (0, 1, 9, 12_345_678):
+        for metadata in (None, {"generation": 5}, {"a": {"generation": 7}}, {"k": ',"generation":1}}'}):
+            artifact = Artifact(artifact_id="a", parts=[Part(text="x\n")], metadata=metadata)
+            events.append(
+                StreamResponse(
+                    artifact_update=TaskArtifactUpdateEvent(
+                        task_id="t", context_id="c", artifact=artifact, append=True, generation=generation
+                    )
+                )
+            )
+            events.append(
+                StreamResponse(
+                    status_update=TaskStatusUpdateEvent(
+                        task_id="t", context_id="c", status=status, metadata=metadata, generation=generation
+                    )
+                )
+            )
+        task = Task(id="t", context_id="c", status=status, generation=generation)
+        events.append(StreamResponse(task=task))
+    events.append(StreamResponse(message=Message(message_id="r", role=Role.AGENT, parts=[Part(text="hi")])))
+    return events
+
+
+@pytest.mark.parametrize("version", list(_CODECS))
+@pytest.mark.parametrize("binding", ["jsonrpc", "rest"])
+def test_an_event_encoded_from_its_logged_json_is_what_the_codec_encodes_afresh(
+    version: str, binding: str
+) -> None:
+    """A stream reuses the JSON the store's log holds of each event (the bus carries it): whatever the
+    version, the result must be exactly the codec's own encoding of the event, metadata that names a
+    generation included."""
+    codec = jsonrpc_codec(version) if binding == "jsonrpc" else rest_codec(version)
+    task = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.WORKING))
+    for event in _events_to_log():
+        (logged,) = write_task(task, version=1, events=[event]).logged
+        assert codec.encode_logged_event(event, logged) == codec.encode_event(event)

@@ -177,13 +177,14 @@ class _CheckedEvents:
     """A handler's stream, whose every event must be a StreamResponse (else the stream ends with
     InternalError, logged)."""
 
-    __slots__ = ("_events", "_handler", "_operation", "_poll")
+    __slots__ = ("_events", "_handler", "_logged", "_operation", "_poll")
 
     def __init__(self, events: AsyncIterator[Any], handler: Any, operation: Operation) -> None:
         self._events = events
         self._handler = handler
         self._operation = operation
         self._poll: Callable[[], Any] | None = getattr(events, "next_nowait", None)
+        self._logged: Callable[[Any], bytes | None] | None = getattr(events, "logged", None)
 
     def __aiter__(self) -> _CheckedEvents:
         return self
@@ -206,6 +207,11 @@ class _CheckedEvents:
         if event is None or type(event) is StreamResponse or isinstance(event, StreamResponse):
             return event
         raise _wrong(self._handler, self._operation, event, "a StreamResponse event")
+
+    def logged(self, event: StreamResponse) -> bytes | None:
+        """The wrapped stream's logged JSON of ``event`` (see
+        :meth:`~skillwire.server.tasks.runtime.EventStream.logged`); None if it has no such method."""
+        return self._logged(event) if self._logged is not None else None
 
     async def aclose(self) -> None:
         aclose = getattr(self._events, "aclose", None)

@@ -124,19 +124,24 @@ def log_rows(events: Sequence[StreamResponse], max_bytes: int | None = None) -> 
     row, and no more than LOG_ROW_BYTES of them (but one, however large). With ``max_bytes`` (the store's
     budget for one task's log), only the newest events that fit in it are encoded at all: the store would
     drop the others, and a burst of large events costs no more memory than the budget."""
-    encoded = _encoded(events, max_bytes)
+    return _rows(_encoded(events, max_bytes))
+
+
+def _rows(encoded: list[tuple[StreamResponse, bytes]]) -> tuple[LogRow, ...]:
+    """Encoded events (oldest first) cut into log rows."""
     rows: list[LogRow] = []
     chunk: list[bytes] = []
     size = first = last = 0
     for event, body in encoded:
+        generation = generation_of(event)
         if chunk and (len(chunk) >= LOG_ROW_EVENTS or size + len(body) > LOG_ROW_BYTES):
             rows.append(LogRow(first, last, b"[" + b",".join(chunk) + b"]"))
             chunk, size = [], 0
         if not chunk:
-            first = generation_of(event)
+            first = generation
         chunk.append(body)
         size += len(body)
-        last = generation_of(event)
+        last = generation
     if chunk:
         rows.append(LogRow(first, last, b"[" + b",".join(chunk) + b"]"))
     return tuple(rows)
@@ -230,6 +235,9 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     configs: tuple[PushConfigRecord, ...] = ()
     #: The events this write covers, for the task's event log (generations in order, none skipped).
     log: tuple[LogRow, ...] = ()
+    #: The JSON of each event the log keeps, oldest first: the newest of the write's events (all of them
+    #: unless the log's budget dropped the oldest). The writer publishes them as they are.
+    logged: tuple[bytes, ...] = ()
     #: An idempotency claim made with this write (see :mod:`skillwire.stores.idempotency`): the write
     #: fails with KeyClaimedError, storing nothing, when its key is claimed already.
     claim: Claim | None = None
@@ -281,6 +289,7 @@ def write_task(
         parts.append(len(artifact.parts))
         sizes.append(size)
     layout = Layout(len(history), message_bytes, tuple(parts), tuple(sizes), len(head))
+    encoded = _encoded(events, max_log_bytes) if events else []
     return TaskWrite(
         tenant=tenant,
         task=task,
@@ -297,7 +306,8 @@ def write_task(
         artifacts=tuple(pieces),
         layout=layout,
         rewrite=rewrite,
-        log=log_rows(events, max_log_bytes) if events else (),
+        log=_rows(encoded),
+        logged=tuple(body for _, body in encoded),
     )
 
 

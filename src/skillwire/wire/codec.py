@@ -64,6 +64,11 @@ class JsonRpcCodec(Protocol):
         """The JSON of the ``result`` member of one stream event."""
         ...
 
+    def encode_logged_event(self, event: StreamResponse, logged: bytes) -> bytes:
+        """:meth:`encode_event`, given ``logged``: the event's JSON as the store's log holds it (the 1.1
+        StreamResponse, generation and all), which a version that sends the same or a part of it reuses."""
+        ...
+
     def encode_error(self, request_id: RequestId, error: A2AError) -> bytes:
         """A whole error response."""
         ...
@@ -105,6 +110,10 @@ class RestCodec(Protocol):
 
     def encode_event(self, event: StreamResponse) -> bytes:
         """The ``data`` of one SSE event."""
+        ...
+
+    def encode_logged_event(self, event: StreamResponse, logged: bytes) -> bytes:
+        """:meth:`encode_event`, given the event's JSON as the store's log holds it (see JsonRpcCodec)."""
         ...
 
     def encode_error(self, error: A2AError, status: int | None = None) -> bytes:

@@ -46,6 +46,18 @@ def _encode_v10(value: Any) -> bytes:
     return _encoder.encode(without_generations(value))
 
 
+def _logged_v10(event: StreamResponse, logged: bytes) -> bytes:
+    """A v1.0 event from its logged (1.1) JSON: a status or artifact update's generation is its last field,
+    so its JSON ends ``,"generation":N}}`` and the v1.0 JSON is the same less that field (msgspec writes
+    fields in their declared order and leaves out a 0). Anything else is encoded afresh."""
+    update = event.artifact_update or event.status_update
+    if update is not None and update.generation:
+        tail = b',"generation":%d}}' % update.generation
+        if logged.endswith(tail):
+            return logged[: -len(tail)] + b"}}"
+    return _encode_v10(event)
+
+
 class JsonRpc10:
     version = "1.0"
     stream_errors_as_events = False
@@ -58,6 +70,7 @@ class JsonRpc10:
         return _encode_v10(result)
 
     encode_event: Callable[[StreamResponse], bytes] = staticmethod(_encode_v10)
+    encode_logged_event: Callable[[StreamResponse, bytes], bytes] = staticmethod(_logged_v10)
 
     def encode_error(self, request_id: jsonrpc.RequestId, error: A2AError) -> bytes:
         return jsonrpc.encode_error(request_id, error)
@@ -110,6 +123,7 @@ class Rest10:
         return b"{}" if result is None else _encode_v10(result)
 
     encode_event: Callable[[StreamResponse], bytes] = staticmethod(_encode_v10)
+    encode_logged_event: Callable[[StreamResponse, bytes], bytes] = staticmethod(_logged_v10)
 
     def encode_error(self, error: A2AError, status: int | None = None) -> bytes:
         return rest.encode_status(error, status)

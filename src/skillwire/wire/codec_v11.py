@@ -22,6 +22,11 @@ __all__ = ["JSONRPC", "REST", "JsonRpc11", "Rest11"]
 _encoder = msgspec.json.Encoder()
 
 
+def _logged_v11(event: StreamResponse, logged: bytes) -> bytes:
+    """A 1.1 event is the logged JSON as it is: the log encodes the same StreamResponse the same way."""
+    return logged
+
+
 class JsonRpc11(JsonRpc10):
     version = "1.1"
 
@@ -30,6 +35,7 @@ class JsonRpc11(JsonRpc10):
 
     #: msgspec's encoder itself: an event is the StreamResponse message as it is (one call per event)
     encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
+    encode_logged_event: Callable[[StreamResponse, bytes], bytes] = staticmethod(_logged_v11)
 
 
 class Rest11(Rest10):
@@ -39,6 +45,7 @@ class Rest11(Rest10):
         return b"{}" if result is None else _encoder.encode(result)
 
     encode_event: Callable[[StreamResponse], bytes] = _encoder.encode
+    encode_logged_event: Callable[[StreamResponse, bytes], bytes] = staticmethod(_logged_v11)
 
 
 JSONRPC = JsonRpc11()

@@ -97,6 +97,10 @@ class EarlyAnswer(Exception):
         await send_bytes(send, self.status, self.body, self.content_type, headers)
 
 
+def _unlogged(event: StreamResponse) -> None:
+    return None
+
+
 class Frames(Protocol):
     """How one call's answers are framed: the binding's envelope around the codec's encoding."""
 
@@ -107,9 +111,10 @@ class Frames(Protocol):
         """The HTTP status and body of a unary call's answer."""
         ...
 
-    def event(self, event: StreamResponse) -> bytes:
+    def event(self, event: StreamResponse, logged: bytes | None = None) -> bytes:
         """The ``data`` of one SSE event: compact JSON, with no line break (every codec's encoder makes it
-        so, a test of the codec table proves it), so it is framed without a scan for one."""
+        so, a test of the codec table proves it), so it is framed without a scan for one. ``logged``: the
+        event's JSON as the store's log holds it, when the stream has it (the codec reuses what it can)."""
         ...
 
     def error(self, error: A2AError, streaming: bool) -> EarlyAnswer:
@@ -402,8 +407,10 @@ class HttpEndpoint:
         echo: Headers | None,
         unsent: Unsent | None,
     ) -> None:
+        logged: Callable[[StreamResponse], bytes | None] = getattr(events, "logged", _unlogged)
+
         def frame(event: StreamResponse) -> bytes:
-            return encode_json_event(frames.event(event), generation_of(event))
+            return encode_json_event(frames.event(event, logged(event)), generation_of(event))
 
         def frame_error(exc: Exception) -> bytes:
             return encode_event(frames.stream_error(_as_a2a(exc, "stream")))

@@ -55,8 +55,10 @@ class _Frames:
             return 204, b""
         return 200, self._framer.frame_raw(self.codec.encode_result(operation, result))
 
-    def event(self, event: StreamResponse) -> bytes:
-        return self._framer.frame_raw(self.codec.encode_event(event))
+    def event(self, event: StreamResponse, logged: bytes | None = None) -> bytes:
+        codec = self.codec
+        raw = codec.encode_event(event) if logged is None else codec.encode_logged_event(event, logged)
+        return self._framer.frame_raw(raw)
 
     def error(self, error: A2AError, streaming: bool) -> EarlyAnswer:
         body = self.codec.encode_error(self.request_id, error)

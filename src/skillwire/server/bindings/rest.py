@@ -17,7 +17,7 @@ decoded-JSON budgets of ``limits`` (400 INVALID_ARGUMENT naming the budget; :mod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -44,8 +44,11 @@ class _Frames:
 
     def __init__(self, codec: RestCodec) -> None:
         self.codec = codec
-        #: the codec's own encoder: a REST event is the codec's encoding as it is
-        self.event: Callable[[StreamResponse], bytes] = codec.encode_event
+
+    def event(self, event: StreamResponse, logged: bytes | None = None) -> bytes:
+        """A REST event is the codec's encoding as it is."""
+        codec = self.codec
+        return codec.encode_event(event) if logged is None else codec.encode_logged_event(event, logged)
 
     def result(self, operation: Operation, result: Any) -> tuple[int, bytes]:
         return 200, self.codec.encode_result(operation, result)

@@ -55,6 +55,9 @@ class Subscription(Protocol):
         the bus closed. Raises the error that ended the stream."""
         ...
 
+    #: The logged JSON of the event ``next`` or ``next_nowait`` returned last, when the bus carried it.
+    data: bytes | None
+
     def next_nowait(self) -> tuple[int, StreamResponse] | None:
         """The next event if it is queued now and the subscriber is not behind; else None, and ``next``
         says what comes (it waits, answers Behind, or ends)."""
@@ -84,9 +87,13 @@ class EventBus(Protocol):
         caller calls ``skip_through`` once it has read the task's snapshot)."""
         ...
 
-    def publish(self, key: tuple[str, str], generation: int, event: StreamResponse) -> None:
+    def publish(
+        self, key: tuple[str, str], generation: int, event: StreamResponse, data: bytes | None = None
+    ) -> None:
         """Send ``event``, which made the task's generation ``generation`` (0: a reply, no task), to the
-        task's subscribers; never waits."""
+        task's subscribers; never waits. ``data``: the event's JSON as the store's log holds it, when the
+        publisher has it: a bus that sends JSON sends it, and a stream's encoder reuses it, instead of
+        encoding the event again."""
         ...
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:

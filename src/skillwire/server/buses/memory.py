@@ -18,9 +18,9 @@ from skillwire.server.buses.base import Behind, EventBus
 __all__ = ["InProcessEventBus", "open_url"]
 
 
-#: (task generation after the event, the event, its approximate size); an error ends the subscription by
-#: raising; ``None`` ends it.
-Item = tuple[int, StreamResponse, int] | A2AError | None
+#: (task generation after the event, the event, its size, its logged JSON or None); an error ends the
+#: subscription by raising; ``None`` ends it.
+Item = tuple[int, StreamResponse, int, bytes | None] | A2AError | None
 
 
 class _QueueSubscription:
@@ -38,6 +38,8 @@ class _QueueSubscription:
         #: The newest generation shed to stay within the bound (-1: none; a reply, generation 0, is newer
         #: than any floor). Past the floor, the subscriber is behind: see :class:`Behind`.
         self._shed = -1
+        #: The logged JSON of the event ``next`` or ``next_nowait`` returned last (None: not known).
+        self.data: bytes | None = None
 
     def push(self, item: Item) -> None:
         """Queue ``item``, shedding the oldest events past the bound."""
@@ -91,6 +93,7 @@ class _QueueSubscription:
         self._bytes -= item[2]
         if item[0]:
             self._floor = item[0]
+        self.data = item[3]
         return item[0], item[1]
 
     def next_nowait(self) -> tuple[int, StreamResponse] | None:
@@ -100,7 +103,7 @@ class _QueueSubscription:
         if floor is None or self._shed > floor or not items or type(item := items[0]) is not tuple:
             return None
         items.popleft()
-        generation, event, size = item
+        generation, event, size, self.data = item
         self._bytes -= size
         if generation:
             self._floor = generation
@@ -129,7 +132,7 @@ class _QueueSubscription:
         items = self._items
         while not self._within_bound() and items and isinstance(oldest := items[0], tuple) and oldest[0]:
             items.popleft()
-            generation, _, size = oldest
+            generation, _, size, _ = oldest
             self._bytes -= size
             self._shed = max(self._shed, generation)
         self._bus.shed += 1
@@ -150,11 +153,13 @@ class InProcessEventBus:
         self._subs.setdefault(key, set()).add(sub)
         return sub
 
-    def publish(self, key: tuple[str, str], generation: int, event: StreamResponse) -> None:
+    def publish(
+        self, key: tuple[str, str], generation: int, event: StreamResponse, data: bytes | None = None
+    ) -> None:
         subs = self._subs.get(key)
         if not subs:
             return
-        item = (generation, event, _approx_size(event))
+        item = (generation, event, len(data) if data is not None else _approx_size(event), data)
         for sub in subs:
             sub.push(item)
 

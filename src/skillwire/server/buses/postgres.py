@@ -281,7 +281,7 @@ class PostgresEventBus:
             self._want(stream)
         return sub
 
-    def publish(self, key: Key, version: int, event: StreamResponse) -> None:
+    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> None:
         if self._state == "closed":
             return self._dropped(1, "the bus is closed")
         self._ensure_started()
@@ -290,7 +290,7 @@ class PostgresEventBus:
         if len(self._pending) >= self.max_pending:
             return self._dropped(1, f"{self.max_pending} events are already waiting to be written")
         try:
-            body = _encode(event)
+            body = _encode(event) if data is None else data  # the log's JSON is the same encoding
         except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the runtime checks this before
             log.error("an event of task %s is not JSON and was not published: %s", key[1], exc)
             return None
@@ -645,7 +645,7 @@ class PostgresEventBus:
             except msgspec.DecodeError as exc:
                 log.error("skipped an event of task %s that does not decode: %s", stream.key[1], exc)
                 continue
-            self._local.publish(stream.key, version, event)
+            self._local.publish(stream.key, version, event, body)
         self._forget(stream)
 
 

@@ -206,14 +206,14 @@ class RedisEventBus:
             self._wake()
         return sub
 
-    def publish(self, key: Key, version: int, event: StreamResponse) -> None:
+    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> None:
         if self._stopping or len(self._pending) >= self.max_pending:
             self._dropped(key, 1, "the bus is closed" if self._stopping else "too many events queued")
             return
         update = event.status_update
         ends = event.message is not None or (update is not None and update.status.state.is_terminal)
         try:
-            data = _encode(event)
+            data = _encode(event) if data is None else data  # the log's JSON is the same encoding
         except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the store took it: not expected
             self._dropped(key, 1, f"an event is not JSON ({exc})")
             return
@@ -427,13 +427,14 @@ class RedisEventBus:
             self._positions[name] = entries[-1][0]
             for entry_id, fields in entries:
                 try:
-                    version, event = int(fields[b"version"]), _decode(fields[b"event"])
+                    data = fields[b"event"]
+                    version, event = int(fields[b"version"]), _decode(data)
                 except (KeyError, ValueError, msgspec.DecodeError):
                     log.warning(
                         "event bus %s: entry %r of %r is not an event; skipped", self._where, entry_id, name
                     )
                     continue
-                self._local.publish(key, version, event)
+                self._local.publish(key, version, event, data)
 
     def _wake(self) -> None:
         """End the XREAD in flight so the next one reads the streams added since."""

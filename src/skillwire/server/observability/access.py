@@ -124,6 +124,11 @@ class Tracked:
             self.task_id, self.state = _event_ending(event, self.task_id, self.state)
         return event
 
+    def logged(self, event: StreamResponse) -> bytes | None:
+        """The wrapped stream's logged JSON of ``event``, if it can tell."""
+        logged = getattr(self._events, "logged", None)
+        return logged(event) if logged is not None else None
+
     async def aclose(self) -> None:
         aclose = getattr(self._events, "aclose", None)
         if aclose is not None:

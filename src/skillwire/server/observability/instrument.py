@@ -134,16 +134,18 @@ def _store_call(name: str, system: str, telemetry: Telemetry | None, metrics: Me
     return call
 
 
-def _publish(self: _Observed, key: tuple[str, str], version: int, event: Any) -> None:
+def _publish(
+    self: _Observed, key: tuple[str, str], version: int, event: Any, data: bytes | None = None
+) -> None:
     telemetry = self._telemetry
     assert telemetry is not None
     span = telemetry.bus_publish(self._system, key[1])
     if span is None:  # it would not be recorded
-        self._inner.publish(key, version, event)  # type: ignore[attr-defined]
+        self._inner.publish(key, version, event, data)  # type: ignore[attr-defined]
         return
     error: BaseException | None = None
     try:
-        self._inner.publish(key, version, event)  # type: ignore[attr-defined]
+        self._inner.publish(key, version, event, data)  # type: ignore[attr-defined]
     except BaseException as exc:
         error = exc
         raise

@@ -203,7 +203,7 @@ class RunHost(Protocol):
 #: emits chunk after chunk awaiting nothing else would otherwise hold the loop until it ends (100,000 chunks:
 #: about a second in which no other request is served), and its stream would get nothing before then. Its
 #: events are committed and sent meanwhile, so storing and sending overlap with making the rest.
-YIELD_EVERY = 64
+YIELD_EVERY = 256
 
 _NO_PUSH: Mapping[str, str] = MappingProxyType({})
 
@@ -347,7 +347,7 @@ class TaskRun:
             self.committed, self.stored, self.committed_generation = version, write.layout, generation
             self.push_records.clear()
             self.claim = None
-            self._publish_through(version)
+            self._publish_through(version, write.logged)
             if self._watch_deferred:
                 self._watch_deferred = False
                 if not settles(task.status.state):
@@ -397,15 +397,20 @@ class TaskRun:
             log.error("could not store task %s: %s", self.task_id, exc)
             raise await self._abort(store_failure(exc, self.runtime.limits), STORE_MESSAGE) from None
 
-    def _publish_through(self, version: int) -> None:
+    def _publish_through(self, version: int, logged: tuple[bytes, ...]) -> None:
+        """Publish the events up to ``version``, just committed, with their JSON as the log holds it
+        (``logged``: the newest of them, all unless the log's budget dropped the oldest)."""
         pending = self._pending
         count = 0
-        bus = self.runtime.bus
-        for event_version, event in pending:
+        for event_version, _ in pending:
             if event_version > version:
                 break
-            bus.publish(self.key, generation_of(event), event)
             count += 1
+        skip = count - len(logged)  # the oldest events the log did not keep have no JSON at hand
+        bus, key = self.runtime.bus, self.key
+        for i in range(count):
+            event = pending[i][1]
+            bus.publish(key, generation_of(event), event, logged[i - skip] if i >= skip else None)
         del pending[:count]
 
     def _write_behind(self) -> None:

@@ -165,6 +165,9 @@ class EventStream:
         self._key = key
         self._backlog: collections.deque[StreamResponse] = collections.deque()
         self._behind = resume
+        #: The event taken from the bus last, and its logged JSON (see :meth:`logged`).
+        self._last: StreamResponse | None = None
+        self._data: bytes | None = None
         #: Whether the first event is at hand (a snapshot, a replay, a task being created): a binding waits
         #: for it before it answers, so that an error up front is a plain error. A client that resumes
         #: with nothing missed waits for the task's next event, which may be a long way off.
@@ -198,6 +201,7 @@ class EventStream:
             if isinstance(item, Behind):
                 self._behind = True
                 continue
+            self._last, self._data = item[1], self._sub.data
             if self._accepts(*item):
                 return self._deliver(item[1])
         self._close()
@@ -212,6 +216,11 @@ class EventStream:
         event = self._take()
         return None if event is None else self._deliver(event)
 
+    def logged(self, event: StreamResponse) -> bytes | None:
+        """The JSON of ``event`` as the store's log holds it, when it is the event this stream took from
+        the bus last and the bus carried that JSON (a stream's encoder then reuses it); else None."""
+        return self._data if event is self._last else None
+
     def _take(self) -> StreamResponse | None:
         """The next event to deliver that is at hand without waiting, or None."""
         while True:
@@ -225,6 +234,7 @@ class EventStream:
                 if item is None:
                     return None
                 generation, event = item
+                self._last, self._data = event, self._sub.data
             if self._accepts(generation, event):
                 return event
 

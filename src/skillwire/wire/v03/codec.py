@@ -70,6 +70,9 @@ class JsonRpc03:
     def encode_event(self, event: StreamResponse) -> bytes:
         return server.encode_stream_event(event, final=server.is_final(event))
 
+    def encode_logged_event(self, event: StreamResponse, logged: bytes) -> bytes:
+        return self.encode_event(event)  # v0.3 events are shaped differently: nothing to reuse
+
     def encode_error(self, request_id: RequestId, error: A2AError) -> bytes:
         return encode_plain_error(
             request_id, errors.error_code(error), error.message, errors.error_data(error)
@@ -108,6 +111,9 @@ class Rest03:
 
     def encode_event(self, event: StreamResponse) -> bytes:
         return rest.encode_rest_stream_event(event, final=server.is_final(event))
+
+    def encode_logged_event(self, event: StreamResponse, logged: bytes) -> bytes:
+        return self.encode_event(event)  # v0.3 events are shaped differently: nothing to reuse
 
     def encode_error(self, error: A2AError, status: int | None = None) -> bytes:
         return encode_status(error, status)  # the AIP-193 body of v1.0: v0.3 left REST errors unspecified
