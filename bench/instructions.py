@@ -12,6 +12,11 @@ exits; it runs twice, with ``N = 200`` and ``N = 200 + requests``, so start-up a
 the difference, which is divided by ``requests``. Instructions are not time (cache misses, branch
 mispredictions and system calls weigh differently), so read them beside the timed benchmarks, not instead.
 
+``--stream`` counts a streamed chunk instead: four ``stream 1000`` against four ``stream 4000``
+(SendStreamingMessage, every event framed as SSE), the difference divided by 12,000.
+
+    python bench/instructions.py --stream --store memory://
+
 Needs valgrind (Debian's package). Nothing here is a test: figures go into docs/performance.md.
 """
 
@@ -31,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # telemetry_inprocess, beside this file
 TRACING = ("api", "sdk", "batch", "sampled-10", "never")
 WARM_UP = 300
+STREAMS = 4  # streams of N chunks in a ``--stream`` count
 BASE = 200
 
 
@@ -57,12 +63,22 @@ async def _serve(mode: str, store: str, requests: int) -> None:
     os._exit(0)  # no shutdown: the same for every N, so nothing of it is left in the difference
 
 
-def _count(mode: str, store: str, requests: int) -> int:
+async def _stream(mode: str, store: str, chunks: int) -> None:
+    import telemetry_inprocess
+
+    streamed = await telemetry_inprocess.serving(mode, store, f"stream {chunks}", "SendStreamingMessage")
+    for _ in range(STREAMS):  # the first ones warm the path up; the difference cancels start-up either way
+        body = await streamed.one()
+        assert body.count(b"data:") >= chunks, body[-300:]
+    os._exit(0)
+
+
+def _count(mode: str, store: str, requests: int, stream: bool = False) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         store = store.replace("{tmp}", scratch)
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
-             "--child", mode, "--store", store, "--requests", str(requests)],
+             "--child", mode, "--store", store, "--requests", str(requests), *(["--stream"] if stream else [])],
             capture_output=True, text=True, cwd=ROOT,
             env={**os.environ, "OTEL_METRICS_EXPORTER": "none", "OTEL_TRACES_EXPORTER": "none"},
         )  # fmt: skip
@@ -79,6 +95,7 @@ def main() -> None:
     parser.add_argument("--modes", default="off,metrics,api,never,sampled-10,batch")
     parser.add_argument("--store", default="memory://", help="a store URL; {tmp} is a fresh directory")
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--stream", action="store_true", help="count a streamed chunk instead")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -88,10 +105,17 @@ def main() -> None:
         import logging
 
         logging.disable(logging.WARNING)
-        asyncio.run(_serve(args.child, args.store, args.requests))
+        serve = _stream if args.stream else _serve
+        asyncio.run(serve(args.child, args.store, args.requests))
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind: apt-get install -y valgrind")
+    if args.stream:
+        for mode in args.modes.split(","):
+            more = _count(mode, args.store, 4000, True) - _count(mode, args.store, 1000, True)
+            chunk = more // (STREAMS * 3000)
+            print(f"| {mode} ({args.store}) | {chunk:,} instructions a streamed chunk |")
+        return
     modes = args.modes.split(",")
     per: dict[str, int] = {}
     for mode in modes:

@@ -89,10 +89,13 @@ class Served(NamedTuple):
     stop: Callable[[], Awaitable[None]]
 
 
-async def serving(mode: str, store: str = "memory://") -> Served:
+async def serving(
+    mode: str, store: str = "memory://", text: str = "hi", method: str = "SendMessage"
+) -> Served:
     """``skillwire serve examples/echo`` (push off, no console) on ``store``, its app started in process, with
     ``mode``'s observability: ``off``, ``metrics`` (Prometheus), any other ``--otel`` (the providers are the
-    caller's to set up first)."""
+    caller's to set up first). ``one()`` sends ``method`` with ``text`` (``SendStreamingMessage`` and
+    ``stream N``: it returns every event's SSE frame)."""
     from skillwire.cli.assembly import application
     from skillwire.cli.main import _parse
 
@@ -103,8 +106,8 @@ async def serving(mode: str, store: str = "memory://") -> Served:
         {
             "jsonrpc": "2.0",
             "id": 1,
-            "method": "SendMessage",
-            "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+            "method": method,
+            "params": {"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": text}]}},
         }
     ).encode()
     scope = {
@@ -141,6 +144,8 @@ async def serving(mode: str, store: str = "memory://") -> Served:
             sent.append(message)
 
         await app(dict(scope), receive, send)
+        if method == "SendStreamingMessage":  # every event, not the empty end of the response
+            return b"".join(m.get("body", b"") for m in sent)
         return bytes(sent[-1].get("body", b""))
 
     startup: asyncio.Queue[Any] = asyncio.Queue()

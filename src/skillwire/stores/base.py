@@ -236,7 +236,7 @@ class TaskWrite(msgspec.Struct, frozen=True, kw_only=True):
     #: The events this write covers, for the task's event log (generations in order, none skipped).
     log: tuple[LogRow, ...] = ()
     #: The JSON of each event the log keeps, oldest first: the newest of the write's events (all of them
-    #: unless the log's budget dropped the oldest). The writer publishes them as they are.
+    #: unless the log's budget dropped the oldest), when asked for. The writer publishes them as they are.
     logged: tuple[bytes, ...] = ()
     #: An idempotency claim made with this write (see :mod:`skillwire.stores.idempotency`): the write
     #: fails with KeyClaimedError, storing nothing, when its key is claimed already.
@@ -253,12 +253,14 @@ def write_task(
     replaced: Collection[int] = (),
     events: Sequence[StreamResponse] = (),
     max_log_bytes: int | None = None,
+    keep_logged: bool = True,
 ) -> TaskWrite:
     """The write that turns what is stored (``stored``, at version ``base``) into ``task`` at ``version``.
 
     ``replaced`` names the artifacts (by index) that were replaced whole since then rather than appended to.
     ``events`` are the events the write covers, for the task's event log (the newest that fit in
-    ``max_log_bytes``, the store's budget for it, when given).
+    ``max_log_bytes``, the store's budget for it, when given); with ``keep_logged`` their JSON is kept in
+    ``logged`` too, for a publisher whose events someone reads.
     Without ``stored`` the whole task is written. Raises ``TypeError``/``msgspec.EncodeError`` if the task
     holds a value that is not JSON: nothing reaches the store then.
     """
@@ -307,7 +309,7 @@ def write_task(
         layout=layout,
         rewrite=rewrite,
         log=_rows(encoded),
-        logged=tuple(body for _, body in encoded),
+        logged=tuple([body for _, body in encoded]) if keep_logged else (),
     )
 
 
