@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 import subprocess
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -32,9 +33,9 @@ from skillwire.protocol.models import (
 )
 from skillwire.server.buses.base import Behind
 from skillwire.server.buses.memory import InProcessEventBus
-from skillwire.server.tasks.run import YIELD_EVERY
+from skillwire.server.tasks.run import UNCOMMITTED_EVENTS, YIELD_EVERY
 from skillwire.server.tasks.runtime import EventStream, TaskRuntime
-from skillwire.stores import MemoryTaskStore, TaskStore
+from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore
 from skillwire.types import StreamResponse
 
 CALL = CallContext()
@@ -100,6 +101,22 @@ async def test_a_subscriber_whose_floor_is_open_is_behind_only_if_its_snapshot_l
     lost.skip_through(6)  # 7 was shed, and its snapshot lacks it
     behind = await lost.next()
     assert isinstance(behind, Behind) and behind.after == 6
+
+
+async def test_publishing_says_when_a_subscriber_holds_a_backlog_until_its_reader_takes_it() -> None:
+    bus = InProcessEventBus(max_events=160, max_bytes=1 << 20)  # a backlog: past 10 events or 64 KiB
+    key = ("", "t")
+    assert bus.publish(key, 1, reply(1)) is False  # nobody subscribes
+    sub = bus.subscribe(key, after=0)
+    assert [bus.publish(key, g, reply(g)) for g in range(1, 13)] == [False] * 10 + [True, True]
+    for g in range(1, 4):
+        assert sub.next_nowait() == (g, reply(g))
+    assert bus.publish(key, 13, reply(13)) is False  # 10 queued
+    assert bus.publish(key, 14, reply(14), b"x" * (64 << 10)) is True  # 11 queued, and by bytes too
+    for g in range(4, 10):
+        assert sub.next_nowait() == (g, reply(g))
+    assert bus.publish(key, 15, reply(15), b"x" * (64 << 10)) is True  # by bytes alone: 6 queued
+    assert bus.shed == 0
 
 
 async def test_a_direct_reply_is_never_shed() -> None:
@@ -507,3 +524,87 @@ def test_readers_that_paused_while_the_task_ran_get_every_event_and_buffer_withi
         go.set()
         gate.set()
         srv.stop()
+
+
+async def read_per_turn(stream: EventStream, per_turn: int, into: list[StreamResponse]) -> None:
+    """Read ``stream`` as a binding's pump does, at most ``per_turn`` events each turn of the loop: what it
+    finds queued, then a wait for the next one."""
+    while True:
+        for _ in range(per_turn - 1):
+            event = stream.next_nowait()
+            if event is None:
+                break
+            into.append(event)
+        try:
+            into.append(await anext(stream))
+        except StopAsyncIteration:
+            return
+        await asyncio.sleep(0)
+
+
+async def test_a_reader_that_takes_fewer_events_a_turn_than_the_skill_makes_keeps_up_from_its_queue(
+    store: TaskStore,
+) -> None:
+    """Seen before: a stream of 100,000 chunks read by curl got 95% of them from the store's log, at two thirds
+    of the events per second of a stream of 10,000. The run made 256 events a turn of the loop and the
+    stream's pump sent about 220 (64 KiB of frames), so its queue grew by the difference until it passed its
+    bound, shed, and the stream caught up from the log, which costs more per event. Now the bus tells the run
+    when a subscriber holds a backlog, and the run hands the loop on sooner until the reader has caught up."""
+    bus = InProcessEventBus(max_events=2_000)  # a backlog past 125 events
+    received: list[StreamResponse] = []
+    rt = TaskRuntime(Tight(20_000, received), store, bus)
+    stream = await rt.on_send_streaming_message(send("go"), CALL)
+    assert isinstance(stream, EventStream)
+    await read_per_turn(stream, 200, received)
+    assert bus.shed == 0  # nothing was read from the store's log
+    assert chunks_of(received) == [f"c{i}" for i in range(20_000)]
+    assert generations(received) == list(range(1, 20_003))
+    await rt.stop(grace=0)
+
+
+class Outrunning(Executor):
+    """Emits a chunk, waits for ``go``, then emits ``count`` more awaiting nothing else, counting them."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+        self.emitted = 0
+
+    async def execute(self, context: RequestContext, events: TaskEvents) -> None:
+        await events.artifact("c0", artifact_id="a")
+        self.started.set()
+        await self.go.wait()
+        for i in range(1, self.count + 1):
+            await events.artifact(f"c{i}", artifact_id="a", append=True)
+            self.emitted = i
+
+
+async def test_a_skill_that_makes_events_faster_than_the_store_commits_them_waits_for_the_store(
+    tmp_path: Path,
+) -> None:
+    """Its uncommitted events stay bounded (in memory, and in what one commit publishes at once) while
+    another connection holds SQLite's write lock, and every one of them is stored and streamed after."""
+    store = SQLiteTaskStore(tmp_path / "t.db", timeout=60)
+    await store.open()
+    skill = Outrunning(5_000)
+    rt = TaskRuntime(skill, store)
+    stream = await rt.on_send_streaming_message(send("go"), CALL)
+    await skill.started.wait()
+    other = sqlite3.connect(tmp_path / "t.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        skill.go.set()
+        for _ in range(2_000):  # turns of the loop: without the bound it emits all 5,000 in about 20
+            await asyncio.sleep(0)
+        assert 0 < skill.emitted <= UNCOMMITTED_EVENTS + YIELD_EVERY
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    received = await collect(stream)
+    assert skill.emitted == 5_000
+    assert chunks_of(received) == [f"c{i}" for i in range(5_001)]
+    stored = await store.get(received[0].task.id if received[0].task else "", tenant="")
+    assert stored is not None and len(stored.task.artifacts[0].parts) == 5_001
+    await rt.stop(grace=0)
+    await store.close()

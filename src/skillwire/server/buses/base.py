@@ -89,11 +89,17 @@ class EventBus(Protocol):
 
     def publish(
         self, key: tuple[str, str], generation: int, event: StreamResponse, data: bytes | None = None
-    ) -> None:
+    ) -> bool | None:
         """Send ``event``, which made the task's generation ``generation`` (0: a reply, no task), to the
         task's subscribers; never waits. ``data``: the event's JSON as the store's log holds it, when the
         publisher has it: a bus that sends JSON sends it, and a stream's encoder reuses it, instead of
-        encoding the event again."""
+        encoding the event again.
+
+        True when this process is not keeping up with the task's events: a subscriber's queue holds a
+        backlog, or events wait to be sent on. The publisher then hands the event loop on sooner, so that
+        the readers and writers sharing its loop keep up instead of falling behind (a reader that falls
+        behind catches up from the store's log, which costs more per event than the queue); it still never
+        waits for them. None or False: keep on."""
         ...
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:

@@ -41,18 +41,22 @@ class _QueueSubscription:
         #: The logged JSON of the event ``next`` or ``next_nowait`` returned last (None: not known).
         self.data: bytes | None = None
 
-    def push(self, item: Item) -> None:
-        """Queue ``item``, shedding the oldest events past the bound."""
+    def push(self, item: Item) -> bool:
+        """Queue ``item``, shedding the oldest events past the bound; whether the queue holds a backlog now
+        (more than a sixteenth of its bound: see :meth:`InProcessEventBus.publish`)."""
         items = self._items
+        backlog = False
         if type(item) is tuple:  # an event (inline: a stream's every event comes here)
             floor = self._floor
             if floor is not None and 0 < item[0] <= floor:
-                return
+                return False
             items.append(item)
             self._bytes += item[2]
             bus = self._bus
-            if len(items) > bus.max_events or self._bytes > bus.max_bytes:
-                self._shed_oldest()
+            if len(items) > bus.backlog_events or self._bytes > bus.backlog_bytes:
+                backlog = True
+                if len(items) > bus.max_events or self._bytes > bus.max_bytes:
+                    self._shed_oldest()
         else:
             items.append(item)
         waiter = self._waiter
@@ -60,6 +64,7 @@ class _QueueSubscription:
             self._waiter = None
             if not waiter.done():
                 waiter.set_result(None)
+        return backlog
 
     def skip_through(self, generation: int) -> None:
         if self._floor is not None and generation <= self._floor:
@@ -144,6 +149,9 @@ class InProcessEventBus:
     def __init__(self, *, max_events: int = 10_000, max_bytes: int = 8 * 1024 * 1024) -> None:
         self.max_events = max_events
         self.max_bytes = max_bytes
+        #: A queue past a sixteenth of its bound holds a backlog (see :meth:`publish`).
+        self.backlog_events = max_events // 16
+        self.backlog_bytes = max_bytes // 16
         #: How many times a subscriber's queue shed events (its reader then caught up from the store).
         self.shed = 0
         self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
@@ -155,13 +163,19 @@ class InProcessEventBus:
 
     def publish(
         self, key: tuple[str, str], generation: int, event: StreamResponse, data: bytes | None = None
-    ) -> None:
+    ) -> bool:
+        """Queue ``event`` for each subscriber of ``key``; whether one of them now holds a backlog: more than
+        a sixteenth of its bound (625 events by default, where a run's turn makes 256 at most), so its reader
+        is not keeping up (see ``EventBus.publish``)."""
         subs = self._subs.get(key)
         if not subs:
-            return
+            return False
         item = (generation, event, len(data) if data is not None else _approx_size(event), data)
+        backlog = False
         for sub in subs:
-            sub.push(item)
+            if sub.push(item):
+                backlog = True
+        return backlog
 
     def fail(self, key: tuple[str, str], error: A2AError) -> None:
         for sub in self._subs.pop(key, ()):

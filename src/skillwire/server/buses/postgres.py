@@ -281,25 +281,30 @@ class PostgresEventBus:
             self._want(stream)
         return sub
 
-    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> None:
+    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> bool:
+        """Queue ``event`` to be written; whether events wait to be written, a quarter of ``max_pending`` or
+        more (the publisher then hands the loop on sooner, to the writer among others)."""
         if self._state == "closed":
-            return self._dropped(1, "the bus is closed")
+            self._dropped(1, "the bus is closed")
+            return False
         self._ensure_started()
         if self._state == "down":
-            return self._dropped(1, f"PostgreSQL is unreachable ({self._error})")
+            self._dropped(1, f"PostgreSQL is unreachable ({self._error})")
+            return False
         if len(self._pending) >= self.max_pending:
-            return self._dropped(1, f"{self.max_pending} events are already waiting to be written")
+            self._dropped(1, f"{self.max_pending} events are already waiting to be written")
+            return False
         try:
             body = _encode(event) if data is None else data  # the log's JSON is the same encoding
         except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the runtime checks this before
             log.error("an event of task %s is not JSON and was not published: %s", key[1], exc)
-            return None
+            return False
         self._pending.append(
             (stream_hash(key), _raw(key[0]), _raw(key[1]), version, body, _ends_stream(event))
         )
         self._idle.clear()
         self._wake.set()
-        return None
+        return len(self._pending) >= self.max_pending >> 2
 
     def fail(self, key: Key, error: A2AError) -> None:
         self._streams.pop(stream_hash(key), None)

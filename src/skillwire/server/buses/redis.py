@@ -206,22 +206,25 @@ class RedisEventBus:
             self._wake()
         return sub
 
-    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> None:
+    def publish(self, key: Key, version: int, event: StreamResponse, data: bytes | None = None) -> bool:
+        """Queue ``event`` for Redis; whether events wait to be written there, a quarter of ``max_pending``
+        or more (the publisher then hands the loop on sooner, to the writer among others)."""
         if self._stopping or len(self._pending) >= self.max_pending:
             self._dropped(key, 1, "the bus is closed" if self._stopping else "too many events queued")
-            return
+            return False
         update = event.status_update
         ends = event.message is not None or (update is not None and update.status.state.is_terminal)
         try:
             data = _encode(event) if data is None else data  # the log's JSON is the same encoding
         except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the store took it: not expected
             self._dropped(key, 1, f"an event is not JSON ({exc})")
-            return
+            return False
         self._pending.append((key, self.stream_name(key), version, data, ends))
         self._start(reader=False)
         assert self._queued is not None and self._idle is not None
         self._idle.clear()
         self._queued.set()
+        return len(self._pending) >= self.max_pending >> 2
 
     def fail(self, key: Key, error: A2AError) -> None:
         """End this process's subscriptions of ``key`` with ``error``; other processes learn of the task's

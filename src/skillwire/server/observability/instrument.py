@@ -136,16 +136,15 @@ def _store_call(name: str, system: str, telemetry: Telemetry | None, metrics: Me
 
 def _publish(
     self: _Observed, key: tuple[str, str], version: int, event: Any, data: bytes | None = None
-) -> None:
+) -> bool | None:
     telemetry = self._telemetry
     assert telemetry is not None
     span = telemetry.bus_publish(self._system, key[1])
     if span is None:  # it would not be recorded
-        self._inner.publish(key, version, event, data)  # type: ignore[attr-defined]
-        return
+        return self._inner.publish(key, version, event, data)  # type: ignore[attr-defined,no-any-return]
     error: BaseException | None = None
     try:
-        self._inner.publish(key, version, event, data)  # type: ignore[attr-defined]
+        return self._inner.publish(key, version, event, data)  # type: ignore[attr-defined,no-any-return]
     except BaseException as exc:
         error = exc
         raise
