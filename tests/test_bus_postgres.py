@@ -585,3 +585,17 @@ async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay
 
 async def _all(stream: Any) -> list[StreamResponse]:
     return [event async for event in stream]
+
+
+async def test_publishing_says_when_events_wait_to_be_written_until_they_are(make_bus: with_schema) -> None:
+    """A quarter of ``max_pending`` waiting to be written is a backlog: the run then hands the loop on sooner,
+    to the writer among others (see ``EventBus.publish``)."""
+    bus = make_bus(max_pending=8)
+    await bus.start()
+    key = ("", "task-1")
+    sub = bus.subscribe(key)
+    answers = [bus.publish(key, n, status("task-1", n)) for n in range(1, 4)]
+    assert answers == [False, True, True]  # nothing was written meanwhile: the writer has not had a turn
+    assert [v for v, _ in await take(sub, 3)] == [1, 2, 3]  # written, then read back
+    assert bus.publish(key, 4, status("task-1", 4)) is False
+    assert [v for v, _ in await take(sub, 1)] == [4]

@@ -532,3 +532,18 @@ async def test_a_late_subscriber_to_a_long_task_is_not_dropped_by_its_own_replay
         executor.release.set()
         await a.stop(grace=1)
         await b.stop(grace=1)
+
+
+async def test_publishing_says_when_events_wait_for_redis_until_the_writer_sends_them(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    """A quarter of ``max_pending`` waiting to be written is a backlog: the run then hands the loop on sooner,
+    to the writer among others (see ``EventBus.publish``)."""
+    bus = make_bus(max_pending=8)
+    key = ("t", "task-1")
+    sub = bus.subscribe(key)
+    answers = [bus.publish(key, v, status("task-1", TaskState.WORKING, f"e{v}")) for v in range(1, 4)]
+    assert answers == [False, True, True]  # nothing was written meanwhile: the writer has not had a turn
+    await within(bus.flush())
+    assert bus.publish(key, 4, status("task-1", TaskState.WORKING, "e4")) is False
+    assert texts(await take(sub, 4)) == [(v, f"e{v}") for v in range(1, 5)]
