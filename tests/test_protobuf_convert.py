@@ -450,6 +450,29 @@ def test_bytes_travel_raw() -> None:
 
 
 @pytest.mark.parametrize(
+    "items",
+    [[b"\x00"], [b"ok"], ["a", b"b"], [1], [True], [1.5], [None], [["a"]]],
+    ids=["nul-bytes", "bytes", "str-then-bytes", "int", "bool", "float", "null", "list"],
+)
+def test_a_repeated_string_of_items_of_another_type_fares_as_on_protojson(items: list[Any]) -> None:
+    """protobuf's own setter takes UTF-8 bytes for a string (``\\x00``, where msgspec writes base64 ``AA==``)."""
+    assert_same_message(m.AgentSkill(id="s", name="s", description="", tags=items), pb.AgentSkill)
+
+
+@pytest.mark.parametrize(
+    "value", [b"\x00", b"ok", 1, True, None], ids=["nul-bytes", "bytes", "int", "bool", "null"]
+)
+def test_a_map_of_strings_holding_another_type_fares_as_on_protojson(value: Any) -> None:
+    flow = {"clientCredentials": {"tokenUrl": "https://idp.example/token", "scopes": {"read": value}}}
+    card = m.AgentCard(
+        name="a", description="", supported_interfaces=[], version="1", capabilities=m.AgentCapabilities(),
+        default_input_modes=[], default_output_modes=[], skills=[],
+        security_schemes={"idp": {"oauth2SecurityScheme": {"flows": flow}}},
+    )  # fmt: skip
+    assert_same_message(card, pb.AgentCard)
+
+
+@pytest.mark.parametrize(
     ("seconds", "nanos", "expected"),
     [
         (0, 0, datetime(1970, 1, 1, tzinfo=UTC)),

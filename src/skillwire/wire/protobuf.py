@@ -138,6 +138,7 @@ class _Row:
 
     __slots__ = (
         "field",
+        "item",
         "key",
         "kind",
         "name",
@@ -157,6 +158,9 @@ class _Row:
         self.kind = kind
         #: the type of value the writer takes; any other goes to json_format (None: the writer takes any)
         self.python = python
+        #: SCALARS, SCALAR_MAP: the type of item the writer takes; a list or map holding any other goes to
+        #: json_format whole (protobuf's own setter would take UTF-8 bytes for a string, or True for an int)
+        self.item: type | None = None
         self.plan: _Plan | None = None  # MESSAGE, MESSAGES, MAP: the plan of the (value) message
         self.names: dict[int, str] = {}  # ENUM: number -> name
         self.numbers: dict[str, int] = {}  # ENUM: name -> number
@@ -208,12 +212,13 @@ def _row(field: Any) -> _Row:
             row = _Row(field, _Kind.MAP, dict)
             row.plan = _plan(value.message_type)
         else:
-            _scalar_type(value)
             row = _Row(field, _Kind.SCALAR_MAP, dict)
+            row.item = _scalar_type(value)
     elif field.is_repeated:
         if sub is None:
-            _scalar_type(field)
-            return _Row(field, _Kind.SCALARS, list)
+            row = _Row(field, _Kind.SCALARS, list)
+            row.item = _scalar_type(field)
+            return row
         if sub.full_name.startswith("google.protobuf."):
             raise TypeError(f"{field.full_name}: repeated {sub.full_name} is not supported")
         row = _Row(field, _Kind.MESSAGES, list)
@@ -518,6 +523,10 @@ def _write_messages(row: _Row, message: Any, values: list[Any], depth: int) -> N
 
 
 def _write_scalars(row: _Row, message: Any, values: list[Any], depth: int) -> None:
+    item = row.item
+    if not all(type(value) is item for value in values):
+        _refused(row, message, values, depth)
+        return
     try:
         getattr(message, row.name).extend(values)
     except (TypeError, ValueError):
@@ -538,6 +547,10 @@ def _write_map(row: _Row, message: Any, values: dict[str, Any], depth: int) -> N
 
 
 def _write_scalar_map(row: _Row, message: Any, values: dict[str, Any], depth: int) -> None:
+    item = row.item
+    if not all(type(value) is item for value in values.values()):
+        _refused(row, message, values, depth)
+        return
     try:
         getattr(message, row.name).update(values)
     except (TypeError, ValueError):
