@@ -44,15 +44,25 @@ def _ephemeral_range() -> tuple[int, int]:
         return 32768, 60999
 
 
+def _worker_ports() -> tuple[int, int]:
+    """The ports this process may hand out: below the kernel's ephemeral range, and a slice of their own for
+    each pytest-xdist worker, so that two workers never offer the same port to two servers at once."""
+    low, _ = _ephemeral_range()
+    first = 20000 if low > 21000 else 1024
+    last = low - 1 if low > 21000 else 65535
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    share = (last - first + 1) // workers
+    return first + worker * share, first + (worker + 1) * share - 1
+
+
 def free_port() -> int:
     """A port nothing listens on, for a server a test starts by port number (a subprocess).
 
     It comes from below the kernel's ephemeral range: a port the kernel hands out (``bind(0)``) is also the
     source port of any outgoing connection, so between this answer and the server's bind, a client connection
     of the same run could take it (seen in CI as "address already in use")."""
-    low, _ = _ephemeral_range()
-    first = 20000 if low > 21000 else 1024
-    last = low - 1 if low > 21000 else 65535
+    first, last = _worker_ports()
     for _ in range(200):
         port = random.randint(first, last)
         if port in _GIVEN:

@@ -5,11 +5,12 @@ virtualenv holding it with its server extra (the 0.3 client of tests/interop_v03
 of tests/interop_v03/server.py both run there), cached in ``$XDG_CACHE_HOME/skillwire-tests`` (``~/.cache``
 by default) and reused while its ``a2a-sdk`` is the pinned version. If PyPI cannot be reached, the tests
 that need it skip, or fail when ``SKILLWIRE_REQUIRE_SERVICES=1`` (CI). The ``sdk03_python`` fixture in
-conftest.py calls it once per session.
+conftest.py calls it once per session (in each pytest-xdist worker; a lock lets one build).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -107,6 +108,10 @@ def python() -> Path:
     """The python of the a2a-sdk 0.3 venv (built on first use, then reused from the cache)."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     venv = cache / "skillwire-tests" / "a2a-sdk-0.3-with-server"
-    if not _has_sdk(venv):
-        _build_venv(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    # The suite's workers (pytest-xdist) each ask: one builds while the others wait, then find it built.
+    with open(venv.with_name(f"{venv.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not _has_sdk(venv):
+            _build_venv(venv)
     return venv_python(venv)
