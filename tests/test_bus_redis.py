@@ -19,7 +19,7 @@ pytest.importorskip("redis")
 import redis.asyncio as redis
 
 from skillwire import CallContext, Executor, RequestContext, TaskEvents, TaskState
-from skillwire.errors import SkillwireError, StreamDroppedError
+from skillwire.errors import SkillwireError, StoreUnavailableError, StreamDroppedError
 from skillwire.protocol.models import (
     Message,
     Part,
@@ -353,6 +353,67 @@ async def test_outage_ends_subscribers_and_the_bus_recovers(make_bus: Callable[.
     after = bus.subscribe(("t", "after"))
     bus.publish(("t", "after"), 1, status("after", TaskState.COMPLETED, "back"))
     assert texts(await take(after, 1)) == [(1, "back")]
+    await proxy.close()
+
+
+class SwallowingProxy(Proxy):
+    """A proxy whose clients' commands can be swallowed: Redis then never answers them (packets lost)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passing = True
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        self.pipes |= {writer, up_writer}
+        await asyncio.gather(self._pass_or_swallow(reader, up_writer), self._pump(up_reader, writer))
+
+    async def _pass_or_swallow(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                if self.passing:
+                    writer.write(data)
+                    await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.transport.abort()
+            self.pipes.discard(writer)
+
+
+async def test_a_redis_that_stops_answering_costs_the_writer_io_timeout_and_no_more(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    """Each pipeline is bounded as a whole (the writer's client has no per-reply timeouts): its events are
+    counted as dropped once it is up, and the next pipeline goes out on a fresh connection."""
+    proxy = SwallowingProxy()
+    await proxy.open()
+    writer = make_bus(proxy.url, io_timeout=0.5)  # this process only publishes: its reader never starts
+    other = make_bus()  # another process, reading Redis directly
+    key = ("t", "stops-answering")
+    sub = other.subscribe(key)
+    writer.publish(key, 1, status("stops-answering", TaskState.WORKING, "before"))
+    assert texts(await take(sub, 1)) == [(1, "before")]
+    await within(writer.flush())
+    proxy.passing = False
+    writer.publish(key, 2, status("stops-answering", TaskState.WORKING, "unanswered"))
+    await within(writer.flush(), 5.0)
+    assert writer.dropped == 1
+    proxy.passing = True
+    writer.publish(key, 3, status("stops-answering", TaskState.WORKING, "after"))
+    assert texts(await take(sub, 1)) == [(3, "after")]
+    await within(writer.flush())
+    assert writer.dropped == 1
+    await proxy.close()
+
+
+async def test_a_bus_whose_redis_never_answers_does_not_start(make_bus: Callable[..., RedisEventBus]) -> None:
+    proxy = SwallowingProxy()
+    await proxy.open()
+    proxy.passing = False
+    bus = make_bus(proxy.url, io_timeout=0.3)
+    with pytest.raises(StoreUnavailableError, match="cannot be reached"):
+        await within(bus.start(), 5.0)
     await proxy.close()
 
 

@@ -97,10 +97,15 @@ WAKE_TTL_MS = 3_600_000
 
 def _clients(url: str, connect_timeout: float) -> tuple[redis.Redis, redis.Redis]:
     """The bus's two clients: one for the writer and the other commands, and one with a connection of its own
-    for the blocking XREAD. Neither retries: a failure surfaces at once, the bus has its own backoff."""
+    for the blocking XREAD. Neither retries: a failure surfaces at once, the bus has its own backoff.
+
+    The first has no socket timeout: redis-py would bound each send with ``asyncio.wait_for`` and each reply
+    with a timeout context of its own, which cost a third of the writer's CPU per event (measured: 25-28 µs
+    an event in pipelines of 16, 17 µs without). The bus bounds each pipeline or command as a whole instead
+    (``io_timeout``); a read cut by it closes its connection (redis-py disconnects on any exception)."""
     no_retry = Retry(NoBackoff(), 0)
     common: dict[str, Any] = {"socket_connect_timeout": connect_timeout, "retry": no_retry}
-    client = redis.Redis.from_url(url, socket_timeout=connect_timeout + 5, **common)
+    client = redis.Redis.from_url(url, socket_timeout=None, **common)
     reader = redis.Redis.from_url(
         url, single_connection_client=True, socket_timeout=BLOCK_MS / 1000 + connect_timeout, **common
     )
@@ -125,12 +130,15 @@ class RedisEventBus:
         max_pending: int = 100_000,
         flush_timeout: float = 5.0,
         connect_timeout: float = 5.0,
+        io_timeout: float | None = None,
     ) -> None:
         """``max_events``/``max_bytes``: the bound of each local subscriber's queue; ``maxlen``: about how
         many entries a task's stream keeps; ``ttl_after_end``: seconds a stream lives after its task ended;
         ``idle_ttl``: seconds a stream lives after its last event (None: until the task ends);
         ``max_pending``: events queued for Redis at most (more are dropped: Redis is not keeping up or
-        down); ``flush_timeout``: how long ``aclose()`` waits for the queue to be sent."""
+        down); ``flush_timeout``: how long ``aclose()`` waits for the queue to be sent; ``io_timeout``: how
+        long one pipeline of writes (or the start's PING) may take before Redis counts as down
+        (``connect_timeout`` + 5 s by default)."""
         self.url = url
         self.maxlen = maxlen
         self.ttl_after_end = ttl_after_end
@@ -138,6 +146,7 @@ class RedisEventBus:
         self.prefix = prefix
         self.max_pending = max_pending
         self.flush_timeout = flush_timeout
+        self.io_timeout = connect_timeout + 5 if io_timeout is None else io_timeout
         #: Events that could not be sent to Redis (committed in the store, so not lost to a resubscriber).
         self.dropped = 0
         #: called after each batch of events written, with its round trip in seconds and its size (metrics)
@@ -269,8 +278,9 @@ class RedisEventBus:
         """Check that Redis answers now (``PING``), so that a server whose bus cannot be reached does not
         start: StoreUnavailableError saying where (and why) if it does not."""
         try:
-            await self._client.ping()
-        except _FAILURES as exc:
+            async with asyncio.timeout(self.io_timeout):
+                await self._client.ping()
+        except _FAILURES as exc:  # TimeoutError is an OSError
             raise StoreUnavailableError(
                 f"the Redis event bus at {self._where} cannot be reached: {exc}"
             ) from None
@@ -350,7 +360,8 @@ class RedisEventBus:
         for name, ttl in expiry.items():
             if ttl is not None:
                 pipe.pexpire(name, max(1, int(ttl * 1000)))
-        await pipe.execute()
+        async with asyncio.timeout(self.io_timeout):
+            await pipe.execute()
 
     def _send_failed(self, batch: list[tuple[Key, bytes, int, bytes, bool]], exc: BaseException) -> None:
         if not batch:
@@ -453,7 +464,8 @@ class RedisEventBus:
                 pipe = self._client.pipeline(transaction=False)
                 pipe.xadd(self._wake_name, {b"w": b"1"}, maxlen=1, approximate=False)
                 pipe.pexpire(self._wake_name, WAKE_TTL_MS)
-                await pipe.execute()
+                async with asyncio.timeout(self.io_timeout):
+                    await pipe.execute()
         except _FAILURES:
             pass  # Redis is down: the reader finds out itself
         finally:
