@@ -388,7 +388,8 @@ async def test_a_redis_that_stops_answering_costs_the_writer_io_timeout_and_no_m
     counted as dropped once it is up, and the next pipeline goes out on a fresh connection."""
     proxy = SwallowingProxy()
     await proxy.open()
-    writer = make_bus(proxy.url, io_timeout=0.5)  # this process only publishes: its reader never starts
+    writer = make_bus(proxy.url)  # this process only publishes: its reader never starts
+    writer.io_timeout = 0.5
     other = make_bus()  # another process, reading Redis directly
     key = ("t", "stops-answering")
     sub = other.subscribe(key)
@@ -411,7 +412,8 @@ async def test_a_bus_whose_redis_never_answers_does_not_start(make_bus: Callable
     proxy = SwallowingProxy()
     await proxy.open()
     proxy.passing = False
-    bus = make_bus(proxy.url, io_timeout=0.3)
+    bus = make_bus(proxy.url)
+    bus.io_timeout = 0.3
     with pytest.raises(StoreUnavailableError, match="cannot be reached"):
         await within(bus.start(), 5.0)
     await proxy.close()

@@ -102,7 +102,7 @@ def _clients(url: str, connect_timeout: float) -> tuple[redis.Redis, redis.Redis
     The first has no socket timeout: redis-py would bound each send with ``asyncio.wait_for`` and each reply
     with a timeout context of its own, which cost a third of the writer's CPU per event (measured: 25-28 µs
     an event in pipelines of 16, 17 µs without). The bus bounds each pipeline or command as a whole instead
-    (``io_timeout``); a read cut by it closes its connection (redis-py disconnects on any exception)."""
+    (:attr:`RedisEventBus.io_timeout`); a read cut by it closes its connection (redis-py disconnects on any exception)."""
     no_retry = Retry(NoBackoff(), 0)
     common: dict[str, Any] = {"socket_connect_timeout": connect_timeout, "retry": no_retry}
     client = redis.Redis.from_url(url, socket_timeout=None, **common)
@@ -130,15 +130,12 @@ class RedisEventBus:
         max_pending: int = 100_000,
         flush_timeout: float = 5.0,
         connect_timeout: float = 5.0,
-        io_timeout: float | None = None,
     ) -> None:
         """``max_events``/``max_bytes``: the bound of each local subscriber's queue; ``maxlen``: about how
         many entries a task's stream keeps; ``ttl_after_end``: seconds a stream lives after its task ended;
         ``idle_ttl``: seconds a stream lives after its last event (None: until the task ends);
         ``max_pending``: events queued for Redis at most (more are dropped: Redis is not keeping up or
-        down); ``flush_timeout``: how long ``aclose()`` waits for the queue to be sent; ``io_timeout``: how
-        long one pipeline of writes (or the start's PING) may take before Redis counts as down
-        (``connect_timeout`` + 5 s by default)."""
+        down); ``flush_timeout``: how long ``aclose()`` waits for the queue to be sent."""
         self.url = url
         self.maxlen = maxlen
         self.ttl_after_end = ttl_after_end
@@ -146,7 +143,8 @@ class RedisEventBus:
         self.prefix = prefix
         self.max_pending = max_pending
         self.flush_timeout = flush_timeout
-        self.io_timeout = connect_timeout + 5 if io_timeout is None else io_timeout
+        #: How long one pipeline of writes (or the start's PING) may take before Redis counts as down.
+        self.io_timeout = connect_timeout + 5
         #: Events that could not be sent to Redis (committed in the store, so not lost to a resubscriber).
         self.dropped = 0
         #: called after each batch of events written, with its round trip in seconds and its size (metrics)
