@@ -32,6 +32,27 @@ EXAMPLES = ROOT / "examples"
 A2A_V1 = {"A2A-Version": "1.0"}
 
 
+#: The slowest files, slowest first (seconds in a one-process run: 74, 42, 39, 29, 29, 22, 22, 18). They are
+#: handed to the workers first, so that none is left running one of them alone at the end of the run.
+SLOW_FIRST = (
+    "test_bench_smoke.py",
+    "test_cluster.py",
+    "test_console_browser.py",
+    "test_interop_a2a_sdk.py",
+    "test_retention.py",
+    "test_protobuf_convert.py",
+    "test_client_v03.py",
+    "test_llm_adapters.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(
+        key=lambda item: rank.get(item.path.name, len(SLOW_FIRST))
+    )  # stable: each file keeps its order
+
+
 #: Ports handed out by :func:`free_port` in this process, so that no two servers of a run are given the same.
 _GIVEN: set[int] = set()
 
