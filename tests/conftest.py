@@ -48,9 +48,8 @@ SLOW_FIRST = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(
-        key=lambda item: rank.get(item.path.name, len(SLOW_FIRST))
-    )  # stable: each file keeps its order
+    # a stable sort: each file keeps its tests' order
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
 
 
 #: Ports handed out by :func:`free_port` in this process, so that no two servers of a run are given the same.

@@ -279,8 +279,9 @@ class RedisEventBus:
             async with asyncio.timeout(self.io_timeout):
                 await self._client.ping()
         except _FAILURES as exc:  # TimeoutError is an OSError
+            reason = str(exc) or f"no answer within {self.io_timeout:g} s"
             raise StoreUnavailableError(
-                f"the Redis event bus at {self._where} cannot be reached: {exc}"
+                f"the Redis event bus at {self._where} cannot be reached: {reason}"
             ) from None
 
     async def flush(self) -> None:
