@@ -27,6 +27,8 @@ from skillwire.testing.store_contract import (
     RetentionStoreContract,
     TaskStoreContract,
     drain,
+    generations,
+    log_events,
     make_task,
     message,
     save,
@@ -336,6 +338,110 @@ async def test_list_tasks_reads_through_an_index(pg_url: str) -> None:
                 assert "Sort" not in plan, plan
     finally:
         await conn.close()
+
+
+# -- the new tasks of one loop turn (skillwire.stores.loop_batch) -------------------------------------------
+
+
+async def _transactions(store: PostgresTaskStore, ids: list[str]) -> int:
+    """How many transactions wrote the rows of these tasks (their ``xmin``s)."""
+    conn = await asyncpg.connect(await postgres_dsn())
+    try:
+        found: int = await conn.fetchval(
+            f'SELECT count(DISTINCT xmin::text) FROM "{store.schema}".skillwire_tasks WHERE id = ANY($1)',
+            [i.encode() for i in ids],
+        )
+        return found
+    finally:
+        await conn.close()
+
+
+async def test_new_tasks_of_one_turn_are_one_statement_and_each_gets_its_own_outcome(pg_url: str) -> None:
+    store = await opened(pg_url)
+    try:
+        there = make_task(text="first")
+        await save(store, there)
+        tasks = [make_task(text=f"t{i}") for i in range(12)]
+        long = tasks[0]  # with an event log of several rows
+        writes = [write_task(t, version=1, events=log_events(t, 1, 600) if t is long else ()) for t in tasks]
+        assert len(writes[0].log) > 1
+        clash = write_task(make_task(task_id=there.id, text="second"), version=1)
+        results = await asyncio.gather(*(store.commit(w) for w in [*writes, clash]), return_exceptions=True)
+        assert results[:-1] == [None] * len(tasks)
+        assert isinstance(results[-1], ConcurrentUpdateError) and "already exists" in str(results[-1])
+        for t in tasks:
+            stored = await store.get(t.id)
+            assert stored is not None and stored.task == t and stored.version == 1
+        assert await generations(store, long.id, limit=1000) == list(range(1, 601))
+        first = await store.get(there.id)
+        assert first is not None and first.task.artifacts[0].parts[0].text == "first"
+        assert await _transactions(store, [t.id for t in tasks]) == 1
+    finally:
+        await store.close()
+
+
+async def test_a_task_named_twice_in_one_turn_is_stored_once(pg_url: str) -> None:
+    store = await opened(pg_url)
+    try:
+        task, other = make_task(), make_task()
+        twice = [make_task(task_id=task.id, text=f"w{i}") for i in range(2)]
+        results = await asyncio.gather(*(save(store, t) for t in [*twice, other]), return_exceptions=True)
+        assert results[2] is None
+        assert sorted(type(r).__name__ for r in results[:2]) == ["ConcurrentUpdateError", "NoneType"]
+        winner = twice[results.index(None)]
+        stored = await store.get(task.id)
+        assert stored is not None and stored.task == winner
+        assert await store.get(other.id) is not None
+    finally:
+        await store.close()
+
+
+async def test_two_processes_inserting_the_same_new_tasks_each_task_has_one_winner(
+    pair: tuple[PostgresTaskStore, PostgresTaskStore],
+) -> None:
+    """Batches of the same keys in opposite orders, in two processes: no deadlock, one winner a task."""
+    a, b = pair
+    tasks = [make_task(text=f"t{i}") for i in range(40)]
+    results = await asyncio.gather(
+        *(save(a, t) for t in tasks), *(save(b, t) for t in reversed(tasks)), return_exceptions=True
+    )
+    for ra, rb in zip(results[:40], reversed(results[40:]), strict=True):
+        assert sorted(type(r).__name__ for r in (ra, rb)) == ["ConcurrentUpdateError", "NoneType"]
+    for t in tasks:
+        assert await a.get(t.id) is not None
+
+
+async def test_an_outage_fails_every_new_task_of_the_turn_and_stores_none(pg_url: str) -> None:
+    proxy = TcpProxy(postgres_address(pg_url))
+    proxy.start()
+    store = await opened(via_proxy(pg_url, proxy, timeout="3", pool="2"))
+    try:
+        await save(store, make_task())
+        proxy.cut()
+        lost = [make_task() for _ in range(5)]
+        async with asyncio.timeout(WAIT):
+            results = await asyncio.gather(*(save(store, t) for t in lost), return_exceptions=True)
+        assert all(isinstance(r, StoreError) for r in results), results
+        proxy.start()
+        for t in lost:
+            assert await store.get(t.id) is None
+    finally:
+        await store.close()
+        proxy.cut()
+
+
+async def test_close_stores_the_new_tasks_queued_before_it(pg_url: str) -> None:
+    store = await opened(pg_url)
+    tasks = [make_task() for _ in range(3)]
+    # gather starts its coroutines in order: the three writes are queued when close starts
+    results = await asyncio.gather(*(save(store, t) for t in tasks), store.close(), return_exceptions=True)
+    assert results == [None] * 4
+    again = await opened(pg_url)
+    try:
+        for t in tasks:
+            assert await again.get(t.id) is not None
+    finally:
+        await again.close()
 
 
 # -- values PostgreSQL text cannot hold -------------------------------------------------------------------

@@ -72,6 +72,7 @@ from skillwire.stores.base import (
     read_log,
 )
 from skillwire.stores.idempotency import Claim
+from skillwire.stores.loop_batch import NewTaskBatch
 from skillwire.stores.postgres_sql import (
     DELIVERY,
     MIGRATION_LOCK,
@@ -281,6 +282,11 @@ def _view(history_length: int | None) -> int | None:
     return None if history_length is None else max(0, min(history_length, 2**31 - 1))
 
 
+def _add(columns: list[list[Any]], first: int, values: tuple[Any, ...]) -> None:
+    for offset, value in enumerate(values):
+        columns[first + offset].append(value)
+
+
 def _read(row: Any, history_length: int | None, artifacts: bool) -> tuple[StoredTask, int]:
     """The task of a row selected with _task_columns, and the bytes read for it."""
     head: bytes = row["head"]
@@ -364,6 +370,7 @@ class PostgresTaskStore:
         self.max_failed_deliveries = max_failed_deliveries
         self._sql = Statements(self._options.schema)
         self._pool: Any = None
+        self._new = NewTaskBatch(self._insert_new, self._commit)
 
     @property
     def schema(self) -> str:
@@ -400,6 +407,7 @@ class PostgresTaskStore:
         self._pool = pool
 
     async def close(self) -> None:
+        await self._new.drain()
         pool, self._pool = self._pool, None
         if pool is not None:
             try:
@@ -436,6 +444,49 @@ class PostgresTaskStore:
     # -- the protocol -----------------------------------------------------------------------------------------
 
     async def commit(self, write: TaskWrite) -> None:
+        if write.base == 0 and not (
+            write.claim or write.configs or write.deliveries or self._long_log(write)
+        ):
+            await self._new.add(write)  # with the other new tasks of this loop turn
+        else:
+            await self._commit(write)
+
+    def _long_log(self, write: TaskWrite) -> bool:
+        """Whether the write's events pass the log's budget (the oldest go, after the commit)."""
+        return sum(len(r.body) for r in write.log) > self.max_log_bytes
+
+    async def _insert_new(self, writes: list[TaskWrite]) -> set[int] | None:
+        """Store these new tasks with one statement; the indexes of those inserted (see NewTaskBatch)."""
+        tasks: list[list[Any]] = [[] for _ in range(11)]
+        pieces: list[list[Any]] = [[] for _ in range(11)]
+        for k, w in enumerate(writes, 1):
+            layout = w.layout
+            row = (
+                *(_b(w.tenant), _b(w.task_id), _b(w.context_id), w.state.value, w.updated_us, w.version),
+                *(
+                    w.head,
+                    layout.messages,
+                    layout.size,
+                    _encode_layout(layout),
+                    sum(len(r.body) for r in w.log),
+                ),
+            )
+            for column, value in zip(tasks, row, strict=True):
+                column.append(value)
+            for i, body in enumerate(w.messages, w.first_message):
+                _add(pieces, 0, (k, i, body))
+            for p in w.artifacts:
+                _add(pieces, 3, (k, p.index, p.offset, p.body))
+            for r in w.log:
+                _add(pieces, 7, (k, r.first, r.last, r.body))
+        async with self._conn() as conn:
+            try:
+                rows = await conn.fetch(self._sql.insert_new, *tasks, self.owner, *pieces)
+            except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                return None  # each on its own, then
+        return {row["k"] - 1 for row in rows}
+
+    async def _commit(self, write: TaskWrite) -> None:
         layout = write.layout
         args: list[Any] = [
             _b(write.tenant),

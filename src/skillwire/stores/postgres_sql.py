@@ -254,6 +254,7 @@ class Statements:
             " ORDER BY expires_us LIMIT 16)"
         )
         self._commits: dict[tuple[bool, bool, bool, bool], str] = {}
+        self.insert_new = _insert_new(s)
         self.prune = _prune(s)
         self.count_finished = (
             f"SELECT state, COUNT(*) AS n FROM {self.tasks} WHERE state IN ({FINISHED}) AND updated_us < $1"
@@ -349,6 +350,49 @@ class Statements:
         # a new task's statement names $12 and $18 too, so that every parameter has a type
         tail = " WHERE $12::bigint = 0 AND $18::int >= 0" if new else ""
         return "WITH " + ", ".join(parts) + " SELECT seq, log_bytes FROM t" + tail
+
+
+def _insert_new(s: str) -> str:
+    """New tasks as one statement (see :mod:`skillwire.stores.loop_batch`): each row is inserted unless its
+    task exists (ON CONFLICT DO NOTHING), with its messages, artifact pieces and event-log rows; it returns
+    ``k``, the index in the batch, of each task inserted.
+
+    Parameters: $1-$11 one array per task column (tenants, ids, contexts, states, updated_us, versions, heads,
+    message counts, sizes, layouts, log bytes), $12 the owner; then, each row naming its task by ``k``,
+    messages ($13 k, $14 index, $15 body), artifact pieces ($16 k, $17 index, $18 offset, $19 body) and
+    log rows ($20 k, $21 first, $22 last, $23 body). Rows go in in key order, as in every process, so that
+    two processes inserting the same keys wait for each other instead of deadlocking."""
+    columns = "tenant, id, context_id, state, updated_us, version, head, messages, size, layout, log_bytes"
+    pieces = {
+        "m": (
+            "skillwire_messages (task, idx, body)",
+            "n.seq, u.idx, u.body",
+            "$13::int[], $14::int[], $15::bytea[]) AS u(k, idx, body)",
+        ),
+        "a": (
+            "skillwire_artifacts (task, idx, start, body)",
+            "n.seq, u.idx, u.start, u.body",
+            "$16::int[], $17::int[], $18::int[], $19::bytea[]) AS u(k, idx, start, body)",
+        ),
+        "e": (
+            "skillwire_event_log (task, first, last, body)",
+            "n.seq, u.first, u.last, u.body",
+            "$20::int[], $21::bigint[], $22::bigint[], $23::bytea[]) AS u(k, first, last, body)",
+        ),
+    }
+    parts = [
+        "i AS (SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::text[], $5::bigint[],"
+        " $6::bigint[], $7::bytea[], $8::int[], $9::bigint[], $10::bytea[], $11::bigint[])"
+        f" WITH ORDINALITY AS u({columns}, k))",
+        f"t AS (INSERT INTO {s}.skillwire_tasks ({columns}, owner) SELECT {columns}, $12 FROM i"
+        " ORDER BY tenant, id ON CONFLICT (tenant, id) DO NOTHING RETURNING seq, tenant, id)",
+        "n AS (SELECT t.seq, i.k FROM t JOIN i ON i.tenant = t.tenant AND i.id = t.id)",
+        *(
+            f"{name} AS (INSERT INTO {s}.{table} SELECT {values} FROM unnest({arrays} JOIN n ON n.k = u.k)"
+            for name, (table, values, arrays) in pieces.items()
+        ),
+    ]
+    return "WITH " + ", ".join(parts) + " SELECT k FROM n"
 
 
 def _prune(s: str) -> str:
