@@ -4,11 +4,13 @@ outages (a TCP proxy in front of Redis, closed then reopened), and two task runt
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+import httpx
 import msgspec
 import pytest
 
@@ -519,15 +521,17 @@ async def test_continued_task_streams_only_its_new_turn(
     runtimes: tuple[TaskRuntime, TaskRuntime, Scripted], redis_client: redis.Redis
 ) -> None:
     a, b, _ = runtimes
-    asked = (await within(a.on_send_message(send("ask"), CALL))).task
+    # streamed, so that the first turn is published (a task made and settled in one commit is not: no one
+    # else could follow it yet)
+    asked = (await collect(await a.on_send_streaming_message(send("ask"), CALL)))[-1].status_update
     assert asked is not None and asked.status.state is TaskState.INPUT_REQUIRED
     bus = a.bus
     assert isinstance(bus, RedisEventBus)
     await within(bus.flush())
     # b's first subscription to this task replays its stream, which holds the first turn's events
-    first_turn = await redis_client.xrange(bus.stream_name(("", asked.id)))
+    first_turn = await redis_client.xrange(bus.stream_name(("", asked.task_id)))
     assert len(first_turn) >= 2
-    events = await collect(await b.on_send_streaming_message(send("Ada", task_id=asked.id), CALL))
+    events = await collect(await b.on_send_streaming_message(send("Ada", task_id=asked.task_id), CALL))
     # the stream opens with the task as the answer's turn stored it (WORKING), then what follows
     assert shape(events) == ["task", "artifact:got Ada", "COMPLETED"]
     assert events[0].task is not None and events[0].task.status.state is TaskState.WORKING
@@ -591,3 +595,56 @@ async def test_publishing_says_when_events_wait_for_redis_until_the_writer_sends
     await within(bus.flush())
     assert bus.publish(key, 4, status("task-1", TaskState.WORKING, "e4")) is False
     assert texts(await take(sub, 4)) == [(v, f"e{v}") for v in range(1, 5)]
+
+
+# -- what is published: what another process could follow --------------------------------------------------
+
+
+async def _questions(context: RequestContext, events: TaskEvents) -> None:
+    """Asks for a city when the message says "ask"; answers a second turn; else makes an artifact."""
+    if context.task is not None:
+        await events.complete(f"answered: {context.text}")
+    elif context.text == "ask":
+        await events.input_required("Which city?")
+    else:
+        await events.artifact("done", name="result")
+
+
+async def test_a_task_made_and_settled_in_one_commit_is_published_only_when_a_key_named_it(
+    prefix: str, redis_client: redis.Redis, tmp_path: Any
+) -> None:
+    """Before a task's first commit no other process can follow it (its id is in no store and no answer
+    yet), except a retry of a request whose idempotency key was claimed first: that one waits on the bus."""
+    from conftest import A2A_V1, rpc, start_server, user_message
+    from skillwire import Agent
+
+    bus = RedisEventBus(REDIS, prefix=prefix)  # the server's: it closes it
+    app = Agent("questions", "Asks, then answers.", executor=_questions).asgi(
+        store=f"sqlite:///{tmp_path / 'tasks.db'}", bus=bus
+    )
+    server = start_server(app)
+
+    def send(message: dict[str, Any], **headers: str) -> dict[str, Any]:
+        body = rpc("SendMessage", {"message": message})
+        answer = httpx.post(server.rpc_url, json=body, headers={**A2A_V1, **headers}, timeout=WAIT)
+        task: dict[str, Any] = answer.json()["result"]["task"]
+        return task
+
+    try:
+        plain = send(user_message("hello"))
+        keyed = send(user_message("hello"), **{"Idempotency-Key": uuid.uuid4().hex})
+        asked = send(user_message("ask"))
+        answered = send(user_message("Paris", taskId=asked["id"], contextId=asked["contextId"]))
+    finally:
+        server.stop()  # the bus is flushed: every event published has reached Redis
+    assert plain["status"]["state"] == keyed["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+
+    async def published(task: dict[str, Any]) -> list[str]:
+        entries = await redis_client.xrange(bus.stream_name(("", task["id"])))
+        return [json.loads(fields[b"event"]).popitem()[0] for _, fields in entries]
+
+    assert await published(plain) == []
+    assert await published(keyed) == ["task", "artifactUpdate", "statusUpdate"]
+    # the question was not published; the answer's turn, of a stored task, was
+    assert await published(asked) == ["statusUpdate", "statusUpdate"]

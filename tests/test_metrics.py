@@ -294,8 +294,13 @@ def test_a_redis_bus_reports_its_writes() -> None:
     bus = open_bus("redis://127.0.0.1:6379/0")
     server = start_server(example_agent("greeter").asgi(store="memory://", bus=bus, metrics=True))
     try:
-        for name in ("Ada", "Grace"):
-            send_rpc(server.url, "SendMessage", {"message": user_message(name)})
+        for name in (
+            "Ada",
+            "Grace",
+        ):  # streamed: a task made and ended at once has no subscriber to publish to
+            body = rpc("SendStreamingMessage", {"message": user_message(name)})
+            with httpx.stream("POST", server.url + "/", json=body, headers=V1) as answer:
+                assert [line for line in answer.iter_lines() if line.startswith("data:")]
         samples = wait_for_samples(
             server.url, lambda s: value(s, "skillwire_bus_events_written_total", system="redis") >= 2
         )

@@ -336,15 +336,25 @@ def test_store_and_bus_calls_are_child_spans_when_asked(spans: Spans, tmp_path: 
         (request,) = spans.wait("A2A SendMessage")
         (run,) = spans.wait("skill greet")
         commits = spans.wait("store commit")
+        # the request's span ends after its answer, so a publish would have ended: a task made and ended in
+        # one commit has no subscriber anywhere, and is not published
+        assert not spans.named("bus publish")
+        body = rpc("SendStreamingMessage", {"message": user_message("Bob")})
+        with httpx.stream("POST", server.url + "/", json=body, headers=V1) as answer:
+            assert [line for line in answer.iter_lines() if line.startswith("data:")]
+        (streamed,) = spans.wait("A2A SendStreamingMessage")
+        streamed_run = next(s for s in spans.wait("skill greet", 2) if s is not run)
         publishes = spans.wait("bus publish")
     finally:
         server.stop()
         provider.shutdown()
-    trace_id = request.context.trace_id
-    inside = {request.context.span_id, run.context.span_id}
-    for span in (*commits, *publishes):
-        assert span.context.trace_id == trace_id
-        assert span.parent is not None and span.parent.span_id in inside
+    for outer, inner, children in ((request, run, commits), (streamed, streamed_run, publishes)):
+        for span in children:
+            assert span.context.trace_id == outer.context.trace_id
+            assert span.parent is not None and span.parent.span_id in {
+                outer.context.span_id,
+                inner.context.span_id,
+            }
     commit = commits[0]
     assert commit.kind is SpanKind.CLIENT
     assert attributes(commit) == {"db.system.name": "sqlite", "db.operation.name": "commit"}

@@ -344,7 +344,8 @@ class TaskRun:
                 return
             version, generation = self.version, task.generation
             events = [event for v, event in self._pending if v <= version]
-            write = await self._write(task, version, events)
+            heard = self._heard()  # before the commit, which may be the task's first
+            write = await self._write(task, version, events, heard)
             targets = self.push
             if targets:
                 targets = dict(targets)  # as of this write: a config set meanwhile gets the next ones
@@ -360,7 +361,7 @@ class TaskRun:
             self.committed, self.stored, self.committed_generation = version, write.layout, generation
             self.push_records.clear()
             self.claim = None
-            self._publish(events, write.logged)
+            self._publish(events, write.logged, heard)
             if self._watch_deferred:
                 self._watch_deferred = False
                 if not settles(task.status.state):
@@ -368,9 +369,10 @@ class TaskRun:
             if write.deliveries and self.runtime.push is not None:
                 self.runtime.push.ready(self.tenant, self.task_id, targets, len(write.deliveries))
 
-    async def _write(self, task: Task, version: int, events: list[StreamResponse]) -> TaskWrite:
+    async def _write(self, task: Task, version: int, events: list[StreamResponse], heard: bool) -> TaskWrite:
         """The write of ``task`` at ``version`` since the last commit; ends the run if what the executor
-        produced cannot be stored (not JSON, more than a task may hold)."""
+        produced cannot be stored (not JSON, more than a task may hold). ``heard``: whether the events' JSON
+        is kept for the bus."""
         limits = self.runtime.limits
         try:
             write = write_task(
@@ -384,7 +386,7 @@ class TaskRun:
                 max_log_bytes=limits.max_task_log_bytes,
                 # kept for the bus only when someone reads them: a blocking call's commit runs faster
                 # without (measured: 1% of a SendMessage's instructions)
-                keep_logged=self.runtime.bus.shared or self.runtime.bus.subscriber_count(self.key) > 0,
+                keep_logged=heard,
             )
         except (TypeError, ValueError, msgspec.EncodeError) as exc:
             log.error("task %s holds content that is not JSON: %s", self.task_id, exc)
@@ -413,9 +415,26 @@ class TaskRun:
             log.error("could not store task %s: %s", self.task_id, exc)
             raise await self._abort(store_failure(exc, self.runtime.limits), STORE_MESSAGE) from None
 
-    def _publish(self, events: list[StreamResponse], logged: tuple[bytes, ...]) -> None:
+    def _heard(self) -> bool:
+        """Whether the events of the commit under way may have a subscriber: one in this process, or, on a
+        bus other processes share, one there. No other process can follow a task before its first commit:
+        subscribing reads the task from the store first, and its id reaches the caller only in the answer,
+        sent after that commit; except when the request's idempotency key was claimed first, naming the task
+        (a retry of the request waits for it on the bus). So a SendMessage that makes and ends its task in
+        one commit publishes nothing to Redis (measured: 3 XADDs and a PEXPIRE a request, 11% of the
+        server's CPU on PostgreSQL + Redis)."""
+        bus = self.runtime.bus
+        if bus.subscriber_count(self.key) > 0:
+            return True
+        return bus.shared and (self.committed > 0 or self.replying_to is not None)
+
+    def _publish(self, events: list[StreamResponse], logged: tuple[bytes, ...], heard: bool) -> None:
         """Publish ``events``, just committed (the oldest pending ones), with their JSON as the log holds it
-        (``logged``: the newest of them, all unless the log's budget dropped the oldest)."""
+        (``logged``: the newest of them, all unless the log's budget dropped the oldest), to whoever may hear
+        them (see _heard)."""
+        if not heard:
+            del self._pending[: len(events)]
+            return
         bus, key = self.runtime.bus, self.key
         skip = len(events) - len(logged)  # the oldest events the log did not keep have no JSON at hand
         backlog = False
@@ -662,7 +681,8 @@ class TaskRun:
             if self.replying_to is not None and keys is not None:  # a retry of the request gets it too
                 keyed = self.replying_to
                 await keys.store.settle(keyed.scope, keyed.key, msgspec.json.encode(message))
-            self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
+            if self._heard():
+                self.runtime.bus.publish(self.key, 0, StreamResponse(message=message))
             if not self.settled.done():
                 self.settled.set_result(message)
 
