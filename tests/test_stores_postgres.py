@@ -18,6 +18,7 @@ from skillwire.errors import ConcurrentUpdateError, StoreError, install_command
 from skillwire.protocol.models import TaskStatus
 from skillwire.stores import open_store
 from skillwire.stores.base import TaskQuery, TaskStore, write_task
+from skillwire.stores.loop_batch import MAX_BATCH_BYTES
 from skillwire.stores.postgres import SCHEMA_VERSION, PostgresTaskStore, upgrade
 from skillwire.stores.push import PushConfigRecord, PushStore
 from skillwire.stores.shared import SharedStore
@@ -376,6 +377,20 @@ async def test_new_tasks_of_one_turn_are_one_statement_and_each_gets_its_own_out
         first = await store.get(there.id)
         assert first is not None and first.task.artifacts[0].parts[0].text == "first"
         assert await _transactions(store, [t.id for t in tasks]) == 1
+    finally:
+        await store.close()
+
+
+async def test_large_new_tasks_of_one_turn_are_split_by_the_batch_budget(pg_url: str) -> None:
+    store = await opened(pg_url)
+    try:
+        # a third of the budget each (the text is in the history and in the artifact): two batches of three
+        tasks = [make_task(text="x" * (MAX_BATCH_BYTES // 6)) for _ in range(6)]
+        await asyncio.gather(*(save(store, t) for t in tasks))
+        for t in tasks:
+            stored = await store.get(t.id)
+            assert stored is not None and stored.task == t
+        assert await _transactions(store, [t.id for t in tasks]) == 2
     finally:
         await store.close()
 

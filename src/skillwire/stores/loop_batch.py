@@ -7,7 +7,9 @@ ready in the same turn has queued its own) the queue goes out as one statement, 
 with its own write's outcome once that statement has committed: nothing is acknowledged before it is stored.
 
 A batch of one, or one naming a task twice, is written one write at a time, as is a batch the store could not
-write together (``insert`` returns None: a deadlock with another process, say).
+write together (``insert`` returns None: a deadlock with another process, say). A batch holds MAX_BATCH_BYTES
+of task data at most: the write that reaches it sends the batch at once, so that one statement never carries
+hundreds of large tasks.
 """
 
 from __future__ import annotations
@@ -18,7 +20,10 @@ from collections.abc import Awaitable, Callable
 from skillwire.errors import ConcurrentUpdateError, StoreError
 from skillwire.stores.base import TaskWrite
 
-__all__ = ["NewTaskBatch"]
+__all__ = ["MAX_BATCH_BYTES", "NewTaskBatch"]
+
+#: The task data (heads, messages, artifact pieces, log rows) one batch carries at most.
+MAX_BATCH_BYTES = 1024 * 1024
 
 #: Stores the writes together: the indexes of those whose task was inserted (a write not among them found
 #: its task there already), or None when they must be written one at a time.
@@ -34,6 +39,7 @@ class NewTaskBatch:
         self._insert = insert
         self._alone = alone
         self._queued: list[tuple[TaskWrite, asyncio.Future[None]]] = []
+        self._bytes = 0
         self._writing: set[asyncio.Task[None]] = set()
 
     def add(self, write: TaskWrite) -> asyncio.Future[None]:
@@ -41,13 +47,16 @@ class NewTaskBatch:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queued.append((write, done))
-        if len(self._queued) == 1:
+        self._bytes += _size(write)
+        if self._bytes >= MAX_BATCH_BYTES:
+            self.flush()
+        elif len(self._queued) == 1:
             loop.call_soon(self.flush)
         return done
 
     def flush(self) -> None:
         """Send what is queued, now."""
-        batch, self._queued = self._queued, []
+        batch, self._queued, self._bytes = self._queued, [], 0
         if batch:
             task = asyncio.get_running_loop().create_task(self._write(batch))
             self._writing.add(task)
@@ -89,6 +98,15 @@ class NewTaskBatch:
             _settle(done, exc)
         else:
             _settle(done, None)
+
+
+def _size(w: TaskWrite) -> int:
+    return (
+        len(w.head)
+        + sum(len(m) for m in w.messages)
+        + sum(len(p.body) for p in w.artifacts)
+        + sum(len(r.body) for r in w.log)
+    )
 
 
 def _exists(write: TaskWrite) -> ConcurrentUpdateError:

@@ -28,7 +28,9 @@ from (``UPDATE ... WHERE version = base``; a new task is ``INSERT ... ON CONFLIC
 writers, in one process or many, commit from the same version, PostgreSQL's row lock makes the second wait
 for the first and then find the version changed: it gets ConcurrentUpdateError and nothing of it is stored.
 So no update is ever lost, without any lock held between a read and a write. The write's push configs and
-deliveries are in the same statement, so they are stored if and only if the write is.
+deliveries are in the same statement, so they are stored if and only if the write is. The plain new tasks
+committed in one turn of the event loop share one statement (:mod:`skillwire.stores.loop_batch`): one round
+trip, transaction and WAL flush for all of them, each row still its own outcome.
 
 Outage: a query that cannot reach the database, or that passes ``timeout`` (``?timeout=SECONDS``, default
 10), raises StoreError; its transaction is rolled back by the server, so nothing partial is stored. The pool
