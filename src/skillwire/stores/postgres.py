@@ -284,9 +284,10 @@ def _view(history_length: int | None) -> int | None:
     return None if history_length is None else max(0, min(history_length, 2**31 - 1))
 
 
-def _add(columns: list[list[Any]], first: int, values: tuple[Any, ...]) -> None:
-    for offset, value in enumerate(values):
-        columns[first + offset].append(value)
+def _append(columns: list[list[Any]], values: tuple[Any, ...]) -> None:
+    """Add one row to arrays held column by column."""
+    for column, value in zip(columns, values, strict=True):
+        column.append(value)
 
 
 def _read(row: Any, history_length: int | None, artifacts: bool) -> tuple[StoredTask, int]:
@@ -458,32 +459,37 @@ class PostgresTaskStore:
         return sum(len(r.body) for r in write.log) > self.max_log_bytes
 
     async def _insert_new(self, writes: list[TaskWrite]) -> set[int] | None:
-        """Store these new tasks with one statement; the indexes of those inserted (see NewTaskBatch)."""
+        """Store these new tasks with one statement (Statements.insert_new: a column array each); the
+        indexes of those inserted (see NewTaskBatch), or None to store them one at a time."""
         tasks: list[list[Any]] = [[] for _ in range(11)]
-        pieces: list[list[Any]] = [[] for _ in range(11)]
+        messages: list[list[Any]] = [[], [], []]  # k, index, body
+        pieces: list[list[Any]] = [[], [], [], []]  # k, artifact index, offset, body
+        log: list[list[Any]] = [[], [], [], []]  # k, first, last, body
         for k, w in enumerate(writes, 1):
             layout = w.layout
             row = (
-                *(_b(w.tenant), _b(w.task_id), _b(w.context_id), w.state.value, w.updated_us, w.version),
-                *(
-                    w.head,
-                    layout.messages,
-                    layout.size,
-                    _encode_layout(layout),
-                    sum(len(r.body) for r in w.log),
-                ),
+                _b(w.tenant),
+                _b(w.task_id),
+                _b(w.context_id),
+                w.state.value,
+                w.updated_us,
+                w.version,
+                w.head,
+                layout.messages,
+                layout.size,
+                _encode_layout(layout),
+                sum(len(r.body) for r in w.log),
             )
-            for column, value in zip(tasks, row, strict=True):
-                column.append(value)
+            _append(tasks, row)
             for i, body in enumerate(w.messages, w.first_message):
-                _add(pieces, 0, (k, i, body))
+                _append(messages, (k, i, body))
             for p in w.artifacts:
-                _add(pieces, 3, (k, p.index, p.offset, p.body))
+                _append(pieces, (k, p.index, p.offset, p.body))
             for r in w.log:
-                _add(pieces, 7, (k, r.first, r.last, r.body))
+                _append(log, (k, r.first, r.last, r.body))
         async with self._conn() as conn:
             try:
-                rows = await conn.fetch(self._sql.insert_new, *tasks, self.owner, *pieces)
+                rows = await conn.fetch(self._sql.insert_new, *tasks, self.owner, *messages, *pieces, *log)
             except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                 return None  # each on its own, then
         return {row["k"] - 1 for row in rows}
