@@ -64,8 +64,10 @@ class NewTaskBatch:
 
     async def drain(self) -> None:
         """Send what is queued and wait until every batch is answered (before the store closes)."""
-        self.flush()
-        while self._writing:
+        while True:
+            self.flush()
+            if not self._writing:
+                return
             await asyncio.gather(*self._writing, return_exceptions=True)
 
     async def _write(self, batch: list[tuple[TaskWrite, asyncio.Future[None]]]) -> None:
