@@ -344,6 +344,13 @@ async def test_list_tasks_reads_through_an_index(pg_url: str) -> None:
 # -- the new tasks of one loop turn (skillwire.stores.loop_batch) -------------------------------------------
 
 
+@pytest.fixture
+async def store(pg_url: str) -> AsyncIterator[PostgresTaskStore]:
+    opened_store = await opened(pg_url)
+    yield opened_store
+    await opened_store.close()
+
+
 async def _transactions(store: PostgresTaskStore, ids: list[str]) -> int:
     """How many transactions wrote the rows of these tasks (their ``xmin``s)."""
     conn = await asyncpg.connect(await postgres_dsn())
@@ -357,58 +364,48 @@ async def _transactions(store: PostgresTaskStore, ids: list[str]) -> int:
         await conn.close()
 
 
-async def test_new_tasks_of_one_turn_are_one_statement_and_each_gets_its_own_outcome(pg_url: str) -> None:
-    store = await opened(pg_url)
-    try:
-        there = make_task(text="first")
-        await save(store, there)
-        tasks = [make_task(text=f"t{i}") for i in range(12)]
-        long = tasks[0]  # with an event log of several rows
-        writes = [write_task(t, version=1, events=log_events(t, 1, 600) if t is long else ()) for t in tasks]
-        assert len(writes[0].log) > 1
-        clash = write_task(make_task(task_id=there.id, text="second"), version=1)
-        results = await asyncio.gather(*(store.commit(w) for w in [*writes, clash]), return_exceptions=True)
-        assert results[:-1] == [None] * len(tasks)
-        assert isinstance(results[-1], ConcurrentUpdateError) and "already exists" in str(results[-1])
-        for t in tasks:
-            stored = await store.get(t.id)
-            assert stored is not None and stored.task == t and stored.version == 1
-        assert await generations(store, long.id, limit=1000) == list(range(1, 601))
-        first = await store.get(there.id)
-        assert first is not None and first.task.artifacts[0].parts[0].text == "first"
-        assert await _transactions(store, [t.id for t in tasks]) == 1
-    finally:
-        await store.close()
+async def test_new_tasks_of_one_turn_are_one_statement_and_each_gets_its_own_outcome(
+    store: PostgresTaskStore,
+) -> None:
+    there = make_task(text="first")
+    await save(store, there)
+    tasks = [make_task(text=f"t{i}") for i in range(12)]
+    long = tasks[0]  # with an event log of several rows
+    writes = [write_task(t, version=1, events=log_events(t, 1, 600) if t is long else ()) for t in tasks]
+    assert len(writes[0].log) > 1
+    clash = write_task(make_task(task_id=there.id, text="second"), version=1)
+    results = await asyncio.gather(*(store.commit(w) for w in [*writes, clash]), return_exceptions=True)
+    assert results[:-1] == [None] * len(tasks)
+    assert isinstance(results[-1], ConcurrentUpdateError) and "already exists" in str(results[-1])
+    for t in tasks:
+        stored = await store.get(t.id)
+        assert stored is not None and stored.task == t and stored.version == 1
+    assert await generations(store, long.id, limit=1000) == list(range(1, 601))
+    first = await store.get(there.id)
+    assert first is not None and first.task.artifacts[0].parts[0].text == "first"
+    assert await _transactions(store, [t.id for t in tasks]) == 1
 
 
-async def test_large_new_tasks_of_one_turn_are_split_by_the_batch_budget(pg_url: str) -> None:
-    store = await opened(pg_url)
-    try:
-        # a third of the budget each (the text is in the history and in the artifact): two batches of three
-        tasks = [make_task(text="x" * (MAX_BATCH_BYTES // 6)) for _ in range(6)]
-        await asyncio.gather(*(save(store, t) for t in tasks))
-        for t in tasks:
-            stored = await store.get(t.id)
-            assert stored is not None and stored.task == t
-        assert await _transactions(store, [t.id for t in tasks]) == 2
-    finally:
-        await store.close()
+async def test_large_new_tasks_of_one_turn_are_split_by_the_batch_budget(store: PostgresTaskStore) -> None:
+    # a third of the budget each (the text is in the history and in the artifact): two batches of three
+    tasks = [make_task(text="x" * (MAX_BATCH_BYTES // 6)) for _ in range(6)]
+    await asyncio.gather(*(save(store, t) for t in tasks))
+    for t in tasks:
+        stored = await store.get(t.id)
+        assert stored is not None and stored.task == t
+    assert await _transactions(store, [t.id for t in tasks]) == 2
 
 
-async def test_a_task_named_twice_in_one_turn_is_stored_once(pg_url: str) -> None:
-    store = await opened(pg_url)
-    try:
-        task, other = make_task(), make_task()
-        twice = [make_task(task_id=task.id, text=f"w{i}") for i in range(2)]
-        results = await asyncio.gather(*(save(store, t) for t in [*twice, other]), return_exceptions=True)
-        assert results[2] is None
-        assert sorted(type(r).__name__ for r in results[:2]) == ["ConcurrentUpdateError", "NoneType"]
-        winner = twice[results.index(None)]
-        stored = await store.get(task.id)
-        assert stored is not None and stored.task == winner
-        assert await store.get(other.id) is not None
-    finally:
-        await store.close()
+async def test_a_task_named_twice_in_one_turn_is_stored_once(store: PostgresTaskStore) -> None:
+    task, other = make_task(), make_task()
+    twice = [make_task(task_id=task.id, text=f"w{i}") for i in range(2)]
+    results = await asyncio.gather(*(save(store, t) for t in [*twice, other]), return_exceptions=True)
+    assert results[2] is None
+    assert sorted(type(r).__name__ for r in results[:2]) == ["ConcurrentUpdateError", "NoneType"]
+    winner = twice[results.index(None)]
+    stored = await store.get(task.id)
+    assert stored is not None and stored.task == winner
+    assert await store.get(other.id) is not None
 
 
 async def test_two_processes_inserting_the_same_new_tasks_each_task_has_one_winner(

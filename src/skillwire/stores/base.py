@@ -64,6 +64,7 @@ __all__ = [
     "private_file",
     "private_folder",
     "sqlite_path",
+    "task_row",
     "write_task",
 ]
 
@@ -310,6 +311,23 @@ def write_task(
         rewrite=rewrite,
         log=_rows(encoded),
         logged=tuple([body for _, body in encoded]) if keep_logged else (),
+    )
+
+
+def task_row(w: TaskWrite) -> tuple[str, str, str, str, int, int, bytes, int, int]:
+    """What every store's task row holds of a write, in its column order: tenant, id, context, state,
+    updated_us, version, head, message count, size."""
+    layout = w.layout
+    return (
+        w.tenant,
+        w.task_id,
+        w.context_id,
+        w.state.value,
+        w.updated_us,
+        w.version,
+        w.head,
+        layout.messages,
+        layout.size,
     )
 
 

@@ -72,6 +72,7 @@ from skillwire.stores.base import (
     encode_cursor,
     instant_us,
     read_log,
+    task_row,
 )
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.loop_batch import NewTaskBatch
@@ -466,21 +467,11 @@ class PostgresTaskStore:
         pieces: list[list[Any]] = [[], [], [], []]  # k, artifact index, offset, body
         log: list[list[Any]] = [[], [], [], []]  # k, first, last, body
         for k, w in enumerate(writes, 1):
-            layout = w.layout
-            row = (
-                _b(w.tenant),
-                _b(w.task_id),
-                _b(w.context_id),
-                w.state.value,
-                w.updated_us,
-                w.version,
-                w.head,
-                layout.messages,
-                layout.size,
-                _encode_layout(layout),
-                sum(len(r.body) for r in w.log),
+            tenant, task_id, context_id, *rest = task_row(w)
+            log_bytes = sum(len(r.body) for r in w.log)
+            _append(
+                tasks, (_b(tenant), _b(task_id), _b(context_id), *rest, _encode_layout(w.layout), log_bytes)
             )
-            _append(tasks, row)
             for i, body in enumerate(w.messages, w.first_message):
                 _append(messages, (k, i, body))
             for p in w.artifacts:
@@ -495,18 +486,10 @@ class PostgresTaskStore:
         return {row["k"] - 1 for row in rows}
 
     async def _commit(self, write: TaskWrite) -> None:
-        layout = write.layout
+        tenant, task_id, context_id, *rest = task_row(write)
         args: list[Any] = [
-            _b(write.tenant),
-            _b(write.task_id),
-            _b(write.context_id),
-            write.state.value,
-            write.updated_us,
-            write.version,
-            write.head,
-            layout.messages,
-            layout.size,
-            _encode_layout(layout),
+            *(_b(tenant), _b(task_id), _b(context_id), *rest),
+            _encode_layout(write.layout),
             self.owner,
         ]
         new = write.base == 0

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError, KeyClaimedError, StoreError
-from skillwire.stores.base import LogRow, TaskWrite, log_keeps
+from skillwire.stores.base import LogRow, TaskWrite, log_keeps, task_row
 from skillwire.stores.idempotency import Claim
 
 __all__ = [
@@ -481,19 +481,10 @@ def _conflicts(writes: list[TaskWrite], inserted: list[tuple[str, str, int]]) ->
 
 
 def _insert_params(w: TaskWrite) -> tuple[object, ...]:
-    layout = w.layout
     return (
-        w.tenant,
-        w.task_id,
-        w.context_id,
-        w.state.value,
-        w.updated_us,
-        w.version,
-        w.head,
-        layout.messages,
-        layout.size,
+        *task_row(w),
         *_inline(w),
-        _encode_layout(layout),
+        _encode_layout(w.layout),
         w.log[0].body if w.log else b"",
         _log_size(w),
     )
