@@ -610,14 +610,22 @@ async def _questions(context: RequestContext, events: TaskEvents) -> None:
         await events.artifact("done", name="result")
 
 
-async def test_a_task_made_and_settled_in_one_commit_is_published_only_when_a_key_named_it(
-    prefix: str, redis_client: redis.Redis, tmp_path: Any
-) -> None:
+def test_a_task_made_and_settled_in_one_commit_is_published_only_when_a_key_named_it(tmp_path: Any) -> None:
     """Before a task's first commit no other process can follow it (its id is in no store and no answer
-    yet), except a retry of a request whose idempotency key was claimed first: that one waits on the bus."""
+    yet), except a retry of a request whose idempotency key was claimed first: that one waits on the bus.
+    A plain test: the server runs on its own loop, in a thread, and Redis is read with the blocking client."""
+    import redis as blocking
+
     from conftest import A2A_V1, rpc, start_server, user_message
     from skillwire import Agent
 
+    client = blocking.Redis.from_url(REDIS, socket_timeout=WAIT)
+    try:
+        client.ping()
+    except (OSError, blocking.RedisError) as exc:
+        client.close()
+        skip_without_service("Redis", f"none answers at 127.0.0.1:6379: {exc}")
+    prefix = f"skillwire-test:{uuid.uuid4().hex}"
     bus = RedisEventBus(REDIS, prefix=prefix)  # the server's: it closes it
     app = Agent("questions", "Asks, then answers.", executor=_questions).asgi(
         store=f"sqlite:///{tmp_path / 'tasks.db'}", bus=bus
@@ -630,21 +638,26 @@ async def test_a_task_made_and_settled_in_one_commit_is_published_only_when_a_ke
         task: dict[str, Any] = answer.json()["result"]["task"]
         return task
 
-    try:
-        plain = send(user_message("hello"))
-        keyed = send(user_message("hello"), **{"Idempotency-Key": uuid.uuid4().hex})
-        asked = send(user_message("ask"))
-        answered = send(user_message("Paris", taskId=asked["id"], contextId=asked["contextId"]))
-    finally:
-        server.stop()  # the bus is flushed: every event published has reached Redis
-    assert plain["status"]["state"] == keyed["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
-
-    async def published(task: dict[str, Any]) -> list[str]:
-        entries = await redis_client.xrange(bus.stream_name(("", task["id"])))
+    def published(task: dict[str, Any]) -> list[str]:
+        entries = client.xrange(bus.stream_name(("", task["id"])))
         return [json.loads(fields[b"event"]).popitem()[0] for _, fields in entries]
 
-    assert await published(plain) == []
-    assert await published(keyed) == ["task", "artifactUpdate", "statusUpdate"]
-    # the question was not published; the answer's turn, of a stored task, was
-    assert await published(asked) == ["statusUpdate", "statusUpdate"]
+    try:
+        try:
+            plain = send(user_message("hello"))
+            keyed = send(user_message("hello"), **{"Idempotency-Key": uuid.uuid4().hex})
+            asked = send(user_message("ask"))
+            answered = send(user_message("Paris", taskId=asked["id"], contextId=asked["contextId"]))
+        finally:
+            server.stop()  # the bus is flushed: every event published has reached Redis
+        assert plain["status"]["state"] == keyed["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert published(plain) == []
+        assert published(keyed) == ["task", "artifactUpdate", "statusUpdate"]
+        # the question was not published; the answer's turn, of a stored task, was
+        assert published(asked) == ["statusUpdate", "statusUpdate"]
+    finally:
+        keys = list(client.scan_iter(match=f"{prefix}:*"))
+        if keys:
+            client.delete(*keys)
+        client.close()
