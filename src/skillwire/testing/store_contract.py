@@ -275,6 +275,30 @@ class TaskStoreContract:
         stored = await store.get(task.id)
         assert stored is not None and stored.task.artifacts[0].parts[0].text == f"w{winners[0]}"
 
+    async def test_new_tasks_committed_together_each_get_their_own_outcome(self, store: TaskStore) -> None:
+        """Tasks that exist among new ones committed at once (a store may write them as one statement): each
+        existing one is told so and left as it was, each new one is stored; then a batch of existing ones
+        only."""
+        there = [make_task(text=f"first {i}") for i in range(2)]
+        for task in there:
+            await save(store, task)
+        fresh = [make_task(text=f"new {i}") for i in range(3)]
+        again = [make_task(task_id=t.id, text="second") for t in there]
+        mixed = [fresh[0], again[0], fresh[1], again[1], fresh[2]]
+        results = await asyncio.gather(*(save(store, t) for t in mixed), return_exceptions=True)
+        assert [type(r).__name__ for r in results] == [
+            "NoneType",
+            "ConcurrentUpdateError",
+            "NoneType",
+            "ConcurrentUpdateError",
+            "NoneType",
+        ]
+        results = await asyncio.gather(*(save(store, t) for t in again), return_exceptions=True)
+        assert all(isinstance(r, ConcurrentUpdateError) for r in results)
+        for task in [*there, *fresh]:
+            stored = await store.get(task.id)
+            assert stored is not None and stored.task == task
+
     async def test_many_tasks_written_concurrently_are_all_kept(self, store: TaskStore) -> None:
         tasks = [make_task(text=f"t{i}") for i in range(50)]
         await asyncio.gather(*(save(store, t) for t in tasks))
