@@ -60,11 +60,13 @@ __all__ = [
     "TaskQuery",
     "TaskStore",
     "TaskWrite",
+    "log_size",
     "make_folder",
     "private_file",
     "private_folder",
     "sqlite_path",
     "task_row",
+    "task_size",
     "write_task",
 ]
 
@@ -329,6 +331,16 @@ def task_row(w: TaskWrite) -> tuple[str, str, str, str, int, int, bytes, int, in
         layout.messages,
         layout.size,
     )
+
+
+def task_size(w: TaskWrite) -> int:
+    """The bytes of task data a write stores: its head, messages and artifact pieces (its log apart)."""
+    return len(w.head) + sum(len(m) for m in w.messages) + sum(len(p.body) for p in w.artifacts)
+
+
+def log_size(w: TaskWrite) -> int:
+    """The bytes of the event-log rows a write adds."""
+    return sum(len(r.body) for r in w.log)
 
 
 # -- reading pieces back ------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from skillwire.errors import ConcurrentUpdateError, StoreError
-from skillwire.stores.base import TaskWrite
+from skillwire.stores.base import TaskWrite, log_size, task_size
 
 __all__ = ["MAX_BATCH_BYTES", "NewTaskBatch"]
 
@@ -47,7 +47,7 @@ class NewTaskBatch:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
         self._queued.append((write, done))
-        self._bytes += _size(write)
+        self._bytes += task_size(write) + log_size(write)
         if self._bytes >= MAX_BATCH_BYTES:
             self.flush()
         elif len(self._queued) == 1:
@@ -100,15 +100,6 @@ class NewTaskBatch:
             _settle(done, exc)
         else:
             _settle(done, None)
-
-
-def _size(w: TaskWrite) -> int:
-    return (
-        len(w.head)
-        + sum(len(m) for m in w.messages)
-        + sum(len(p.body) for p in w.artifacts)
-        + sum(len(r.body) for r in w.log)
-    )
 
 
 def _exists(write: TaskWrite) -> ConcurrentUpdateError:

@@ -71,6 +71,7 @@ from skillwire.stores.base import (
     decode_cursor,
     encode_cursor,
     instant_us,
+    log_size,
     read_log,
     task_row,
 )
@@ -457,7 +458,7 @@ class PostgresTaskStore:
 
     def _long_log(self, write: TaskWrite) -> bool:
         """Whether the write's events pass the log's budget (the oldest go, after the commit)."""
-        return sum(len(r.body) for r in write.log) > self.max_log_bytes
+        return log_size(write) > self.max_log_bytes
 
     async def _insert_new(self, writes: list[TaskWrite]) -> set[int] | None:
         """Store these new tasks with one statement (Statements.insert_new: a column array each); the
@@ -468,9 +469,8 @@ class PostgresTaskStore:
         log: list[list[Any]] = [[], [], [], []]  # k, first, last, body
         for k, w in enumerate(writes, 1):
             tenant, task_id, context_id, *rest = task_row(w)
-            log_bytes = sum(len(r.body) for r in w.log)
             _append(
-                tasks, (_b(tenant), _b(task_id), _b(context_id), *rest, _encode_layout(w.layout), log_bytes)
+                tasks, (_b(tenant), _b(task_id), _b(context_id), *rest, _encode_layout(w.layout), log_size(w))
             )
             for i, body in enumerate(w.messages, w.first_message):
                 _append(messages, (k, i, body))
@@ -501,7 +501,7 @@ class PostgresTaskStore:
             [p.offset for p in write.artifacts],
             [p.body for p in write.artifacts],
             write.artifact_count,
-            sum(len(r.body) for r in write.log),
+            log_size(write),
         ]
         if write.configs:
             c = write.configs

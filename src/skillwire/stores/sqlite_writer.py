@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from skillwire.errors import ConcurrentUpdateError, KeyClaimedError, StoreError
-from skillwire.stores.base import LogRow, TaskWrite, log_keeps, task_row
+from skillwire.stores.base import LogRow, TaskWrite, log_keeps, log_size, task_row, task_size
 from skillwire.stores.idempotency import Claim
 
 __all__ = [
@@ -313,7 +313,7 @@ class GroupWriter(threading.Thread):
             if (
                 len(writes) == len(items)
                 and _all_new(writes)
-                and all(_log_size(w) <= limit and w.claim is None for w in writes)
+                and all(log_size(w) <= limit and w.claim is None for w in writes)
             ):
                 return _insert_new(conn, writes)
             conn.execute("BEGIN IMMEDIATE")
@@ -384,8 +384,9 @@ def _insert_new(conn: sqlite3.Connection, writes: list[TaskWrite]) -> list[Outco
     writer thread the bottleneck. The common write (SendMessage creates and finishes a task in one commit) is
     a new task, so a batch of them is now one statement. Each row is a write of its own: a task that
     already exists is not inserted (ON CONFLICT DO NOTHING) while the others are, and the rows it inserted are
-    known (returned, or read back: _insert_plain), so each write that is not among them is told its task exists (even a write
-    identical to the stored row: it was not this write that stored it, and its deliveries are not queued)."""
+    known (returned, or read back: _insert_plain), so each write that is not among them is told its task
+    exists (even a write identical to the stored row: it was not this write that stored it, and its
+    deliveries are not queued)."""
     outcomes: list[Outcome] = []
     for first in range(0, len(writes), _MAX_INSERT_ROWS):
         chunk = writes[first : first + _MAX_INSERT_ROWS]
@@ -459,20 +460,12 @@ def _here(writes: list[Any], max_log_bytes: int) -> bool:
             and not w.deliveries
             and not w.configs
             and len(w.log) <= 1
-            and _log_size(w) <= max_log_bytes
+            and log_size(w) <= max_log_bytes
             for w in writes
         )
         and _all_new(writes)
-        and sum(_write_size(w) for w in writes) <= _NOW_BYTES
+        and sum(task_size(w) for w in writes) <= _NOW_BYTES
     )
-
-
-def _write_size(w: TaskWrite) -> int:
-    return len(w.head) + sum(len(m) for m in w.messages) + sum(len(p.body) for p in w.artifacts)
-
-
-def _log_size(w: TaskWrite) -> int:
-    return sum(len(r.body) for r in w.log)
 
 
 def _trim_log(conn: sqlite3.Connection, seq: int, max_bytes: int) -> None:
@@ -514,7 +507,7 @@ def _insert_params(w: TaskWrite) -> tuple[object, ...]:
         *_inline(w),
         _encode_layout(w.layout),
         w.log[0].body if w.log else b"",
-        _log_size(w),
+        log_size(w),
     )
 
 
@@ -611,10 +604,10 @@ def _apply_write(conn: sqlite3.Connection, w: TaskWrite, max_log_bytes: int) -> 
             return ConcurrentUpdateError(f"task {w.task_id} already exists")
         _enqueue(conn, [w])
         _log(conn, inserted[0], w.log[1:])
-        if _log_size(w) > max_log_bytes:
+        if log_size(w) > max_log_bytes:
             _trim_log(conn, inserted[0], max_log_bytes)
         return None
-    logged = _log_size(w)
+    logged = log_size(w)
     if w.rewrite:
         found = conn.execute(
             _REWRITE, (*head, _encode_layout(layout), logged, *_inline(w), w.tenant, w.task_id, w.base)
