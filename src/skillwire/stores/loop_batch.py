@@ -84,7 +84,10 @@ class NewTaskBatch:
                     for i, (w, done) in enumerate(batch):
                         _settle(done, None if i in inserted else _exists(w))
                     return
-            await asyncio.gather(*(self._one(w, done) for w, done in batch))
+            if len(batch) == 1:
+                await self._one(*batch[0])  # (gather would make it a task of its own)
+            else:
+                await asyncio.gather(*(self._one(w, done) for w, done in batch))
         except Exception as exc:  # a fault of the batch: each caller gets it, as from a commit alone
             for _, done in batch:
                 _settle(done, exc)

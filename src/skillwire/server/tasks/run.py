@@ -285,6 +285,8 @@ class TaskRun:
         #: Set once a commit failed: the run is over and every further commit raises it.
         self.failure: A2AError | None = None
         self._dirty = False
+        #: The version the commit under way (or the last one) writes: a flush it covers is not needed.
+        self._covering = 0
         #: YIELD_EVERY, or BACKLOG_YIELD_EVERY while the bus says a subscriber holds a backlog.
         self._yield_every = YIELD_EVERY
         self._flusher: asyncio.Task[None] | None = None
@@ -343,6 +345,7 @@ class TaskRun:
             if task is None or self.version <= self.committed:
                 return
             version, generation = self.version, task.generation
+            self._covering = version
             events = [event for v, event in self._pending if v <= version]
             heard = self._heard()  # before the commit, which may be the task's first
             write = await self._write(task, version, events, heard)
@@ -460,8 +463,12 @@ class TaskRun:
             asyncio.get_running_loop().call_soon(self._start_flush)
 
     def _start_flush(self) -> None:
-        # Runs after the executor's next pause: a commit it made meanwhile may have covered everything.
-        if self.version > self.committed and (self._flusher is None or self._flusher.done()):
+        # Runs after the executor's next pause: a commit it made meanwhile, or one still under way (a store
+        # that answers later, as SQLite's and PostgreSQL's do), may cover everything. A change made after
+        # such a commit began writes behind again, and finds it covers less.
+        if self.version > max(self.committed, self._covering) and (
+            self._flusher is None or self._flusher.done()
+        ):
             self._flusher = asyncio.create_task(self._flush())
         elif self._flusher is None or self._flusher.done():
             self._dirty = False
