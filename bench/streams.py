@@ -2,8 +2,8 @@
 
 Each target is the echo agent of bench/run.py (``stream N`` streams N chunks), started as its own process:
 
-- **events/s to a fast reader**: one ``stream N`` request read by curl as fast as it can (``curl -sN``,
-  events counted by ``grep -c``), for N in ``--chunks``, ``--runs`` times each; the median and the range;
+- **events/s to a fast reader**: one ``stream N`` request read by curl as fast as it can
+  (``run.stream_once``), for N in ``--chunks``, ``--runs`` times each; the median and the range;
 - **peak RSS with slow readers**: ``--slow`` readers of one ``stream N`` task (its stream, and
   SubscribeToTask after generation 0 for the others: a generations-extension request), each read at one event a millisecond, the
   server's RSS sampled every 50 ms; the peak, and how many readers got to the task's end;
@@ -22,7 +22,6 @@ import argparse
 import json
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,15 +31,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import (
-    V1_SHAPE,
     WRK_SCRIPT,
-    RequestShape,
     Server,
     TargetFailed,
     jsonrpc_url,
     rpc_body,
     run_wrk,
     skillwire_command,
+    stream_once,
     target_spec,
 )
 
@@ -50,37 +48,6 @@ WRK_KEYED_SCRIPT = WRK_SCRIPT.replace(
     'return wrk.format(nil, nil, {["Content-Type"] = "application/json", ["A2A-Version"] = "1.0",'
     ' ["Idempotency-Key"] = tag .. "-" .. counter}, body)',
 )
-
-
-def curl_stream(url: str, chunks: int, timeout: float, shape: RequestShape = V1_SHAPE) -> tuple[int, float]:
-    """Events of one ``stream N`` request read by curl, and the seconds it took by curl's own clock
-    (``time_total``: from the connect to the last byte, so the start of the curl process is not counted,
-    which at 1,000 chunks would be a third of the time)."""
-    body = shape.body(shape.stream, f"stream {chunks}", f"bench-{time.time_ns()}").decode()
-    headers = [arg for name, value in shape.headers.items() for arg in ("-H", f"{name}: {value}")]
-    curl = subprocess.Popen(
-        [
-            "curl",
-            "-sN",
-            "--max-time",
-            str(timeout),
-            "-w",
-            "%{stderr}%{time_total}",
-            *headers,
-            "--data-binary",
-            body,
-            url,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    count = subprocess.run(["grep", "-c", "^data:"], stdin=curl.stdout, capture_output=True, text=True)
-    _, timing = curl.communicate()
-    elapsed = float(timing.decode().strip() or "nan")
-    events = int(count.stdout.strip() or 0)
-    if events < chunks:
-        raise TargetFailed(f"the stream ended after {events} of {chunks + 2} events")
-    return events, elapsed
 
 
 def slow_reader(
@@ -174,7 +141,7 @@ def main() -> None:
             for chunks in chunk_sizes:
                 rates, times = [], []
                 for _ in range(args.runs):
-                    events, seconds = curl_stream(url, chunks, args.timeout, spec.shape)
+                    events, seconds = stream_once(url, chunks, args.timeout, shape=spec.shape)
                     rates.append(events / seconds)
                     times.append(seconds)
                 print(

@@ -16,6 +16,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -298,6 +299,51 @@ def test_a_stream_ends_on_the_state_each_target_writes(bench_run: ModuleType) ->
     chunk = {"result": {"artifactUpdate": {"artifact": {"parts": [{"text": "TASK_STATE_COMPLETED"}]}}}}
     assert bench_run.final_state("data: " + json.dumps(chunk)) is None
     assert bench_run.final_state("data: not json") is None
+
+
+def _answer_once(head: bytes, body: bytes) -> tuple[str, socket.socket]:
+    """A loopback server that answers one request with ``head`` and ``body`` (chunked), then closes."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(head + b"Transfer-Encoding: chunked\r\n\r\n")
+            conn.sendall(b"%x\r\n%b\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/", listener
+
+
+def test_a_stream_is_read_by_curl_and_judged_whole(bench_run: ModuleType) -> None:
+    # curl reads it (a reader in Python was slower than the servers it measured); every data: line counts,
+    # and the stream must end on its target's COMPLETED state with at least N events.
+    chunk = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"artifactUpdate": {"artifact": {"parts": [{"text": "c"}]}}},
+    }
+    done = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}},
+    }
+    events = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in [chunk] * 3 + [done])
+    ok = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+    url, listener = _answer_once(ok, events)
+    with listener:
+        got, seconds = bench_run.stream_once(url, 3, 10.0)
+    assert got == 4 and seconds > 0
+    url, listener = _answer_once(ok, events)
+    with listener, pytest.raises(bench_run.TargetFailed, match="after 4 events"):
+        bench_run.stream_once(url, 5, 10.0)  # fewer events than asked for
+    url, listener = _answer_once(ok, events.rsplit(b"data:", 1)[0])
+    with listener, pytest.raises(bench_run.TargetFailed, match="after 3 events"):
+        bench_run.stream_once(url, 3, 10.0)  # no COMPLETED at the end
+    url, listener = _answer_once(b"HTTP/1.1 503 Service Unavailable\r\n", b"")
+    with listener, pytest.raises(bench_run.TargetFailed, match="HTTP 503"):
+        bench_run.stream_once(url, 3, 10.0)
 
 
 def _measured(bench_run: ModuleType, name: str, rps: dict[str, float]) -> object:
