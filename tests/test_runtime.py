@@ -38,7 +38,7 @@ from skillwire.protocol.models import (
     SendMessageRequest,
     SubscribeToTaskRequest,
 )
-from skillwire.server.handler import Dispatcher
+from skillwire.server.handler import Dispatcher, TypedStream, checked_result
 from skillwire.server.tasks.executor import Work, as_executor
 from skillwire.server.tasks.runtime import TaskRuntime
 from skillwire.stores import SQLiteTaskStore, TaskStore
@@ -163,6 +163,20 @@ async def test_a_blocking_send_runs_one_task_whatever_the_store(
         loop.set_task_factory(None)
     assert response.task is not None and response.task.status.state is TaskState.COMPLETED
     assert made == ["TaskRun._drive"]
+
+
+async def test_the_runtimes_stream_passes_the_dispatcher_as_it_is(
+    runtime: tuple[TaskRuntime, Scripted],
+) -> None:
+    # Its events are StreamResponse by construction: not checked again one by one (a handler's own stream is:
+    # tests/test_handler_results.py).
+    rt, _ = runtime
+    stream = await rt.on_send_streaming_message(send("complete"), CALL)
+    assert isinstance(stream, TypedStream)
+    assert checked_result(Operation.SEND_STREAMING_MESSAGE, stream, rt) is stream
+    events = await collect(stream)
+    last = events[-1].status_update
+    assert last is not None and last.status.state is TaskState.COMPLETED
 
 
 async def test_client_context_id_is_kept(runtime: tuple[TaskRuntime, Scripted]) -> None:

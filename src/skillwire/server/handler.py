@@ -44,7 +44,7 @@ from skillwire.protocol.models import (
 from skillwire.protocol.operations import Capability, Operation, spec_of
 from skillwire.server.context import CallContext
 
-__all__ = ["BaseRequestHandler", "Dispatcher", "RequestHandler", "checked_result"]
+__all__ = ["BaseRequestHandler", "Dispatcher", "RequestHandler", "TypedStream", "checked_result"]
 
 log = logging.getLogger("skillwire.handler")
 
@@ -137,11 +137,21 @@ def handler_name(handler: Any, operation: Operation) -> str:
     return f"{kind}.{method}" if callable(getattr(handler, method, None)) else f"{kind}.handle"
 
 
+class TypedStream:
+    """A stream whose every event is a StreamResponse by construction (the task runtime's own): passed on
+    unchecked. Checked, each event cost two calls more (measured by bench/instructions.py --stream: 2.7% of
+    the server's instructions for a streamed chunk)."""
+
+    __slots__ = ()
+
+
 def checked_result(operation: Operation, result: Any, handler: Any) -> Any:
     """``result`` as the operation answers it, or InternalError (logged with the handler's name) when it is
-    of another type. A streaming operation's events are checked as they come."""
+    of another type. A streaming operation's events are checked as they come (unless it is a TypedStream)."""
     spec = spec_of(operation)
     if spec.streaming:
+        if isinstance(result, TypedStream):
+            return result
         if not hasattr(result, "__anext__"):
             raise _wrong(handler, operation, result, "an async iterator of StreamResponse")
         return _CheckedEvents(result, handler, operation)

@@ -72,7 +72,7 @@ from skillwire.security.principal import Principal
 from skillwire.server.buses.base import Behind, EventBus, Subscription
 from skillwire.server.buses.memory import InProcessEventBus
 from skillwire.server.context import CallContext, partition
-from skillwire.server.handler import BaseRequestHandler
+from skillwire.server.handler import BaseRequestHandler, TypedStream
 from skillwire.server.notifications.push import PushService
 from skillwire.server.observability.metrics import Metrics
 from skillwire.server.observability.observe import Observability
@@ -127,7 +127,7 @@ Key = tuple[str, str]
 T = TypeVar("T")
 
 
-class EventStream:
+class EventStream(TypedStream):
     """The events of one stream: an optional snapshot, then live events until the task ends.
 
     A SendStreamingMessage stream ends at a terminal or interrupted state (the client's turn has come); a
@@ -214,7 +214,9 @@ class EventStream:
         if self._first is not None or self._done:
             return None
         event = self._take()
-        return None if event is None else self._deliver(event)
+        if event is None or event.artifact_update is not None:  # (a chunk never ends a stream)
+            return event
+        return self._deliver(event)
 
     def logged(self, event: StreamResponse) -> bytes | None:
         """The JSON of ``event`` as the store's log holds it, when it is the event this stream took from
@@ -235,6 +237,9 @@ class EventStream:
                     return None
                 generation, event = item
                 self._last, self._data = event, self._sub.data
+                if generation > self._seen and event.task is None:  # a new update: _accepts, inline
+                    self._seen, self._started = generation, True
+                    return event
             if self._accepts(generation, event):
                 return event
 
