@@ -273,6 +273,35 @@ async def test_streams_are_bounded_and_expire_after_the_task_ends(
     )
 
 
+async def test_a_batch_of_several_tasks_lands_in_order_in_the_format_every_reader_reads(
+    make_bus: Callable[..., RedisEventBus], redis_client: redis.Redis
+) -> None:
+    # The writer sends a batch as one script call per task's stream: each event is still an entry of its
+    # own with exactly the fields ``version`` and ``event`` (what a process of an earlier release reads),
+    # in publishing order, and the expiry is the one the stream's last event in the batch sets.
+    bus = make_bus(ttl_after_end=30, idle_ttl=None)
+    keys = [("t", f"task-{i}") for i in range(3)]
+    for version in range(1, 41):
+        for i, key in enumerate(keys):
+            state = TaskState.COMPLETED if i == 0 and version == 40 else TaskState.WORKING
+            bus.publish(key, version, status(key[1], state, f"{key[1]} e{version}"))
+    await within(bus.flush())
+    assert bus.dropped == 0
+    for i, key in enumerate(keys):
+        entries = await redis_client.xrange(bus.stream_name(key))
+        assert [set(fields) for _, fields in entries] == [{b"version", b"event"}] * 40
+        assert [int(fields[b"version"]) for _, fields in entries] == list(range(1, 41))
+        decoded = [msgspec.json.decode(fields[b"event"]) for _, fields in entries]
+        assert [e["statusUpdate"]["status"]["message"]["parts"][0]["text"] for e in decoded] == [
+            f"{key[1]} e{v}" for v in range(1, 41)
+        ]
+        expiry = await redis_client.pttl(bus.stream_name(key))
+        assert (0 < expiry <= 30_000) if i == 0 else expiry == -1, (key, expiry)  # idle_ttl None: kept
+    later = make_bus()  # another process reads them back as events
+    sub = later.subscribe(keys[1])
+    assert texts(await take(sub, 40)) == [(v, f"task-1 e{v}") for v in range(1, 41)]
+
+
 async def test_fail_close_and_aclose(make_bus: Callable[..., RedisEventBus]) -> None:
     bus, other = make_bus(), make_bus()
     failed, kept = ("t", "failed"), ("t", "kept")
