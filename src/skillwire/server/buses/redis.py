@@ -17,8 +17,8 @@ stream only has to carry the events published after a subscriber registered.
 
 **Publishing never waits.** ``publish`` is synchronous in the bus protocol (the runtime calls it right after
 each commit), so it encodes the event and queues it for the one writer task of the bus, which sends what
-is queued as one pipeline of XADDs, in order: one process's events for a task reach Redis in the order it
-published them. If Redis cannot take them (down, unreachable) the writer logs, counts them in
+is queued as one pipeline (the events of one task as one script call that XADDs each: ``_send``), in order:
+one process's events for a task reach Redis in the order it published them. If Redis cannot take them (down, unreachable) the writer logs, counts them in
 :attr:`RedisEventBus.dropped` and ends the local subscriptions of those tasks with StreamDroppedError:
 the events are committed in the store already, so a subscriber that resubscribes gets them from there.
 A queue past ``max_pending`` events (a long outage) drops new ones the same way instead of growing.
