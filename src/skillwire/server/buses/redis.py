@@ -162,6 +162,8 @@ class RedisEventBus:
         #: called after each batch of events written, with its round trip in seconds and its size (metrics)
         self.on_write: Callable[[float, int], None] | None = None
         self._local = InProcessEventBus(max_events=max_events, max_bytes=max_bytes)
+        #: The stream name made last, and its key (see stream_name).
+        self._last_name: tuple[Key, bytes] | None = None
         self._where = _where(url)
         self._client, self._reader_client = _clients(url, connect_timeout)
         self._stopping = False
@@ -311,7 +313,12 @@ class RedisEventBus:
 
     def stream_name(self, key: Key) -> bytes:
         """The Redis key of ``key``'s stream: ``PREFIX:TENANT:TASK_ID``, both percent-encoded."""
-        return f"{self.prefix}:{quote(key[0], safe='')}:{quote(key[1], safe='')}".encode()
+        last = self._last_name
+        if last is not None and last[0] == key:  # a stream publishes one task's events in a row
+            return last[1]
+        name = f"{self.prefix}:{quote(key[0], safe='')}:{quote(key[1], safe='')}".encode()
+        self._last_name = (key, name)
+        return name
 
     # -- writing ----------------------------------------------------------------------------------------
 
