@@ -19,7 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 import threading
+import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +76,24 @@ class Running:
         return bool(self.server.started)
 
     def stop(self, timeout: float = WAIT) -> None:
-        """Stop the server and wait, at most ``timeout`` seconds, for its thread to end (AssertionError if not)."""
+        """Stop the server and wait, at most ``timeout`` seconds, for its thread to end (AssertionError if not,
+        saying where the server's thread and each of its loop's tasks are waiting)."""
         self.server.should_exit = True
         self.thread.join(timeout)
-        assert not self.thread.is_alive(), f"the server at {self.url} did not stop within {timeout} s"
+        if self.thread.is_alive():
+            raise AssertionError(f"the server at {self.url} did not stop within {timeout} s\n{self._where()}")
+
+    def _where(self) -> str:
+        """The stack of the server's thread and of each task on its loop (read from this thread: a snapshot
+        for a failure message, which may catch a task between two steps)."""
+        frame = sys._current_frames().get(self.thread.ident or 0)
+        lines = ["thread:", *traceback.format_stack(frame)] if frame is not None else ["thread: gone"]
+        with contextlib.suppress(RuntimeError):  # the set of tasks changed while it was read
+            for task in list(asyncio.all_tasks(self.loop)):
+                lines.append(f"task {task.get_name()}: {task.get_coro()!r}")
+                for stack in task.get_stack():
+                    lines.extend(traceback.format_stack(stack))
+        return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 class _Server(uvicorn.Server):
