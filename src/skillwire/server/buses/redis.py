@@ -18,9 +18,10 @@ stream only has to carry the events published after a subscriber registered.
 **Publishing never waits.** ``publish`` is synchronous in the bus protocol (the runtime calls it right after
 each commit), so it encodes the event and queues it for the one writer task of the bus, which sends what
 is queued as one pipeline (the events of one task as one script call that XADDs each: ``_send``), in order:
-one process's events for a task reach Redis in the order it published them. If Redis cannot take them (down, unreachable) the writer logs, counts them in
-:attr:`RedisEventBus.dropped` and ends the local subscriptions of those tasks with StreamDroppedError:
-the events are committed in the store already, so a subscriber that resubscribes gets them from there.
+one process's events for a task reach Redis in the order it published them. If Redis cannot take them
+(down, unreachable) the writer logs, counts them in :attr:`RedisEventBus.dropped` and ends the local
+subscriptions of those tasks with StreamDroppedError: the events are committed in the store already, so a
+subscriber that resubscribes gets them from there.
 A queue past ``max_pending`` events (a long outage) drops new ones the same way instead of growing.
 
 **One multiplexed reader per bus.** One connection runs a blocking ``XREAD`` over every stream this
@@ -85,8 +86,14 @@ _FAILURES = (RedisError, OSError)
 
 #: Events sent per pipeline; entries read per stream per XREAD.
 WRITE_BATCH = 512
-#: KEYS[1] a task's stream; ARGV: its MAXLEN, the expiry to set in ms (0: none), then each event's version and
-#: JSON, oldest first (see RedisEventBus._send).
+READ_COUNT = 512
+#: How long one XREAD blocks (ms): only a backstop, the wake stream ends it when the streams change.
+BLOCK_MS = 5_000
+#: The reconnection backoff, in seconds: doubling from the first to the cap.
+BACKOFF_FIRST = 0.05
+BACKOFF_CAP = 2.0
+#: The script of one task's events in a pipeline (RedisEventBus._send). KEYS[1]: the task's stream; ARGV: its
+#: MAXLEN, the expiry to set in ms (0: none), then each event's version and JSON, oldest first.
 _ADD_EVENTS = """
 local stream = KEYS[1]
 for i = 3, #ARGV, 2 do
@@ -97,12 +104,6 @@ if ARGV[2] ~= '0' then
 end
 return 0
 """
-READ_COUNT = 512
-#: How long one XREAD blocks (ms): only a backstop, the wake stream ends it when the streams change.
-BLOCK_MS = 5_000
-#: The reconnection backoff, in seconds: doubling from the first to the cap.
-BACKOFF_FIRST = 0.05
-BACKOFF_CAP = 2.0
 #: How long the wake stream of a bus outlives its last wake-up (ms), should the process die.
 WAKE_TTL_MS = 3_600_000
 
