@@ -164,6 +164,20 @@ async def test_events_of_a_task_arrive_in_order_and_tenants_with_nul_are_apart(m
     assert bus.subscriber_count(plain) == 0
 
 
+async def test_a_subscription_for_the_end_is_handed_the_terminal_event_alone(make_bus: with_schema) -> None:
+    bus = make_bus()
+    await bus.start()
+    key = ("t", "task-end")
+    ends, every = bus.subscribe(key, ends_only=True), bus.subscribe(key)
+    for n in range(1, 6):
+        bus.publish(key, n, status("task-end", n))
+    bus.publish(key, 6, status("task-end", 6, TaskState.CANCELED))
+    assert [v for v, _ in await take(every, 6)] == list(range(1, 7))
+    got = await take(ends, 1)
+    assert got[0][0] == 6 and text_of(got[0][1]) == "step 6"
+    assert ends.next_nowait() is None
+
+
 async def test_a_late_subscriber_gets_what_was_published_before(
     make_bus: with_schema, pg: dict[str, Any]
 ) -> None:

@@ -302,6 +302,71 @@ async def test_a_batch_of_several_tasks_lands_in_order_in_the_format_every_reade
     assert texts(await take(sub, 40)) == [(v, f"task-1 e{v}") for v in range(1, 41)]
 
 
+async def test_an_event_whose_json_holds_a_newline_lands_whole_in_its_place(
+    make_bus: Callable[..., RedisEventBus], redis_client: redis.Redis
+) -> None:
+    # The writer sends a stream's events as one newline-joined text, which compact JSON never breaks; JSON
+    # that holds a newline (indented) makes that stream's events go one a call, and each lands byte for byte,
+    # in order, with its version's digits (a large one too).
+    bus = make_bus()
+    key = ("t", "task-nl")
+    events = [status("task-nl", TaskState.WORKING, f"e{n}") for n in range(3)]
+    pretty = msgspec.json.format(msgspec.json.encode(events[1]), indent=2)
+    assert b"\n" in pretty
+    bus.publish(key, 1, events[0])
+    bus.publish(key, 2, events[1], pretty)
+    bus.publish(key, 10**12, events[2])
+    bus.publish(("t", "task-plain"), 7, events[0])  # another stream of the same batch: one call
+    await within(bus.flush())
+    assert bus.dropped == 0
+    entries = await redis_client.xrange(bus.stream_name(key))
+    assert [(f[b"version"], f[b"event"]) for _, f in entries] == [
+        (b"1", msgspec.json.encode(events[0])),
+        (b"2", pretty),
+        (b"1000000000000", msgspec.json.encode(events[2])),
+    ]
+    sub = make_bus().subscribe(key)  # and another process reads them back as the events they were
+    assert texts(await take(sub, 3)) == [(1, "e0"), (2, "e1"), (10**12, "e2")]
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+async def test_the_reader_takes_entries_as_redis_sends_them_on_either_protocol(
+    make_bus: Callable[..., RedisEventBus], redis_client: redis.Redis, protocol: int
+) -> None:
+    # The reader takes XREAD's reply as Redis sent it (a list of pairs on RESP2, a map on RESP3), fields by
+    # position when they are this bus's two; an entry with its fields in another order and one more is read
+    # by name, and one that is not an event is skipped.
+    bus = make_bus(f"{REDIS}?protocol={protocol}")
+    key = ("t", f"task-raw-{protocol}")
+    sub = bus.subscribe(key)
+    bus.publish(key, 1, status(key[1], TaskState.WORKING, "one"))
+    await within(bus.flush())
+    name = bus.stream_name(key)
+    other = msgspec.json.encode(status(key[1], TaskState.WORKING, "two"))
+    await redis_client.xadd(name, {b"event": other, b"origin": b"elsewhere", b"version": b"2"})
+    await redis_client.xadd(name, {b"version": b"3"})
+    await redis_client.xadd(name, {b"version": b"3", b"event": b"not json"})
+    bus.publish(key, 4, status(key[1], TaskState.COMPLETED, "four"))
+    assert texts(await take(sub, 3)) == [(1, "one"), (2, "two"), (4, "four")]
+
+
+async def test_a_subscription_for_the_end_is_handed_the_terminal_event_alone(
+    make_bus: Callable[..., RedisEventBus],
+) -> None:
+    # What a run watching for an end it did not make subscribes to: the other events are never queued for it.
+    bus = make_bus()
+    key = ("t", "task-end")
+    ends, every = bus.subscribe(key, ends_only=True), bus.subscribe(key)
+    for version in range(1, 6):
+        bus.publish(key, version, status("task-end", TaskState.WORKING, f"e{version}"))
+    bus.publish(key, 6, status("task-end", TaskState.CANCELED, "canceled"))
+    assert texts(await take(every, 6))[-1] == (6, "canceled")
+    assert texts(await take(ends, 1)) == [(6, "canceled")]
+    assert ends.next_nowait() is None
+    bus.close()
+    assert await within(ends.next()) is None
+
+
 async def test_fail_close_and_aclose(make_bus: Callable[..., RedisEventBus]) -> None:
     bus, other = make_bus(), make_bus()
     failed, kept = ("t", "failed"), ("t", "kept")

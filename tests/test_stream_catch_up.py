@@ -30,6 +30,8 @@ from skillwire.protocol.models import (
     Role,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskStatus,
+    TaskStatusUpdateEvent,
 )
 from skillwire.server.buses.base import Behind
 from skillwire.server.buses.memory import InProcessEventBus
@@ -48,6 +50,14 @@ def send(text: str) -> SendMessageRequest:
 
 def reply(n: int) -> StreamResponse:
     return StreamResponse(message=Message(message_id=str(n), role=Role.AGENT, parts=[Part(text="x")]))
+
+
+def status_event(n: int, state: TaskState) -> StreamResponse:
+    return StreamResponse(
+        status_update=TaskStatusUpdateEvent(
+            task_id="t", context_id="c", status=TaskStatus(state=state), generation=n
+        )
+    )
 
 
 def chunks_of(events: list[StreamResponse]) -> list[str]:
@@ -127,6 +137,22 @@ async def test_a_direct_reply_is_never_shed() -> None:
     bus.publish(key, 0, reply(1))
     sub.skip_through(0)
     assert await sub.next() == (0, reply(0))
+
+
+async def test_a_subscription_for_the_end_queues_nothing_else() -> None:
+    # ends_only: only a terminal status update is queued, so a watcher of a long stream costs nothing per
+    # chunk; the end of the bus still reaches it.
+    bus = InProcessEventBus(max_events=3)
+    key = ("", "t")
+    ends = bus.subscribe(key, after=0, ends_only=True)
+    for generation in range(1, 11):  # past the bound: nothing was queued, nothing is shed
+        bus.publish(key, generation, reply(generation))
+    for generation, state in ((11, TaskState.WORKING), (12, TaskState.FAILED)):
+        bus.publish(key, generation, status_event(generation, state))
+    assert ends.next_nowait() == (12, status_event(12, TaskState.FAILED))
+    assert ends.next_nowait() is None and bus.shed == 0
+    bus.close()
+    assert await ends.next() is None
 
 
 # -- the runtime: a stream that fell behind catches up from the store ----------------------------------------

@@ -82,9 +82,13 @@ class EventBus(Protocol):
     #: learns from it that a task it runs was ended elsewhere (a CancelTask served by another process).
     shared: bool
 
-    def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> Subscription:
+    def subscribe(
+        self, key: tuple[str, str], *, after: int | None = 0, ends_only: bool = False
+    ) -> Subscription:
         """A subscription to ``key``'s events newer than generation ``after`` (``None``: not known yet, the
-        caller calls ``skip_through`` once it has read the task's snapshot)."""
+        caller calls ``skip_through`` once it has read the task's snapshot). ``ends_only``: only the events
+        that end the task (a terminal status update), for a caller watching for the end, which the others
+        would cost an append and a wake-up each (a stream of 1,000 chunks, 1,000 of them)."""
         ...
 
     def publish(

@@ -26,8 +26,12 @@ Item = tuple[int, StreamResponse, int, bytes | None] | A2AError | None
 class _QueueSubscription:
     """A deque with at most one waiter: cheaper than asyncio.Queue for one consumer."""
 
-    def __init__(self, bus: InProcessEventBus, key: tuple[str, str], floor: int | None) -> None:
+    def __init__(
+        self, bus: InProcessEventBus, key: tuple[str, str], floor: int | None, ends_only: bool = False
+    ) -> None:
         self._bus = bus
+        #: Whether only the events that end the task are queued (see EventBus.subscribe).
+        self._ends_only = ends_only
         self._key = key
         self._items: deque[Item] = deque()
         self._bytes = 0
@@ -49,6 +53,8 @@ class _QueueSubscription:
         if type(item) is tuple:  # an event (inline: a stream's every event comes here)
             floor = self._floor
             if floor is not None and 0 < item[0] <= floor:
+                return False
+            if self._ends_only and not _ends(item[1]):
                 return False
             items.append(item)
             self._bytes += item[2]
@@ -156,8 +162,10 @@ class InProcessEventBus:
         self.shed = 0
         self._subs: dict[tuple[str, str], set[_QueueSubscription]] = {}
 
-    def subscribe(self, key: tuple[str, str], *, after: int | None = 0) -> _QueueSubscription:
-        sub = _QueueSubscription(self, key, after)
+    def subscribe(
+        self, key: tuple[str, str], *, after: int | None = 0, ends_only: bool = False
+    ) -> _QueueSubscription:
+        sub = _QueueSubscription(self, key, after, ends_only)
         self._subs.setdefault(key, set()).add(sub)
         return sub
 
@@ -241,3 +249,9 @@ def _data_size(value: Any) -> int:
     if isinstance(value, dict | list):
         return 16 * (len(value) + 1)
     return 8
+
+
+def _ends(event: StreamResponse) -> bool:
+    """Whether ``event`` ends its task: a terminal status update."""
+    update = event.status_update
+    return update is not None and update.status.state.is_terminal

@@ -264,9 +264,9 @@ class PostgresEventBus:
 
     # -- the EventBus protocol ---------------------------------------------------------------------------
 
-    def subscribe(self, key: Key, *, after: int | None = 0) -> Subscription:
+    def subscribe(self, key: Key, *, after: int | None = 0, ends_only: bool = False) -> Subscription:
         first = self._local.subscriber_count(key) == 0
-        sub = self._local.subscribe(key, after=after)
+        sub = self._local.subscribe(key, after=after, ends_only=ends_only)
         if self._closing:
             sub.end(None)
             sub.close()

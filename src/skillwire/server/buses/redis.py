@@ -64,7 +64,7 @@ import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
-from redis.typing import EncodableT, KeyT, StreamIdT
+from redis.typing import KeyT, StreamIdT
 
 from skillwire.errors import A2AError, SkillwireError, StoreUnavailableError, StreamDroppedError
 from skillwire.protocol.limits import Limits
@@ -93,11 +93,25 @@ BLOCK_MS = 5_000
 BACKOFF_FIRST = 0.05
 BACKOFF_CAP = 2.0
 #: The script of one task's events in a pipeline (RedisEventBus._send). KEYS[1]: the task's stream; ARGV: its
-#: MAXLEN, the expiry to set in ms (0: none), then each event's version and JSON, oldest first.
+#: MAXLEN, the expiry to set in ms (0: none), the events' versions (a JSON array of integers: the script
+#: takes its digit runs), and the events' JSON, oldest first, joined by newlines (compact JSON holds none: a
+#: string escapes them). The last event is the rest of the text, so one event may hold anything.
 _ADD_EVENTS = """
-local stream = KEYS[1]
-for i = 3, #ARGV, 2 do
-    redis.call('XADD', stream, 'MAXLEN', '~', ARGV[1], '*', 'version', ARGV[i], 'event', ARGV[i + 1])
+local stream, maxlen, events, at = KEYS[1], ARGV[1], ARGV[4], 1
+local versions = {}
+for version in string.gmatch(ARGV[3], '%d+') do
+    versions[#versions + 1] = version
+end
+for i, version in ipairs(versions) do
+    local event
+    if i == #versions then
+        event = string.sub(events, at)
+    else
+        local stop = string.find(events, '\\n', at, true)
+        event = string.sub(events, at, stop - 1)
+        at = stop + 1
+    end
+    redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'version', version, 'event', event)
 end
 if ARGV[2] ~= '0' then
     redis.call('PEXPIRE', stream, ARGV[2])
@@ -122,7 +136,14 @@ def _clients(url: str, connect_timeout: float) -> tuple[redis.Redis, redis.Redis
     reader = redis.Redis.from_url(
         url, single_connection_client=True, socket_timeout=BLOCK_MS / 1000 + connect_timeout, **common
     )
+    # XREAD's reply as Redis sent it: redis-py would make a dict of each entry's fields in Python, a
+    # microsecond an event, for fields the reader takes by position (RedisEventBus._deliver)
+    reader.set_response_callback("XREAD", _as_sent)
     return client, reader
+
+
+def _as_sent(response: Any, **options: Any) -> Any:
+    return response
 
 
 class RedisEventBus:
@@ -206,8 +227,8 @@ class RedisEventBus:
 
     # -- the EventBus protocol ------------------------------------------------------------------------
 
-    def subscribe(self, key: Key, *, after: int | None = 0) -> Subscription:
-        sub = self._local.subscribe(key, after=after)
+    def subscribe(self, key: Key, *, after: int | None = 0, ends_only: bool = False) -> Subscription:
+        sub = self._local.subscribe(key, after=after, ends_only=ends_only)
         if self._closed:
             sub.end(None)
             sub.close()
@@ -241,12 +262,14 @@ class RedisEventBus:
         except (TypeError, ValueError, msgspec.EncodeError) as exc:  # the store took it: not expected
             self._dropped(key, 1, f"an event is not JSON ({exc})")
             return False
-        self._pending.append((key, self.stream_name(key), version, data, ends))
-        self._start(reader=False)
-        assert self._queued is not None and self._idle is not None
-        self._idle.clear()
-        self._queued.set()
-        return len(self._pending) >= self.max_pending >> 2
+        pending = self._pending
+        if not pending:  # else the writer has events to send still, and will find this one after them
+            self._start(reader=False)
+            assert self._queued is not None and self._idle is not None
+            self._idle.clear()
+            self._queued.set()
+        pending.append((key, self.stream_name(key), version, data, ends))
+        return len(pending) >= self.max_pending >> 2
 
     def fail(self, key: Key, error: A2AError) -> None:
         """End this process's subscriptions of ``key`` with ``error``; other processes learn of the task's
@@ -372,20 +395,31 @@ class RedisEventBus:
         """One pipeline: per stream, one script call that adds the batch's events of that stream in order
         (an XADD each, as before) and then sets the expiry its last event sets.
 
-        Why a script: redis-py builds each command in Python, argument by argument, and reads each reply
-        the same way; an XADD per event was about a third of a streaming process's CPU (py-spy, stream
-        1000 on PostgreSQL + Redis). The script takes two arguments an event, and the entries it writes are
-        those the XADDs wrote (``version`` and ``event``), so every reader reads them as before."""
-        streams: dict[bytes, list[EncodableT]] = {}
+        Why a script with four arguments: redis-py builds each command in Python, argument by argument
+        (about a microsecond each), and reads each reply the same way; an XADD per event was about a third
+        of a streaming process's CPU (py-spy, stream 1000 on PostgreSQL + Redis), and two arguments per event
+        still cost 2,800 instructions an event. The versions go as one JSON array and the events as one
+        newline-joined text, each made by one call in C; the entries the script writes are those the XADDs
+        wrote (``version`` and ``event``), so every reader reads them as before."""
+        streams: dict[bytes, tuple[list[int], list[bytes]]] = {}
         expiry: dict[bytes, float | None] = {}
         for _, name, version, data, ends in batch:
-            streams.setdefault(name, []).extend((version, data))
+            events = streams.get(name)
+            if events is None:
+                events = streams[name] = ([], [])
+            events[0].append(version)
+            events[1].append(data)
             expiry[name] = self.ttl_after_end if ends else self.idle_ttl
         pipe = self._client.pipeline(transaction=False)
-        for name, events in streams.items():
+        for name, (versions, datas) in streams.items():
             ttl = expiry[name]
             expires = 0 if ttl is None else max(1, int(ttl * 1000))
-            pipe.eval(_ADD_EVENTS, 1, name, self.maxlen, expires, *events)
+            joined = b"\n".join(datas)
+            if joined.count(b"\n") != len(datas) - 1:  # not compact JSON: one event a call
+                for version, data in zip(versions, datas, strict=True):
+                    pipe.eval(_ADD_EVENTS, 1, name, self.maxlen, expires, b"[%d]" % version, data)
+                continue
+            pipe.eval(_ADD_EVENTS, 1, name, self.maxlen, expires, _encode(versions), joined)
         async with asyncio.timeout(self.io_timeout):
             await pipe.execute()
 
@@ -453,10 +487,10 @@ class RedisEventBus:
         return dict(self._positions)
 
     def _deliver(self, reply: Any) -> None:
+        """Fan an XREAD's reply out: as Redis sent it (the reader takes it raw, see _clients), a map of stream
+        names (RESP3) or a list of pairs (RESP2), each to its entries, each ``[id, [field, value, ...]]``."""
         items = reply.items() if isinstance(reply, dict) else reply or ()
         for name, entries in items:
-            if isinstance(reply, dict):  # RESP3: [[entries]]
-                entries = entries[0] if entries else []
             if name == self._wake_name:
                 if entries:
                     self._wake_position = entries[-1][0]
@@ -465,16 +499,19 @@ class RedisEventBus:
             if key is None or not entries:
                 continue  # no longer followed
             self._positions[name] = entries[-1][0]
+            publish = self._local.publish
             for entry_id, fields in entries:
                 try:
-                    data = fields[b"event"]
-                    version, event = int(fields[b"version"]), _decode(data)
-                except (KeyError, ValueError, msgspec.DecodeError):
+                    if len(fields) == 4 and fields[0] == b"version" and fields[2] == b"event":
+                        version, data = fields[1], fields[3]  # as this bus writes them
+                    else:
+                        named = dict(zip(fields[::2], fields[1::2], strict=True))
+                        version, data = named[b"version"], named[b"event"]
+                    publish(key, int(version), _decode(data), data)
+                except (KeyError, ValueError, TypeError, msgspec.DecodeError):
                     log.warning(
                         "event bus %s: entry %r of %r is not an event; skipped", self._where, entry_id, name
                     )
-                    continue
-                self._local.publish(key, version, event, data)
 
     def _wake(self) -> None:
         """End the XREAD in flight so the next one reads the streams added since."""

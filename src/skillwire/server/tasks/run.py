@@ -552,7 +552,7 @@ class TaskRun:
         bus = self.runtime.bus
         if bus.shared and self._watcher is None:
             floor = self.committed_generation
-            sub = bus.subscribe(self.key, after=floor)
+            sub = bus.subscribe(self.key, after=floor, ends_only=True)
             self._watcher = asyncio.create_task(
                 self._watch(sub, floor), name=f"skillwire-watch-{self.task_id}"
             )
