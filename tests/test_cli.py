@@ -138,3 +138,52 @@ def test_serve_grpc_statuses_picks_the_status_table(
         with pytest.raises(grpc.RpcError) as caught:
             get_task(b"", timeout=TIMEOUT)  # no a2a-version: VersionNotSupportedError
     assert caught.value.code().name == code
+
+
+GC_PROBE = '''
+import gc
+
+from skillwire import Agent
+
+agent = Agent("GC probe", "Says how the collector of its process is set")
+
+
+@agent.skill(tags=["probe"])
+async def collector(params, ctx):
+    """The collector's thresholds, and whether start-up's objects were frozen."""
+    return f"{gc.get_threshold()} {gc.get_freeze_count() > 0}"
+'''
+
+#: ``python -c`` that raises the young threshold past the server's own before the command line runs.
+GC_RAISED = """
+import gc, sys
+gc.set_threshold(50_000, 7, 7)
+from skillwire.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("raised", [False, True], ids=["interpreter-default", "raised-by-the-process"])
+def test_a_serving_process_collects_young_objects_less_often_unless_it_chose_otherwise(
+    tmp_path: Path, processes: list[Served], raised: bool
+) -> None:
+    # Requests in flight keep thousands of container objects alive at once, so the interpreter's young
+    # threshold (700; 2,000 from 3.13) started a collection every 16-20 SendMessages that freed almost
+    # nothing; `skillwire serve` raises it once it serves and freezes what start-up made. A process that set
+    # a higher one keeps its own, and the older generations' thresholds are never touched.
+    from skillwire.server.serving.serve import GC_YOUNG_THRESHOLD
+
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "agent.py").write_text(GC_PROBE)
+    launcher = ("-c", GC_RAISED) if raised else ("-m", "skillwire")
+    served = start(str(tmp_path / "probe"), "memory://", tmp_path, launcher=launcher)
+    processes.append(served)
+    result = served.call("SendMessage", {"message": user_message("how")})
+    text = assert_rpc_result(result, "SendMessage")["task"]["artifacts"][0]["parts"][0]["text"]
+    default = subprocess.run(
+        [sys.executable, "-c", "import gc; print(gc.get_threshold())"], capture_output=True, text=True
+    ).stdout.split("\n")[0]
+    young, *older = (int(n) for n in default.strip("()").split(","))
+    assert young < GC_YOUNG_THRESHOLD  # else the server has nothing to raise here
+    expected = (50_000, 7, 7) if raised else (GC_YOUNG_THRESHOLD, *older)
+    assert text == f"{expected} True"

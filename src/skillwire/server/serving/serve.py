@@ -52,6 +52,31 @@ class _Banner:
     public_url: str | None
 
 
+#: The young generation's threshold of a serving process (see tune_gc).
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Set the cyclic garbage collector up for serving, once the server has started.
+
+    Everything made so far (modules, the agent, its skills) lives as long as the process: frozen, out of the
+    collector's generations, it no longer makes every full collection long.
+
+    The young generation's threshold goes from the interpreter's 700 (2,000 from Python 3.13) to
+    GC_YOUNG_THRESHOLD. The threshold counts live container objects made since the last collection, and the
+    requests in flight keep that many alive at once (their coroutines, frames, futures, events): at 16 to 64
+    concurrent SendMessages one request in 16 to 20 started a young collection, which found almost nothing
+    to free (649 objects in 2,014 collections) and pushed what it traversed into the older generations,
+    whose collections then cost more. Measured under wrk with a collector callback: 8-9 µs of collection a
+    request at c=16 and 16-20 µs at c=64 with 700 (2,000: 1-2 and 17), 0.5-1.7 µs with 10,000. Cycles are
+    still found: a collection comes every 10,000 objects instead of every 700. A threshold the process
+    already raised (or 0, collection off) is left as it is."""
+    gc.freeze()
+    young, *older = gc.get_threshold()
+    if 0 < young < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, which ends streams before waiting on them; ``app`` None: the application the config
     loads (a factory's, under ``--reload``), whose banner ``banner`` prints once it serves."""
@@ -76,9 +101,7 @@ class _Server(uvicorn.Server):
             return
         await super().startup(sockets)
         if self.started:
-            # Everything made so far (modules, the agent, its skills) lives as long as the process: moved out
-            # of the collector's generations, it no longer makes every full collection long.
-            gc.freeze()
+            tune_gc()
         if self.started and self._banner is not None and self._a2a is not None:
             banner = self._banner
             print_banner(
