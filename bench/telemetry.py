@@ -13,6 +13,8 @@ push off, log level warning, as `bench/run.py` runs it):
   process that installed skillwire[otel]-instrumented code but exports nothing pays);
 - ``on-noop``: `--otel` with an SDK tracer provider whose BatchSpanProcessor hands the spans to an exporter
   that drops them (every span is made, recorded, ended and queued; nothing leaves the process);
+- ``on-sampled-10``: ``on-noop`` with the sampler ``ParentBased(TraceIdRatioBased(0.1))``: one request in
+  ten (with no ``traceparent``) is recorded, the others' spans are made and dropped at once;
 - ``on-memory``: `--otel` with the SDK's SimpleSpanProcessor and InMemorySpanExporter (each span exported as
   it ends, kept in memory);
 - ``a2a-sdk`` and ``a2a-sdk-traced``: the a2a-sdk 1.3 echo agent (`bench/a2a_sdk_echo.py`) with its
@@ -40,7 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as harness
 
 BENCH = Path(__file__).resolve().parent
-MODES = ("off", "metrics", "otel-metrics", "on-api", "on-noop", "on-memory", "a2a-sdk", "a2a-sdk-traced")
+MODES = (
+    "off", "metrics", "otel-metrics", "on-api", "on-noop", "on-sampled-10", "on-memory", "a2a-sdk",
+    "a2a-sdk-traced",
+)  # fmt: skip
 
 
 def spec(mode: str, skillwire: list[str]) -> harness.TargetSpec:

@@ -1,9 +1,10 @@
 """`skillwire serve ... --otel` with a tracer provider of the benchmark's choosing (bench/telemetry.py).
 
-    python bench/telemetry_agent.py api|noop|memory|otel-metrics serve examples/echo --otel ...
+    python bench/telemetry_agent.py api|noop|sampled-10|memory|otel-metrics serve examples/echo --otel ...
 
 ``api``: the OpenTelemetry API's NoOpTracerProvider (the API alone, no SDK: every span is a no-op);
 ``noop``: an SDK TracerProvider whose BatchSpanProcessor exports to an exporter that drops every span;
+``sampled-10``: the same with ``ParentBased(TraceIdRatioBased(0.1))``, one trace in ten recorded;
 ``memory``: the SDK's SimpleSpanProcessor with its InMemorySpanExporter; ``otel-metrics``: no spans (the
 API's NoOpTracerProvider) and an SDK MeterProvider with a reader that collects every minute and drops
 what it gets. The providers are made global, so `--otel` finds them set up and uses them; then the rest of
@@ -25,6 +26,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 
 class Drop(SpanExporter):
@@ -63,12 +65,14 @@ def main() -> int:
         reader = PeriodicExportingMetricReader(DropMetrics(), export_interval_millis=60_000)
         metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
         provider = trace.NoOpTracerProvider()
-    elif mode == "noop":
+    elif mode in ("noop", "sampled-10"):
+        if mode == "sampled-10":
+            provider = TracerProvider(sampler=ParentBased(TraceIdRatioBased(0.1)))
         provider.add_span_processor(BatchSpanProcessor(Drop()))
     elif mode == "memory":
         provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
     else:
-        raise SystemExit(f"{mode!r}: expected api, noop, memory or otel-metrics")
+        raise SystemExit(f"{mode!r}: expected api, noop, sampled-10, memory or otel-metrics")
     trace.set_tracer_provider(provider)
     from skillwire.cli.main import main as skillwire
 
