@@ -18,6 +18,7 @@ import pytest
 
 from skillwire import SkillwireError, TaskState
 from skillwire.errors import StoreError
+from skillwire.protocol.models import Task
 from skillwire.stores import MemoryTaskStore, SQLiteTaskStore, TaskStore, open_store
 from skillwire.stores.base import write_task
 from skillwire.stores.push import MemoryPushState, Outgoing
@@ -222,10 +223,10 @@ async def test_sqlite_wal_starts_over_under_continuous_writes(
 async def test_sqlite_writes_a_batch_of_new_tasks_on_the_loop_without_the_writer_thread(
     tmp_path: Path,
 ) -> None:
-    """Small new tasks queued while the writer thread is idle are written on the event loop's thread (no
-    thread hand-off); a write to a stored task still takes the thread's way. Here the thread cannot apply
-    anything (the test holds the lock it takes for each batch): the new tasks are stored all the same, the
-    update waits for the thread."""
+    """Small new tasks queued one at a time while the writer thread is idle are written on the event loop's
+    thread (no thread hand-off); a write to a stored task still takes the thread's way. Here the thread
+    cannot apply anything (the test holds the lock it takes for each batch): the new tasks are stored all
+    the same, the update waits for the thread."""
     path = tmp_path / "t.db"
     store = SQLiteTaskStore(path)
     await store.open()
@@ -235,7 +236,8 @@ async def test_sqlite_writes_a_batch_of_new_tasks_on_the_loop_without_the_writer
         gate = store._checkpointer.gate  # type: ignore[union-attr]
         with gate:
             new = [make_task(context_id="c2") for _ in range(20)]
-            await asyncio.wait_for(asyncio.gather(*(save(store, task) for task in new)), 30)
+            for task in new:
+                await asyncio.wait_for(save(store, task), 30)
             changed = msgspec.structs.replace(
                 first, status=msgspec.structs.replace(first.status, state=TaskState.COMPLETED)
             )
@@ -249,6 +251,45 @@ async def test_sqlite_writes_a_batch_of_new_tasks_on_the_loop_without_the_writer
     with contextlib.closing(sqlite3.connect(path)) as conn:
         stored = dict(conn.execute("SELECT id, version FROM tasks").fetchall())
     assert stored == {first.id: 2, **{task.id: 1 for task in new}}
+
+
+async def test_sqlite_writes_that_come_together_are_grouped_on_the_writer_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under concurrent load a loop turn's batch holds several new tasks: it goes to the writer thread, and
+    so does every batch for GROUPING_HOLD seconds after it, one write or more (the thread, busy with a
+    commit while the next writes queue, commits them in larger groups than the loop's turns). Once writes
+    come one at a time again, the loop stores them itself. The test holds the lock the thread takes for each
+    batch: a write that went to the thread waits for it, one stored on the loop does not. The writer's clock
+    is the test's, so that the hold passes without waiting for it."""
+    from skillwire.stores import sqlite_writer
+
+    clock = [1000.0]
+    monkeypatch.setattr(sqlite_writer, "_monotonic", lambda: clock[0])
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    await store.open()
+    gate = store._checkpointer.gate  # type: ignore[union-attr]
+
+    async def waits_for_the_thread(*tasks: Task) -> None:
+        with gate:
+            pending = asyncio.gather(*(save(store, task) for task in tasks))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            assert not pending.done()
+        await asyncio.wait_for(pending, 30)
+
+    try:
+        with gate:
+            await asyncio.wait_for(save(store, make_task()), 30)  # alone: on the loop
+        await waits_for_the_thread(*(make_task() for _ in range(3)))  # together: grouped
+        await waits_for_the_thread(make_task())  # alone, but within the hold
+        clock[0] += sqlite_writer.GROUPING_HOLD
+        with gate:
+            await asyncio.wait_for(save(store, make_task()), 30)  # the hold passed: on the loop again
+    finally:
+        await store.close()
+    with contextlib.closing(sqlite3.connect(tmp_path / "t.db")) as conn:
+        assert conn.execute("SELECT count(*) FROM tasks").fetchone()[0] == 6
 
 
 async def test_sqlite_a_batch_the_loop_finds_locked_goes_to_the_writer_thread(tmp_path: Path) -> None:
