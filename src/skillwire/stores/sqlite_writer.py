@@ -240,13 +240,14 @@ class GroupWriter(threading.Thread):
         assert conn is not None
         with self._cond:
             writes = [q.write for q in self._pending]
+            now = _monotonic()
             if len(writes) > 1:
-                self._grouping_until = _monotonic() + GROUPING_HOLD
+                self._grouping_until = now + GROUPING_HOLD
             if (
                 self._busy
                 or self._closing
                 or not writes
-                or _monotonic() < self._grouping_until
+                or now < self._grouping_until
                 or not _here(writes, self.max_log_bytes())
             ):
                 self._cond.notify()

@@ -68,7 +68,8 @@ def tune_gc() -> None:
     concurrent SendMessages one request in 16 to 20 started a young collection, which found almost nothing
     to free (649 objects in 2,014 collections) and pushed what it traversed into the older generations,
     whose collections then cost more. Measured under wrk with a collector callback: 8-9 µs of collection a
-    request at c=16 and 16-20 µs at c=64 with 700 (2,000: 1-2 and 17), 0.5-1.7 µs with 10,000. Cycles are
+    request at c=16 and 13-20 µs at c=64 with 700 (2,000: 0-2 and 10-17), 0-1.7 µs with 10,000
+    (bench/gc_cost.py). Cycles are
     still found: a collection comes every 10,000 objects instead of every 700. A threshold the process
     already raised (or 0, collection off) is left as it is."""
     gc.freeze()
