@@ -197,7 +197,10 @@ def test_the_callers_grpc_deadline_comes_first(serve: Serve) -> None:
     from google.protobuf import json_format
 
     data = json.loads(json_format.MessageToJson(answer.task.artifacts[0].parts[0].data))
-    assert 0 < data["left"] <= 5
+    # the caller's 5 s, not the skill's 30: gRPC's own time_remaining() in a handler can exceed the timeout
+    # its client sent by a few ms (it rounds the grpc-timeout header up; measured with grpc.aio alone: 4.9988
+    # to 5.0098 s over 200 calls with timeout=5), so the bound allows 0.1 s of that
+    assert 0 < data["left"] <= 5.1
 
 
 # -- progress that reached no one ---------------------------------------------------------------------------
