@@ -29,6 +29,8 @@ def _major_minor(value: str) -> str | None:
 
 def negotiate_version(header: str | None, supported: tuple[str, ...] = SUPPORTED_VERSIONS) -> str:
     """The protocol version to speak for a request carrying ``header``, or VersionNotSupportedError."""
+    if header is not None and header in supported:  # as written here ("1.0"): the common case
+        return header
     listed = ", ".join(supported)
     if header is None or not header.strip():
         if DEFAULT_VERSION_WHEN_ABSENT in supported:

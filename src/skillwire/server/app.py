@@ -401,7 +401,8 @@ class A2AApplication:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
-            if self.allowed_hosts is not None and not await self._host_allowed(scope, send):
+            if self.allowed_hosts is not None and not self._host_allowed(scope):
+                await self._refuse_host(scope, send)
                 return
             if scope["method"] == "OPTIONS" and is_preflight(scope):  # CORS: granted to allowed origins only
                 await self.browser.preflight(scope, header_map(scope), send)
@@ -503,21 +504,22 @@ class A2AApplication:
             return
         await send_key_set(scope, send, _encode_json(jwks), b"public, max-age=300")
 
-    async def _host_allowed(self, scope: Scope, send: Send) -> bool:
-        """Whether the request's Host is allowed; if not, it is answered 400 in the shape of the route it
-        asked for (a JSON-RPC error at the JSON-RPC path, AIP-193 elsewhere)."""
+    def _host_allowed(self, scope: Scope) -> bool:
+        """Whether the request's Host is allowed."""
         assert self.allowed_hosts is not None
-        host = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"host"), None)
-        if self.allowed_hosts.allows(host, scope.get("scheme", "http")):
-            return True
-        error = self.allowed_hosts.refusal(host)
+        return self.allowed_hosts.allows(_host_of(scope), scope.get("scheme", "http"))
+
+    async def _refuse_host(self, scope: Scope, send: Send) -> None:
+        """Answer a request whose Host is not allowed 400, in the shape of the route it asked for (a JSON-RPC
+        error at the JSON-RPC path, AIP-193 elsewhere)."""
+        assert self.allowed_hosts is not None
+        error = self.allowed_hosts.refusal(_host_of(scope))
         path = _below_root(scope)["path"] if scope.get("root_path") else scope["path"]
         if path == self.rpc_path and scope["method"] == "POST":
             body = jsonrpc_wire.encode_error(None, error)
         else:
             body = encode_status(error, 400)
         await send_bytes(send, 400, body)
-        return False
 
     @staticmethod
     async def _answer_unavailable(send: Send, error: ServerBusyError) -> None:
@@ -607,6 +609,11 @@ class NotLoadedApplication:
         else:
             body = encode_status(self.error, 503)
         await send_bytes(send, 503, body, extra_headers=error_headers(self.error))
+
+
+def _host_of(scope: Scope) -> str | None:
+    """The request's Host header (None: none sent)."""
+    return next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k.lower() == b"host"), None)
 
 
 def _below_root(scope: Scope) -> Scope:

@@ -71,6 +71,7 @@ from skillwire.server.buses.base import Behind, EventBus
 from skillwire.server.context import CallContext
 from skillwire.server.observability import logs
 from skillwire.server.tasks.executor import TaskEvents, Work
+from skillwire.server.tasks.lock import RunLock
 from skillwire.stores.base import StoredTask, TaskStore, TaskWrite, write_task
 from skillwire.stores.idempotency import Claim
 from skillwire.stores.push import PushConfigRecord
@@ -269,7 +270,7 @@ class TaskRun:
         config = spec.request.configuration
         #: The media types the client accepts in artifacts (empty: any).
         self.accepted_output_modes = config.accepted_output_modes if config is not None else []
-        self.lock, self._commit_lock = asyncio.Lock(), asyncio.Lock()
+        self.lock, self._commit_lock = RunLock(), RunLock()
         #: Events made but not yet committed: published once a commit covers their version.
         self._pending: list[tuple[int, StreamResponse]] = []
         #: artifact index -> the version at which it was last replaced whole (rather than appended to)
@@ -815,15 +816,16 @@ class TaskRun:
     async def start(self, work: Work, *, eager: bool) -> None:
         """Publish the task if it already exists (or ``eager``), then run ``work`` in the background."""
         self.observed = self.observed or eager
-        async with self.lock:
-            if self.task is not None and self.version > self.committed:
-                # a continued (or taken over) task: its new history is committed, and announced, first
-                previous = self.previous
-                if previous is not None and previous.status.state is not self.task.status.state:
-                    self._emit(status_event(self.task))  # a subscriber sees the task work on the message
-                await self._commit()
-            elif self.task is None and eager:
-                await self._materialize()
+        if self.task is not None or eager:  # else a new task, made by its first event: nothing to do yet
+            async with self.lock:
+                if self.task is not None and self.version > self.committed:
+                    # a continued (or taken over) task: its new history is committed, and announced, first
+                    previous = self.previous
+                    if previous is not None and previous.status.state is not self.task.status.state:
+                        self._emit(status_event(self.task))  # a subscriber sees the task work on the message
+                    await self._commit()
+                elif self.task is None:
+                    await self._materialize()
         if self.committed:
             self.watch()
         else:  # no other process can end a task it cannot know yet: watched from its first commit, if it
