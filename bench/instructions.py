@@ -17,7 +17,17 @@ mispredictions and system calls weigh differently), so read them beside the time
 
     python bench/instructions.py --stream --store memory://
 
-Needs valgrind (Debian's package). Nothing here is a test: figures go into docs/performance.md.
+``--load C`` counts a SendMessage as served under load instead: ``skillwire serve examples/echo`` (uvicorn,
+uvloop, httptools: the whole server) runs under callgrind, wrk keeps ``C`` requests in flight, and the
+counters are zeroed after a warm-up and read after the measured run (``callgrind_control``), divided by the
+requests wrk saw answered. Concurrency changes the count: requests in flight share loop turns, batches and
+store commits, which one request at a time never shows. Under valgrind the server is some 50 times slower,
+so wrk always finds it busy; read the figure as "instructions a request, the server saturated".
+
+    python bench/instructions.py --load 16 --store memory://
+
+Needs valgrind (Debian's package; wrk too for ``--load``). Nothing here is a test: figures go into
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,6 +99,44 @@ def _count(mode: str, store: str, requests: int, stream: bool = False) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+def _under_load(store: str, concurrency: int, seconds: float) -> int:
+    """Instructions a SendMessage of ``skillwire serve`` under callgrind at ``concurrency`` (see --load)."""
+    from run import SERVER_CPUS, WRK_SCRIPT, Server, TargetSpec, run_wrk
+
+    if shutil.which("wrk") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("--load needs wrk and valgrind: apt-get install -y wrk valgrind")
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "callgrind.out"
+        url = store.replace("{tmp}", scratch)
+        spec = TargetSpec(
+            "callgrind",
+            argv=lambda port, _grpc: [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                sys.executable, "-m", "skillwire", "serve", "examples/echo", "--host", "127.0.0.1",
+                "--port", str(port), "--store", url, "--log-level", "warning", "--no-console",
+            ],
+        )  # fmt: skip
+        server = Server(spec, Path(scratch), cpus=SERVER_CPUS)
+        try:
+            server.wait_ready(300.0)
+            pid = str(server.proc.pid)  # valgrind runs the program in its own process
+            run_wrk(server.base_url + "/", concurrency, 3, 1, "warm", WRK_SCRIPT)
+            subprocess.run(["callgrind_control", "-z", pid], capture_output=True, check=True)
+            level = run_wrk(server.base_url + "/", concurrency, seconds, 1, "load", WRK_SCRIPT)
+            subprocess.run(["callgrind_control", "-d", pid], capture_output=True, check=True)
+            dumped = Path(f"{out}.1")
+            for _ in range(100):  # the dump is written by the served process, a moment later
+                if dumped.exists() and "summary:" in dumped.read_text(errors="replace"):
+                    break
+                time.sleep(0.1)
+            found = re.search(r"^summary:\s+(\d+)", dumped.read_text(errors="replace"), re.M)
+        finally:
+            server.stop()
+    if found is None or not level.requests:
+        raise SystemExit("callgrind wrote no summary, or wrk saw no answer")
+    return int(found.group(1)) // level.requests
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -96,6 +145,8 @@ def main() -> None:
     parser.add_argument("--store", default="memory://", help="a store URL; {tmp} is a fresh directory")
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--stream", action="store_true", help="count a streamed chunk instead")
+    parser.add_argument("--load", type=int, default=0, help="count a SendMessage served at this concurrency")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of load measured (--load)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -110,6 +161,10 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind: apt-get install -y valgrind")
+    if args.load:
+        per_request = _under_load(args.store, args.load, args.duration)
+        print(f"| served, c={args.load} ({args.store}) | {per_request:,} instructions a SendMessage |")
+        return
     if args.stream:
         for mode in args.modes.split(","):
             more = _count(mode, args.store, 4000, True) - _count(mode, args.store, 1000, True)
