@@ -49,85 +49,75 @@ async def test_one_holder_at_a_time_and_the_lock_says_so(make: Locks) -> None:
     assert most == 1 and order == [0, 1, 2, 3] and not lock.locked()
 
 
+class _Scene:
+    """A lock held by one task until ``release`` is set, and tasks that note their turns by name."""
+
+    def __init__(self, make: Locks) -> None:
+        self.lock = make()
+        self.order: list[str] = []
+        self.release = asyncio.Event()
+
+    async def held(self) -> asyncio.Task[None]:
+        """The holder's task, once it holds the lock."""
+        holder = asyncio.create_task(self._hold())
+        await _turns()
+        return holder
+
+    async def _hold(self) -> None:
+        async with self.lock:
+            await self.release.wait()
+            self.order.append("holder")
+
+    def take(self, name: str) -> asyncio.Task[None]:
+        async def turn() -> None:
+            async with self.lock:
+                self.order.append(name)
+
+        return asyncio.create_task(turn())
+
+
 @BOTH
 async def test_a_newcomer_does_not_overtake_a_woken_waiter(make: Locks) -> None:
-    lock = make()
-    order: list[str] = []
-    release = asyncio.Event()
-
-    async def holder() -> None:
-        async with lock:
-            await release.wait()
-            order.append("holder")
-
-    async def named(name: str) -> None:
-        async with lock:
-            order.append(name)
-
-    first = asyncio.create_task(holder())
+    scene = _Scene(make)
+    holder = await scene.held()
+    waiter = scene.take("waiter")
     await _turns()
-    waiter = asyncio.create_task(named("waiter"))
-    await _turns()
-    release.set()
+    scene.release.set()
     await asyncio.sleep(0)  # the holder leaves and wakes the waiter, which has not run yet
-    newcomer = asyncio.create_task(named("newcomer"))
-    await asyncio.gather(first, waiter, newcomer)
-    assert order == ["holder", "waiter", "newcomer"]
+    newcomer = scene.take("newcomer")
+    await asyncio.gather(holder, waiter, newcomer)
+    assert scene.order == ["holder", "waiter", "newcomer"]
 
 
 @BOTH
 async def test_a_waiter_cancelled_while_waiting_leaves_the_others_their_turns(make: Locks) -> None:
-    lock = make()
-    order: list[str] = []
-    release = asyncio.Event()
-
-    async def holder() -> None:
-        async with lock:
-            await release.wait()
-
-    async def named(name: str) -> None:
-        async with lock:
-            order.append(name)
-
-    first = asyncio.create_task(holder())
-    await _turns()
-    a, b, c = (asyncio.create_task(named(n)) for n in "abc")
+    scene = _Scene(make)
+    holder = await scene.held()
+    a, b, c = (scene.take(n) for n in "abc")
     await _turns()
     b.cancel()
     await _turns()
-    release.set()
-    await asyncio.gather(first, a, c)
+    scene.release.set()
+    await asyncio.gather(holder, a, c)
     with pytest.raises(asyncio.CancelledError):
         await b
-    assert order == ["a", "c"] and not lock.locked()
+    assert scene.order == ["holder", "a", "c"] and not scene.lock.locked()
 
 
 @BOTH
 async def test_a_waiter_cancelled_after_it_was_woken_passes_its_turn_on(make: Locks) -> None:
-    lock = make()
-    order: list[str] = []
-    release = asyncio.Event()
-
-    async def holder() -> None:
-        async with lock:
-            await release.wait()
-
-    async def named(name: str) -> None:
-        async with lock:
-            order.append(name)
-
-    first = asyncio.create_task(holder())
+    scene = _Scene(make)
+    holder = await scene.held()
+    woken, next_one = scene.take("woken"), scene.take("next")
     await _turns()
-    woken, next_one = asyncio.create_task(named("woken")), asyncio.create_task(named("next"))
-    await _turns()
-    release.set()
+    scene.release.set()
     await asyncio.sleep(0)  # the holder has left and woken the first waiter, which has not run yet
-    await first
+    await holder
     woken.cancel()
     await asyncio.wait_for(next_one, timeout=5)  # not stranded behind the cancelled one
     with pytest.raises(asyncio.CancelledError):
         await woken
-    assert order == ["next"] and not lock.locked()
+    assert scene.order == ["holder", "next"] and not scene.lock.locked()
 
 
 @BOTH
