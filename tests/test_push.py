@@ -455,13 +455,19 @@ async def test_failed_deliveries_are_kept_with_their_reason(serve: Any, hook: Ho
 
 
 def test_a_deleted_config_gets_nothing_more(serve: Any, hook: Hook) -> None:
-    server = serve(example_agent("tck").asgi(store="memory://", webhook_policy=LOCAL, push=QUICK))
+    """Once the delete is answered, no delivery to the config starts. The receiver holds the task's first
+    delivery open until then: a lane delivers in order, so none of the task's later events can be on the
+    wire at the delete (one already sent may still land; that is not what is tested here)."""
+    settings = PushSettings(first_delay=0.01, max_delay=0.05, max_attempts=4, timeout=WAIT)
+    server = serve(example_agent("tck").asgi(store="memory://", webhook_policy=LOCAL, push=settings))
+    hook.answers = ["hang"]
     task = send_with_push(server, "tck-input-required please", hook.url, id="cfg")
-    received = hook.wait_for(1)
+    received = hook.wait_for(1, ok_only=False)
     assert received[0].event["task"]["id"] == task["id"]
     deleted = call(server, "DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "cfg"})
     assert "error" not in deleted
     before = len(hook.received)
+    hook.release()  # the held delivery is answered 200 now
     follow = user_message("tck-complete-task now", taskId=task["id"], contextId=task["contextId"])
     done = call(server, "SendMessage", {"message": follow})["result"]["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -96,9 +96,10 @@ def flood() -> Iterator[tuple[RunningServer, Flood, Drops]]:
         srv.stop()
 
 
-def stalled_client(port: int, path: str, body: bytes) -> socket.socket:
-    """A connection with a 4 KiB receive buffer that sends ``body`` and then reads only the response head
-    and the first event (the task), leaving the rest unread."""
+def stalled_client(port: int, path: str, body: bytes, before: bytes = b"") -> socket.socket:
+    """A connection with a 4 KiB receive buffer that sends ``body`` (after the requests in ``before``, in the
+    same write: pipelined) and then reads only the response head and the first event (the task), leaving the
+    rest unread."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.settimeout(WAIT)
@@ -107,7 +108,7 @@ def stalled_client(port: int, path: str, body: bytes) -> socket.socket:
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n"
         f"Content-Length: {len(body)}\r\n\r\n"
     ).encode()
-    sock.sendall(head + body)
+    sock.sendall(before + head + body)
     return sock
 
 
@@ -187,10 +188,14 @@ def test_a_client_that_stops_reading_is_dropped_and_the_task_goes_on(
             tracemalloc.stop()
 
 
-def test_a_dropped_stream_gives_back_its_connection_at_once(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("pipelined", [False, True], ids=["alone", "pipelined"])
+def test_a_dropped_stream_gives_back_its_connection_at_once(
+    caplog: pytest.LogCaptureFixture, pipelined: bool
+) -> None:
     """The connection of a stream dropped at its write deadline is aborted, not left to flush to a client
     that does not read: with two connections allowed, two more are served while the stalled client still
-    holds its socket. uvicorn does not report the incomplete answer as an error."""
+    holds its socket. uvicorn does not report the incomplete answer as an error. Pipelined: the stream is
+    the second request of its write, which uvicorn starts only once the first is answered."""
     skill = Flood()
     agent = Agent("flood", "Floods a stream with artifact chunks.", executor=skill)
     limits = Limits(
@@ -204,7 +209,8 @@ def test_a_dropped_stream_gives_back_its_connection_at_once(caplog: pytest.LogCa
     logging.getLogger("skillwire.stream").addHandler(drops)
     body = json.dumps(rpc("SendStreamingMessage", {"message": user_message("flood")})).encode()
     try:
-        with stalled_client(srv.port, "/", body) as sock:
+        before = b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" if pipelined else b""
+        with stalled_client(srv.port, "/", body, before) as sock:
             read_task_id(sock)
             assert drops.dropped.wait(WRITE_TIMEOUT + WAIT), "the stalled stream was not dropped"
             with httpx.Client(timeout=WAIT) as first, httpx.Client(timeout=WAIT) as second:
