@@ -334,6 +334,24 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"skillwire {skillwire.__version__}"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["-m", "skillwire", "--version"], ["-m", "skillwire", "card", "--help"]],
+    ids=["version", "other"],
+)
+def test_the_console_script_answers_as_the_command_line(argv: list[str]) -> None:
+    """``python -m skillwire`` (the console script's own module, ``skillwire._command``) answers ``--version``
+    itself and everything else through the command line: the same output either way."""
+    import skillwire
+
+    done = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    if argv[-1] == "--version":
+        assert done.stdout == f"skillwire {skillwire.__version__}\n"
+    else:
+        assert done.stdout.startswith("usage: skillwire card")
+
+
 def test_the_package_version_is_the_installed_distributions() -> None:
     """``--version`` prints ``skillwire.__version__`` (cheaper than reading the metadata): it must be true."""
     from importlib.metadata import version

@@ -99,6 +99,19 @@ def test_skillwire_version_builds_the_parser_without_what_the_commands_use() -> 
     assert {"skillwire.cli.console", "skillwire.cli.db"} <= set(loaded)  # their parsers are there
 
 
+def test_the_script_answers_version_before_the_command_line_loads() -> None:
+    """The console script (``skillwire._command``) prints the version without building the parser, which
+    imports every command family: none of the command line, msgspec or the event loop is loaded."""
+    loaded = _loaded("from skillwire._command import main\nmain(['--version'])")
+    assert [n for n in loaded if n.startswith(("skillwire.cli", "msgspec", "asyncio"))] == []
+    assert "skillwire._version" in loaded
+    # the check can fail: any other command goes through the command line
+    other = _loaded(
+        "from skillwire._command import main\ntry:\n    main(['card', '--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert "skillwire.cli.main" in other
+
+
 def test_importing_the_security_schemes_derives_no_key() -> None:
     """A start-up derived an scrypt hash at import (55 ms of every `skillwire serve`, an agent without
     security too). Counted by wrapping hashlib.scrypt in a fresh interpreter before the import."""

@@ -1,5 +1,5 @@
 import sys
 
-from skillwire.cli import main
+from skillwire._command import main
 
 sys.exit(main())
