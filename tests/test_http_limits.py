@@ -394,3 +394,76 @@ def test_without_httptools_serve_falls_back_to_h11_with_its_header_limit(
         answer = read_until_closed(sock)
     assert status_of(answer) == 400  # what uvicorn's h11 protocol answers at h11's size limit
     card_is_served(served.port)
+
+
+# -- one write an answer ---------------------------------------------------------------------------------------
+
+
+class _Writes:
+    """A connection's real transport, noting each write that reaches it (everything else passes through)."""
+
+    def __init__(self, transport: Any, writes: list[bytes]) -> None:
+        self._transport = transport
+        self._writes = writes
+
+    def write(self, data: bytes) -> None:
+        self._writes.append(bytes(data))
+        self._transport.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def _request(method: str, path: str, body: bytes = b"") -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    if body:
+        head += f"Content-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: {len(body)}\r\n"
+    return head.encode() + b"\r\n" + body
+
+
+def test_a_unary_answer_is_one_write_a_head_or_a_stream_is_not_held() -> None:
+    """uvicorn writes an answer's head as soon as it starts, then its body: the bounded protocol holds a head
+    that promises a body (Content-Length) and sends both in one write. A HEAD answer, which has no body, and
+    a stream's head (chunked: its events may come much later) go out at once, each event after it."""
+    import uvicorn
+
+    import serving
+    from skillwire.server.serving.http import protocol_for
+
+    writes: list[bytes] = []
+
+    class Noting(protocol_for(Limits())):  # type: ignore[misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(_Writes(transport, writes))
+
+    send = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("hello")}}
+    ).encode()
+    stream = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "SendStreamingMessage",
+            "params": {"message": user_message("stream 3")},
+        }
+    ).encode()
+    config = uvicorn.Config(echo(), host="127.0.0.1", http=Noting, lifespan="on", log_level="warning")
+    with serving.running(config) as server:
+        answers = []
+        for request in (_request("POST", "/", send), _request("HEAD", "/.well-known/agent-card.json")):
+            writes.clear()
+            with connect(server.port) as sock:
+                sock.sendall(request)
+                answers.append(read_until_closed(sock))
+            assert b"".join(writes) == answers[-1]
+            assert len(writes) == 1, writes
+        assert status_of(answers[0]) == 200 and b'"TASK_STATE_COMPLETED"' in answers[0]
+        assert status_of(answers[1]) == 200 and answers[1].endswith(b"\r\n\r\n")
+
+        writes.clear()
+        with connect(server.port) as sock:
+            sock.sendall(_request("POST", "/", stream))
+            streamed = read_until_closed(sock)
+        assert b"".join(writes) == streamed
+        assert writes[0].startswith(b"HTTP/1.1 200") and writes[0].endswith(b"\r\n\r\n")  # the head alone
+        assert b"TASK_STATE_COMPLETED" in streamed and len(writes) > 2

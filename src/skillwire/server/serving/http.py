@@ -122,6 +122,46 @@ class _Unsent:
         return self._transport.get_write_buffer_size() + queued
 
 
+class _OneWrite:
+    """The transport as one request's uvicorn cycle sees it: the head of an answer with a Content-Length is
+    held until the answer's first body write and goes out with it, one write instead of two.
+
+    uvicorn writes the status line and headers as soon as the application starts its answer, then the body:
+    two system calls, and on TCP two segments for the client to take, for every unary answer (strace: two
+    ``write`` per SendMessage). Only a head that promises a body is held (Content-Length above 0, not a
+    HEAD request): the body must follow, and an application that fails first has uvicorn close the
+    transport, which writes the head before closing, as before. Streams (chunked) and everything after the
+    first body write pass straight through. Nothing else writes to the connection while an answer is open
+    (the budgets' own answers come before a request is served or after its answer ends)."""
+
+    __slots__ = ("_cycle", "_head", "_started", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, cycle: Any) -> None:
+        self._transport = transport
+        self._cycle = cycle
+        self._head = b""
+        self._started = False
+
+    def write(self, data: bytes) -> None:
+        if self._head:
+            data, self._head = self._head + data, b""
+        elif not self._started and self._cycle.response_started:
+            self._started = True  # this is the head (a 100 Continue comes before the answer starts)
+            if self._cycle.chunked_encoding is False and self._cycle.expected_content_length > 0:
+                self._head = data
+                return
+        self._transport.write(data)
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def close(self) -> None:
+        if self._head:
+            data, self._head = self._head, b""
+            self._transport.write(data)
+        self._transport.close()
+
+
 class BoundedHttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with the connection budgets of :class:`Limits` (see the module)."""
 
@@ -228,7 +268,11 @@ class BoundedHttpProtocol(HttpToolsProtocol):
             self._cancel_header_timer()
         extensions: dict[Any, Any] = self.scope.setdefault("extensions", {})
         extensions[UNSENT_EXTENSION] = self._unsent  # the stream's write deadline reads it
+        before = self.cycle
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not before and cycle is not None and self.scope["method"] != "HEAD":
+            cycle.transport = _OneWrite(self.transport, cycle)  # type: ignore[assignment]
 
     async def _application(self, scope: Any, receive: Any, send: Any) -> None:
         """The application, as every request of this connection calls it (pipelined ones included): then
