@@ -275,8 +275,11 @@ class TaskRun:
         self._pending: list[tuple[int, StreamResponse]] = []
         #: artifact index -> the version at which it was last replaced whole (rather than appended to)
         self._replaced: dict[int, int] = {}
+        #: The event loop the run lives on, looked up once: on Python 3.11 each ``asyncio.get_running_loop()``
+        #: is a ``getpid`` system call (its check for a forked child), four of them a SendMessage before.
+        self._loop = loop = asyncio.get_running_loop()
         #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
-        self.settled: asyncio.Future[Task | Message] = asyncio.get_running_loop().create_future()
+        self.settled: asyncio.Future[Task | Message] = loop.create_future()
         self.runner: asyncio.Task[None] | None = None
         #: Blocking SendMessage calls waiting for this run to settle.
         self.waiters = 0
@@ -461,7 +464,7 @@ class TaskRun:
         """Commit soon, without waiting; changes made meanwhile merge into one write."""
         if not self._dirty:
             self._dirty = True
-            asyncio.get_running_loop().call_soon(self._start_flush)
+            self._loop.call_soon(self._start_flush)
 
     def _start_flush(self) -> None:
         # Runs after the executor's next pause: a commit it made meanwhile, or one still under way (a store
@@ -831,7 +834,7 @@ class TaskRun:
         else:  # no other process can end a task it cannot know yet: watched from its first commit, if it
             # is still going then (a blocking call's task often settles with its first commit, unwatched)
             self._watch_deferred = True
-        self.runner = asyncio.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
+        self.runner = self._loop.create_task(self._drive(work), name=f"skillwire-task-{self.task_id}")
 
     async def _drive(self, work: Work) -> None:
         telemetry = self.runtime.telemetry
@@ -847,7 +850,7 @@ class TaskRun:
             logs.bind_task(self.task_id, self.context_id)
         expiry = None
         if self.deadline is not None:
-            expiry = asyncio.get_running_loop().call_later(self.deadline, self._expire)
+            expiry = self._loop.call_later(self.deadline, self._expire)
         try:
             await work(TaskEvents(self))
         except asyncio.CancelledError:
