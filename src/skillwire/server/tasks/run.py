@@ -275,9 +275,7 @@ class TaskRun:
         self._pending: list[tuple[int, StreamResponse]] = []
         #: artifact index -> the version at which it was last replaced whole (rather than appended to)
         self._replaced: dict[int, int] = {}
-        #: The event loop the run lives on, looked up once: on Python 3.11 each ``asyncio.get_running_loop()``
-        #: is a ``getpid`` system call (its check for a forked child), four of them a SendMessage before.
-        self._loop = loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()  # once: on Python 3.11 each lookup calls getpid()
         #: Resolved with the Task (terminal or interrupted) or the Message reply; or the error that ended it.
         self.settled: asyncio.Future[Task | Message] = loop.create_future()
         self.runner: asyncio.Task[None] | None = None
