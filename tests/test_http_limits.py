@@ -24,6 +24,7 @@ from conftest import (
     Served,
     example_agent,
     gated_agent,
+    rpc,
     start_process,
     user_message,
 )
@@ -436,17 +437,8 @@ def test_a_unary_answer_is_one_write_a_head_or_a_stream_is_not_held() -> None:
         def connection_made(self, transport: Any) -> None:
             super().connection_made(_Writes(transport, writes))
 
-    send = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": user_message("hello")}}
-    ).encode()
-    stream = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "SendStreamingMessage",
-            "params": {"message": user_message("stream 3")},
-        }
-    ).encode()
+    send = json.dumps(rpc("SendMessage", {"message": user_message("hello")})).encode()
+    stream = json.dumps(rpc("SendStreamingMessage", {"message": user_message("stream 3")})).encode()
     config = uvicorn.Config(echo(), host="127.0.0.1", http=Noting, lifespan="on", log_level="warning")
     with serving.running(config) as server:
         answers = []
