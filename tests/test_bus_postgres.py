@@ -477,7 +477,9 @@ async def test_a_silent_connection_is_found_by_the_health_check(
     make_bus: with_schema, pg: dict[str, Any], proxy: Proxy
 ) -> None:
     url = _through(pg["dsn"], proxy.port, pg["schema"])
-    bus = make_bus(url, health_interval=0.2, connect_timeout=0.5, reconnect_max=0.2)
+    # connect_timeout bounds the health check's query too; at 0.5 s the first connection through the proxy
+    # timed out once, in a fresh clone's full run (four workers on two cores)
+    bus = make_bus(url, health_interval=0.2, connect_timeout=2.0, reconnect_max=0.2)
     await bus.start()
     key = ("", "silent")
     sub = bus.subscribe(key)
