@@ -15,9 +15,9 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     if args == ["--version"]:
-        from skillwire._version import __version__
+        from skillwire._version import version_line
 
-        print(f"skillwire {__version__}")
+        print(version_line())
         return 0
     from skillwire.cli.main import main as run
 

@@ -68,9 +68,9 @@ class _Version(argparse.Action):
         )
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from skillwire._version import __version__
+        from skillwire._version import version_line
 
-        print(f"skillwire {__version__}")
+        print(version_line())
         parser.exit()
 
 

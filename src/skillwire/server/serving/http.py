@@ -156,9 +156,10 @@ class _OneWrite:
         return self._transport.is_closing()
 
     def close(self) -> None:
-        if self._head:
-            data, self._head = self._head, b""
-            self._transport.write(data)
+        # a held head goes out before the close, unless the connection was aborted meanwhile (_after_app)
+        if self._head and not self._transport.is_closing():
+            self._transport.write(self._head)
+        self._head = b""
         self._transport.close()
 
 
